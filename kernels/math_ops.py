@@ -1,0 +1,361 @@
+"""Pointwise formulas, each beside its local derivative (micrograd style).
+
+Every function here is a ``@triton.jit`` formula that ``pointwise_kernel`` calls on loaded values:
+``f(x, p)`` for one input, ``f(a, b, p)`` for two, ``f(a, b, c, p)`` for three, where ``p`` is a
+pair of scalar parameters (in the compute dtype). A ``*_bwd`` formula takes what the forward saved (the input ``x`` or
+the output ``y``) and the upstream gradient ``g`` and returns ``g * dy/dx``; two-input ``*_bwd``
+formulas return a pair (da, db). Values arrive in fp32 (fp16/bf16 widened) or fp64.
+
+Only primitives that both the compiler and Triton's interpreter implement are used (``tl.exp``,
+``tl.log``, ``tl.math.erf`` ...); libdevice's extras are not available in the interpreter, so
+``expm1``/``log1p``/``tanh``/``rint`` are written out below with the usual accuracy tricks.
+"""
+import triton
+import triton.language as tl
+
+# ----------------------------------------------------------------------------- helpers
+
+@triton.jit
+def expm1(x):
+    """exp(x) - 1 without cancellation near 0 (Kahan: (u-1) * x / log(u))."""
+    u = tl.exp(x)
+    um1 = u - 1.0
+    safe = tl.where(um1 == 0.0, 1.0, um1)
+    r = um1 * x / tl.log(tl.where(u == 1.0, 2.0, u))
+    r = tl.where(u == 1.0, x, r)
+    r = tl.where(um1 == -1.0, -1.0, r)
+    return tl.where(safe != safe, um1, tl.where(u == float("inf"), u, r))
+
+
+@triton.jit
+def log1p(x):
+    """log(1 + x) without cancellation near 0 (Goldberg: log(u) * x / (u - 1), u = 1 + x)."""
+    u = 1.0 + x
+    d = u - 1.0
+    return tl.where(d == 0.0, x, tl.log(u) * x / tl.where(d == 0.0, 1.0, d))
+
+
+@triton.jit
+def tanh(x):
+    """tanh(|x|) = -t / (t + 2) with t = expm1(-2|x|); the sign is put back after."""
+    t = expm1(-2.0 * tl.abs(x))
+    r = -t / (t + 2.0)
+    return tl.where(x < 0, -r, r)
+
+
+# ----------------------------------------------------------------------------- unary
+
+@triton.jit
+def neg(x, p):                 # y = -x                  dy/dx = -1
+    return -x
+
+@triton.jit
+def abs_(x, p):                # y = |x|                 dy/dx = sign(x), 0 at 0
+    return tl.abs(x)
+
+@triton.jit
+def abs_bwd(x, g, p):
+    return tl.where(x > 0, g, tl.where(x < 0, -g, 0.0 * g))
+
+@triton.jit
+def exp(x, p):                 # y = e^x                 dy/dx = y
+    return tl.exp(x)
+
+@triton.jit
+def mul_bwd_y(y, g, p):        # g * y: the backward of exp (and of anything whose derivative is y)
+    return g * y
+
+@triton.jit
+def log(x, p):                 # y = ln x                dy/dx = 1/x
+    return tl.log(x)
+
+@triton.jit
+def log_bwd(x, g, p):
+    return g / x
+
+@triton.jit
+def sqrt(x, p):                # y = sqrt x              dy/dx = 1/(2y)
+    return tl.sqrt(x)
+
+@triton.jit
+def sqrt_bwd(y, g, p):
+    return g / (2.0 * y)
+
+@triton.jit
+def rsqrt(x, p):               # y = x^-1/2              dy/dx = -y^3/2
+    return tl.rsqrt(x)
+
+@triton.jit
+def rsqrt_bwd(y, g, p):
+    return -0.5 * g * y * y * y
+
+@triton.jit
+def reciprocal(x, p):          # y = 1/x                 dy/dx = -y^2
+    return 1.0 / x
+
+@triton.jit
+def reciprocal_bwd(y, g, p):
+    return -g * y * y
+
+@triton.jit
+def sin(x, p):                 # y = sin x               dy/dx = cos x
+    return tl.sin(x)
+
+@triton.jit
+def sin_bwd(x, g, p):
+    return g * tl.cos(x)
+
+@triton.jit
+def cos(x, p):                 # y = cos x               dy/dx = -sin x
+    return tl.cos(x)
+
+@triton.jit
+def cos_bwd(x, g, p):
+    return -g * tl.sin(x)
+
+@triton.jit
+def tanh_(x, p):               # y = tanh x              dy/dx = 1 - y^2
+    return tanh(x)
+
+@triton.jit
+def tanh_bwd(y, g, p):
+    return g * (1.0 - y * y)
+
+@triton.jit
+def sigmoid(x, p):             # y = 1/(1+e^-x)          dy/dx = y(1-y)
+    return 1.0 / (1.0 + tl.exp(-x))
+
+@triton.jit
+def sigmoid_bwd(y, g, p):
+    return g * y * (1.0 - y)
+
+@triton.jit
+def relu(x, p):                # y = max(x, 0)           dy/dx = [y > 0]
+    return tl.where(x > 0, x, 0.0 * x)
+
+@triton.jit
+def relu_bwd(y, g, p):
+    return tl.where(y > 0, g, 0.0 * g)
+
+@triton.jit
+def gelu(x, p):                # y = x Phi(x) = x/2 (1 + erf(x/sqrt2))
+    return 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))
+
+@triton.jit
+def gelu_bwd(x, g, p):         # dy/dx = Phi(x) + x phi(x)
+    cdf = 0.5 * (1.0 + tl.math.erf(x * 0.7071067811865476))
+    pdf = tl.exp(-0.5 * x * x) * 0.3989422804014327
+    return g * (cdf + x * pdf)
+
+@triton.jit
+def gelu_tanh(x, p):           # y = x/2 (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi)
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+@triton.jit
+def gelu_tanh_bwd(x, g, p):    # dy/dx = (1+t)/2 + x/2 (1-t^2) k (1 + 3*0.044715 x^2)
+    t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))
+    dinner = 0.7978845608028654 * (1.0 + 0.134145 * x * x)
+    return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dinner)
+
+@triton.jit
+def silu(x, p):                # y = x sigmoid(x)        dy/dx = s (1 + x (1 - s))
+    return x / (1.0 + tl.exp(-x))
+
+@triton.jit
+def silu_bwd(x, g, p):
+    s = 1.0 / (1.0 + tl.exp(-x))
+    return g * s * (1.0 + x * (1.0 - s))
+
+@triton.jit
+def softplus(x, p):            # y = log(1 + e^(bx)) / b, or x where bx > threshold; p = (b, threshold)
+    bx = x * p[0]
+    soft = (tl.maximum(bx, 0.0) + log1p(tl.exp(-tl.abs(bx)))) / p[0]
+    return tl.where(bx > p[1], x, soft)
+
+@triton.jit
+def softplus_bwd(x, g, p):     # dy/dx = sigmoid(bx), or 1 past the threshold
+    bx = x * p[0]
+    return tl.where(bx > p[1], g, g / (1.0 + tl.exp(-bx)))
+
+@triton.jit
+def leaky_relu(x, p):          # y = x if x > 0 else slope x; p = (slope,)
+    return tl.where(x > 0, x, x * p[0])
+
+@triton.jit
+def leaky_relu_bwd(x, g, p):
+    return tl.where(x > 0, g, g * p[0])
+
+@triton.jit
+def elu(x, p):                 # y = x if x > 0 else alpha (e^x - 1); p = (alpha,)
+    return tl.where(x > 0, x, p[0] * expm1(tl.minimum(x, 0.0)))
+
+@triton.jit
+def elu_bwd(x, g, p):          # dy/dx = 1, or alpha e^x
+    return tl.where(x > 0, g, g * p[0] * tl.exp(tl.minimum(x, 0.0)))
+
+@triton.jit
+def clamp(x, p):               # y = min(max(x, lo), hi); p = (lo, hi), +-inf when absent
+    return tl.minimum(tl.maximum(x, p[0]), p[1])
+
+@triton.jit
+def clamp_bwd(x, g, p):        # dy/dx = [lo <= x <= hi]
+    return tl.where((x >= p[0]) & (x <= p[1]), g, 0.0 * g)
+
+@triton.jit
+def pow_scalar(x, p):          # y = x^e; p = (e,)      dy/dx = e x^(e-1)
+    return _pow(x, p[0] + 0.0 * x)
+
+@triton.jit
+def pow_scalar_bwd(x, g, p):
+    e = p[0] + 0.0 * x
+    return tl.where(e == 0.0, 0.0 * g, g * e * _pow(x, e - 1.0))
+
+@triton.jit
+def sign(x, p):                # zero gradient for sign/floor/ceil/round
+    return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0)).to(x.dtype) + 0.0 * x
+
+@triton.jit
+def floor(x, p):
+    return tl.floor(x)
+
+@triton.jit
+def ceil(x, p):
+    return tl.ceil(x)
+
+@triton.jit
+def round_(x, p):              # round half to even, as torch.round
+    r = tl.floor(x + 0.5)
+    tie = (r - x) == 0.5
+    odd = (r - 2.0 * tl.floor(r * 0.5)) != 0.0
+    r = tl.where(tie & odd, r - 1.0, r)
+    big = 4503599627370496.0 if x.dtype == tl.float64 else 8388608.0  # already integral past this
+    return tl.where(tl.abs(x) >= big, x, r)
+
+@triton.jit
+def identity(x, p):            # copies and dtype casts
+    return x
+
+@triton.jit
+def second(a, b, p):           # copy_: b (broadcast, cast) into a
+    return b
+
+@triton.jit
+def fill(x, p):                # every element = p[0]; x only sets the shape (never 0*x: inf*0 is nan)
+    return tl.zeros_like(x) + p[0]
+
+# ----------------------------------------------------------------------------- binary
+
+@triton.jit
+def _pow(a, b):
+    """a^b for any real a, b: exp(b ln|a|) with the sign of a for odd integer b; 0^0 = 1."""
+    mag = tl.exp(b * tl.log(tl.abs(a)))
+    b_int = tl.floor(b) == b
+    b_odd = b_int & ((b - 2.0 * tl.floor(b * 0.5)) != 0.0)
+    r = tl.where((a < 0) & b_odd, -mag, mag)
+    r = tl.where((a < 0) & (~b_int), float("nan"), r)
+    return tl.where(b == 0.0, 1.0, r)
+
+@triton.jit
+def add(a, b, p):              # y = a + alpha b; p = (alpha,)
+    return a + p[0] * b
+
+@triton.jit
+def sub(a, b, p):              # y = a - alpha b
+    return a - p[0] * b
+
+@triton.jit
+def mul(a, b, p):              # y = a b                 dy/da = b, dy/db = a
+    return a * b
+
+@triton.jit
+def mul_bwd(a, b, g, p):
+    return g * b, g * a
+
+@triton.jit
+def div(a, b, p):              # y = a / b               dy/da = 1/b, dy/db = -a/b^2
+    return a / b
+
+@triton.jit
+def div_bwd(a, b, g, p):
+    gb = g / b
+    return gb, -gb * a / b
+
+@triton.jit
+def pow_(a, b, p):             # y = a^b                 dy/da = b a^(b-1), dy/db = a^b ln a
+    return _pow(a, b)
+
+@triton.jit
+def pow_bwd(a, b, g, p):
+    da = tl.where(b == 0.0, 0.0 * g, g * b * _pow(a, b - 1.0))
+    db = tl.where((a == 0.0) & (b >= 0.0), 0.0 * g, g * _pow(a, b) * tl.log(a))
+    return da, db
+
+@triton.jit
+def maximum(a, b, p):          # ties split the gradient evenly, as torch
+    return tl.where((a != a) | (a > b), a, b)
+
+@triton.jit
+def maximum_bwd(a, b, g, p):
+    half = 0.5 * g
+    return (tl.where(a > b, g, tl.where(a == b, half, 0.0 * g)),
+            tl.where(b > a, g, tl.where(a == b, half, 0.0 * g)))
+
+@triton.jit
+def minimum(a, b, p):
+    return tl.where((a != a) | (a < b), a, b)
+
+@triton.jit
+def minimum_bwd(a, b, g, p):
+    half = 0.5 * g
+    return (tl.where(a < b, g, tl.where(a == b, half, 0.0 * g)),
+            tl.where(b < a, g, tl.where(a == b, half, 0.0 * g)))
+
+@triton.jit
+def eq(a, b, p):
+    return a == b
+
+@triton.jit
+def ne(a, b, p):
+    return a != b
+
+@triton.jit
+def lt(a, b, p):
+    return a < b
+
+@triton.jit
+def le(a, b, p):
+    return a <= b
+
+@triton.jit
+def gt(a, b, p):
+    return a > b
+
+@triton.jit
+def ge(a, b, p):
+    return a >= b
+
+@triton.jit
+def logical_and(a, b, p):
+    return (a != 0) & (b != 0)
+
+@triton.jit
+def logical_or(a, b, p):
+    return (a != 0) | (b != 0)
+
+@triton.jit
+def logical_xor(a, b, p):
+    return (a != 0) ^ (b != 0)
+
+@triton.jit
+def logical_not(x, p):
+    return x == 0
+
+@triton.jit
+def where_bwd(c, g, p):        # y = c ? a : b           dy/da = [c], dy/db = [not c]
+    return tl.where(c, g, 0.0 * g), tl.where(c, 0.0 * g, g)
+
+# ----------------------------------------------------------------------------- ternary
+
+@triton.jit
+def where(c, a, b, p):
+    return tl.where(c, a, b)

@@ -1,0 +1,181 @@
+"""Batched matrix multiply with a fused bias + activation epilogue.
+
+    C[b] = act(A[b] @ B[b] + bias),   A[b]: (M, K),  B[b]: (K, N),  bias: (N,) added to every row
+
+for every index ``b`` of the batch shape ``(*batch)``. Each operand is reached through its own
+strides, so transposed, sliced and broadcast (stride-0, ``expand``-ed) operands are read in place
+and never copied; the batch index is unflattened over the (collapsed) batch shape like any
+pointwise operand.
+
+Why fp32 accumulation: a K-long dot product summed in fp16/bf16 loses about log2(K) bits and
+overflows fp16's 65504 easily, while tensor cores accumulate fp16/bf16 products into fp32 at no
+cost. fp32 inputs multiply in full IEEE precision unless ``allow_tf32`` (tensor cores, ~10-bit
+mantissa inputs); fp64 inputs multiply and accumulate in fp64. The result is rounded once, to
+``out_dtype`` (default ``a.dtype``), after the epilogue, so bias and activation see the fp32/fp64
+sum. ``return_preact`` also stores ``A @ B + bias`` (rounded like the output), which the backward
+of gelu/silu needs since their derivative is a function of the input, not the output.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from . import math_ops
+from .launch import launch
+from .pointwise import _collapse
+
+__all__ = ["matmul", "ACTIVATIONS"]
+
+# the formulas the pointwise ops use, so fused matches unfused and their *_bwd formulas apply
+ACTIVATIONS = {None: None, "relu": math_ops.relu, "gelu": math_ops.gelu,
+               "gelu_tanh": math_ops.gelu_tanh, "silu": math_ops.silu,
+               "tanh": math_ops.tanh_, "sigmoid": math_ops.sigmoid}
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, M, N, K,
+                  batch_shape, a_bstrides, b_bstrides, c_bstrides, p_bstrides,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  stride_pm, stride_pn, stride_bias,
+                  BATCH_NDIM: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
+                  STORE_PREACT: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr,
+                  UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # Batch and tile share axis 0: CUDA caps axes 1 and 2 at 65535, and batches of heads exceed it.
+    pid = tl.program_id(0)
+    # Helpers such as tl.cdiv and _offset are avoided: each @jit call costs the interpreter ~1 ms.
+    grid_m = (M + BLOCK_M - 1) // BLOCK_M
+    grid_n = (N + BLOCK_N - 1) // BLOCK_N
+    tiles = grid_m * grid_n
+    batch = (pid // tiles).to(tl.int64)
+    tile = pid % tiles
+    if GROUP_M > 1:  # GROUP_M row-tiles sweep the columns together so their A rows stay in L2
+        group = tile // (GROUP_M * grid_n)
+        first_m = group * GROUP_M
+        group_m = tl.minimum(grid_m - first_m, GROUP_M)
+        pid_m = first_m + (tile % (GROUP_M * grid_n)) % group_m
+        pid_n = (tile % (GROUP_M * grid_n)) // group_m
+    else:  # the interpreter has no cache to help, and pays per op
+        pid_m = tile // grid_n
+        pid_n = tile % grid_n
+
+    rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    mask_m = rm < M
+    mask_n = rn < N
+    # Unflatten the batch index over the batch shape once for all four operands (as _offset).
+    a_off = batch * 0
+    b_off = batch * 0
+    c_off = batch * 0
+    p_off = batch * 0
+    rem = batch
+    for i in tl.static_range(BATCH_NDIM):
+        # an index assigned to a name inside the loop stops being constexpr when compiled: inline it
+        idx = rem % batch_shape[BATCH_NDIM - 1 - i]
+        a_off += idx * a_bstrides[BATCH_NDIM - 1 - i]
+        b_off += idx * b_bstrides[BATCH_NDIM - 1 - i]
+        c_off += idx * c_bstrides[BATCH_NDIM - 1 - i]
+        p_off += idx * p_bstrides[BATCH_NDIM - 1 - i]
+        rem = rem // batch_shape[BATCH_NDIM - 1 - i]
+    a_ptrs = a_ptr + a_off + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + b_off + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC)
+    for k in range(0, K, BLOCK_K):
+        k_left = K - k
+        a = tl.load(a_ptrs, mask=mask_m[:, None] & (rk[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & mask_n[None, :], other=0.0)
+        if UPCAST:  # the interpreter's numpy matmul has no bf16; fp32 products of bf16 are exact
+            a = a.to(ACC)
+            b = b.to(ACC)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + rn * stride_bias, mask=mask_n, other=0.0)
+        acc += bias.to(ACC)[None, :]
+    mask = mask_m[:, None] & mask_n[None, :]
+    if STORE_PREACT:
+        p_ptrs = p_ptr + p_off + rm[:, None] * stride_pm + rn[None, :] * stride_pn
+        tl.store(p_ptrs, acc.to(p_ptr.dtype.element_ty), mask=mask)
+    if ACT is not None:
+        acc = ACT(acc, 0.0)
+    c_ptrs = c_ptr + c_off + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def _pow2(n: int, lo: int, hi: int) -> int:
+    return min(max(triton.next_power_of_2(max(n, 1)), lo), hi)
+
+
+def _config(dtype, M, N, K, device, allow_tf32):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); tl.dot needs every block dim >= 16."""
+    if device.type == "cpu":
+        # The interpreter pays per program instance and per tl op, not per flop: few, big tiles.
+        return _pow2(M, 16, 128), _pow2(N, 16, 128), _pow2(K, 16, 256), 4, 1
+    if dtype in (torch.float16, torch.bfloat16) or (dtype == torch.float32 and allow_tf32):
+        bm, bn, bk, warps, stages = 128, 128, 64 if dtype != torch.float32 else 32, 8, 3
+    elif dtype == torch.float32:  # IEEE fp32 runs on FMA units: smaller tiles, more programs
+        bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
+    else:  # fp64: 8-byte elements, keep the staged tiles within shared memory
+        bm, bn, bk, warps, stages = 64, 64, 16, 4, 2
+    # Small problems: shrink the tile rather than mask most of it away.
+    return _pow2(M, 16, bm), _pow2(N, 16, bn), _pow2(K, 16, bk), warps, stages
+
+
+def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None, out=None,
+           return_preact=False):
+    """``act(a @ b + bias)`` for ``a`` (*batch, M, K) and ``b`` (*batch, K, N), any strides.
+
+    The batch shapes must be equal (broadcast one by ``expand``-ing it: stride 0 is free).
+    Returns a contiguous (*batch, M, N) tensor of ``out_dtype`` (default ``a.dtype``), or writes
+    into ``out`` (any strides) and returns it. With ``return_preact`` returns ``(out, preact)``,
+    ``preact = a @ b + bias`` before the activation, contiguous and of the output's dtype.
+    """
+    if a.dim() < 2 or b.dim() != a.dim():
+        raise ValueError(f"matmul needs (*batch, M, K) @ (*batch, K, N), got {tuple(a.shape)} "
+                         f"and {tuple(b.shape)}")
+    *batch, M, K = a.shape
+    batch, N = tuple(batch), b.shape[-1]
+    if tuple(b.shape[:-2]) != batch or b.shape[-2] != K:
+        raise ValueError(f"matmul shapes {tuple(a.shape)} and {tuple(b.shape)} do not match")
+    if a.dtype != b.dtype or a.dtype not in _FLOATS:
+        raise TypeError(f"matmul needs two operands of one float dtype, got {a.dtype}, {b.dtype}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}; expected one of {list(ACTIVATIONS)}")
+    if bias is not None and tuple(bias.shape) != (N,):
+        raise ValueError(f"bias must have shape ({N},), got {tuple(bias.shape)}")
+    shape = batch + (M, N)
+    out_dtype = out_dtype or a.dtype
+    if out is None:
+        out = torch.empty(shape, dtype=out_dtype, device=a.device)
+    elif tuple(out.shape) != shape:
+        raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
+    preact = torch.empty(shape, dtype=out.dtype, device=a.device) if return_preact else out
+    result = (out, preact) if return_preact else out
+    nbatch = math.prod(batch)
+    if M == 0 or N == 0 or nbatch == 0:
+        return result
+
+    nb = len(batch)
+    bshape, bstrides = _collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
+    bm, bn, bk, warps, stages = _config(a.dtype, M, N, K, a.device, allow_tf32)
+    cuda = a.device.type == "cuda"
+    grid = (nbatch * triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+    launch(matmul_kernel, grid, a, b, out, preact, out if bias is None else bias, M, N, K,
+           bshape, *bstrides, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+           out.stride(-2), out.stride(-1), preact.stride(-2), preact.stride(-1),
+           0 if bias is None else bias.stride(0),
+           BATCH_NDIM=len(bshape) if nbatch > 1 else 0, HAS_BIAS=bias is not None,
+           ACT=ACTIVATIONS[activation], STORE_PREACT=return_preact,
+           ACC=tl.float64 if a.dtype == torch.float64 else tl.float32,
+           PRECISION="tf32" if allow_tf32 and a.dtype == torch.float32 else "ieee",
+           UPCAST=not cuda and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+           GROUP_M=8 if cuda else 1, num_warps=warps, num_stages=stages)
+    return result

@@ -1,0 +1,131 @@
+"""One strided elementwise kernel (minitorch's map/zip) that every pointwise op runs through.
+
+``out[i] = OP(in0[i], in1[i], in2[i], params)`` over a logical N-d index ``i``, where each operand
+is reached through its own strides. Broadcasting is a stride of 0, so a broadcast operand is never
+materialised; transposed and sliced operands are read in place. OP is a ``@triton.jit`` function
+passed as a compile-time constant (see ``kernels/math_ops.py``), so each op is a one-line formula and
+the indexing, masking, dtype handling and launch logic live here once.
+
+Dtypes: fp16/bf16 inputs are computed in fp32 (``compute_dtype``); bool inputs stay bool so masks
+and ``where`` conditions keep their meaning; results are cast to each output's dtype on store.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from .launch import launch
+from .scalars import as_f64, f64_bits
+
+MAX_INPUTS, MAX_OUTPUTS = 3, 2
+_TL_DTYPE = {torch.float32: tl.float32, torch.float64: tl.float64, torch.float16: tl.float32,
+             torch.bfloat16: tl.float32, torch.int64: tl.int64, torch.int32: tl.int32,
+             torch.int16: tl.int16, torch.int8: tl.int8, torch.uint8: tl.uint8, torch.bool: tl.int1}
+
+
+@triton.jit
+def _offset(lin, shape, strides, NDIM: tl.constexpr):
+    """Memory offset of the row-major linear index ``lin`` in a tensor of ``shape`` and ``strides``."""
+    off = lin * 0
+    rem = lin
+    # indexed by the expression itself: a name assigned in a static_range body stops being a
+    # compile-time constant, and tuples can only be indexed by constants when compiled
+    for i in tl.static_range(NDIM):
+        off += (rem % shape[NDIM - 1 - i]) * strides[NDIM - 1 - i]
+        rem = rem // shape[NDIM - 1 - i]
+    return off
+
+
+@triton.jit
+def _load(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, COMPUTE: tl.constexpr):
+    x = tl.load(ptr + _offset(lin, shape, strides, NDIM), mask=mask)
+    if x.dtype != tl.int1:
+        x = x.to(COMPUTE)
+    return x
+
+
+@triton.jit
+def pointwise_kernel(out0, out1, in0, in1, in2, p0_bits, p1_bits, numel, shape,
+                     out_strides, strides0, strides1, strides2,
+                     OP: tl.constexpr, N_IN: tl.constexpr, N_OUT: tl.constexpr,
+                     NDIM: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
+    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = lin < numel
+    params = (as_f64(p0_bits).to(COMPUTE), as_f64(p1_bits).to(COMPUTE))
+    a = _load(in0, lin, mask, shape, strides0, NDIM, COMPUTE)
+    if N_IN == 1:
+        y = OP(a, params)
+    elif N_IN == 2:
+        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, COMPUTE), params)
+    else:
+        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, COMPUTE),
+               _load(in2, lin, mask, shape, strides2, NDIM, COMPUTE), params)
+    out_off = _offset(lin, shape, out_strides, NDIM)
+    if N_OUT == 1:
+        tl.store(out0 + out_off, y.to(out0.dtype.element_ty), mask=mask)
+    else:
+        tl.store(out0 + out_off, y[0].to(out0.dtype.element_ty), mask=mask)
+        tl.store(out1 + out_off, y[1].to(out1.dtype.element_ty), mask=mask)
+
+
+def _collapse(shape, stride_lists):
+    """Drop size-1 dims and merge neighbours that are contiguous in every operand, so the common
+    cases (contiguous, or one broadcast row) index with one or two dims instead of N."""
+    dims = [(s, [st[d] for st in stride_lists]) for d, s in enumerate(shape) if s != 1]
+    merged = []
+    for size, strides in dims:
+        if merged:
+            psize, pstrides = merged[-1]
+            if all(ps == st * size for ps, st in zip(pstrides, strides)):
+                merged[-1] = (psize * size, strides)
+                continue
+        merged.append((size, strides))
+    if not merged:
+        merged = [(1, [0] * len(stride_lists))]
+    new_shape = tuple(s for s, _ in merged)
+    return new_shape, [tuple(st[i] for _, st in merged) for i in range(len(stride_lists))]
+
+
+def block_for(numel: int, device: torch.device) -> int:
+    # The interpreter pays per program instance and per tl op, not per element: one big block.
+    # Compiled, 1024 elements per program keeps every SM busy.
+    if device.type == "cpu":
+        return min(triton.next_power_of_2(max(numel, 1)), 1 << 16)
+    return 1024
+
+
+def compute_dtype(dtype: torch.dtype):
+    return _TL_DTYPE[dtype]
+
+
+def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None):
+    """Run ``op`` elementwise over ``inputs`` (torch tensors broadcastable to ``shape``).
+
+    Returns the list of outputs: fresh contiguous tensors of ``out_dtypes``, or ``outs`` (possibly
+    strided views, for in-place ops) when given. ``compute`` is the dtype the math runs in
+    (defaults to the first output's, widened from fp16/bf16 to fp32).
+    """
+    shape = tuple(shape)
+    device = inputs[0].device
+    if outs is None:
+        outs = [torch.empty(shape, dtype=dt, device=device) for dt in out_dtypes]
+    numel = math.prod(shape)
+    if numel == 0:
+        return outs
+    views = [t.expand(shape) for t in inputs]
+    cshape, cstrides = _collapse(shape, [o.stride() for o in outs[:1]] + [v.stride() for v in views])
+    if len(outs) == 2 and outs[1].stride() != outs[0].stride():
+        raise ValueError("both outputs of a two-output pointwise op must share strides")
+    in_strides = cstrides[1:] + [cstrides[1]] * (MAX_INPUTS - len(views))
+    ptrs = views + [views[0]] * (MAX_INPUTS - len(views))
+    out_ptrs = list(outs) + [outs[0]] * (MAX_OUTPUTS - len(outs))
+    block = block_for(numel, device)
+    compute = compute or _TL_DTYPE[out_dtypes[0] if out_dtypes else outs[0].dtype]
+    bits = [f64_bits(p) for p in params] + [0] * (2 - len(params))
+    launch(pointwise_kernel, (triton.cdiv(numel, block),), *out_ptrs, *ptrs, *bits, numel, cshape,
+           cstrides[0], *in_strides, OP=op, N_IN=len(inputs), N_OUT=len(outs), NDIM=len(cshape),
+           COMPUTE=compute, BLOCK=block, num_warps=4)
+    return outs

@@ -1,0 +1,267 @@
+"""Reductions over any set of dims of a strided tensor, in one launch each.
+
+The input is viewed, without copying, as a matrix: rows are the kept dims (row-major, so row ``r``
+is element ``r`` of the contiguous output) and columns the reduced dims, each side reached through
+its own shape/stride tuple and ``pointwise._offset``. A program owns ``BLOCK_R`` rows and walks the
+columns in chunks of ``BLOCK_C``, folding each chunk into a ``[BLOCK_R, BLOCK_C]`` accumulator
+lane by lane; the lanes are reduced across once, at the end. Lane-wise accumulation keeps the
+per-chunk work elementwise and sums accurate (each lane adds only ``n_cols / BLOCK_C`` terms).
+
+Only ``tl.sum``/``tl.max``/``tl.min`` reduce across lanes: in the interpreter they are single
+numpy calls, whereas ``tl.reduce`` with a custom combine runs one Python call per element. So NaN
+propagation and first-index tie-breaking are built from those three (see ``_extreme_rows``), and
+``prod`` folds lanes with a reshape/split tree when interpreted.
+
+Accumulation is fp32 for fp16/bf16/fp32, fp64 when the input or output is fp64, int64 for
+integer/bool inputs with an integer output.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from .launch import launch
+from .pointwise import _collapse, _offset, compute_dtype
+
+__all__ = ["reduce", "REDUCE_OPS", "block_shape_2d"]
+
+_SUM_LIKE = ("sum", "mean", "norm1", "norm2")
+_EXTREME = ("amax", "amin", "max", "min", "argmax", "argmin", "norminf")
+_ARG = ("argmax", "argmin")
+REDUCE_OPS = _SUM_LIKE + _EXTREME + ("prod", "var", "std", "logsumexp")
+
+
+@triton.jit
+def _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape, red_strides,
+                NR: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Columns ``start .. start+BLOCK_C`` of the program's rows; masked lanes hold 0."""
+    cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
+    col_mask = cols < n_cols
+    col_off = _offset(cols, red_shape, red_strides, NR)
+    mask = row_mask[:, None] & col_mask[None, :]
+    x = tl.load(x_ptr + (row_off[:, None] + col_off[None, :]), mask=mask, other=0)
+    return x.to(COMPUTE), cols, mask
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _prod_rows(acc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, INTERPRETED: tl.constexpr):
+    """prod over axis 1. Interpreted, a log2(BLOCK_C)-step pairwise tree of whole-array multiplies
+    replaces ``tl.reduce``, whose custom combine would run once per element in Python."""
+    if INTERPRETED:
+        for _ in tl.static_range(BLOCK_C.bit_length() - 1):
+            left, right = tl.split(tl.reshape(acc, [BLOCK_R, acc.shape[1] // 2, 2]))
+            acc = left * right
+        return tl.reshape(acc, [BLOCK_R])
+    else:
+        return tl.reduce(acc, 1, _mul)
+
+
+@triton.jit
+def _beats(v, best, IS_MAX: tl.constexpr):
+    """Whether ``v`` replaces ``best``: strictly better (ties keep the earlier column), or NaN
+    where ``best`` is not (NaN outranks everything, like torch)."""
+    if IS_MAX:
+        better = v > best
+    else:
+        better = v < best
+    return better | ((v != v))
+
+
+@triton.jit
+def _extreme_rows(best, best_col, n_cols, FILL: tl.constexpr, IS_MAX: tl.constexpr):
+    """(value, first column) of the row max/min over lanes that each hold their own best value and
+    its first column. A NaN anywhere wins, at its first column."""
+    is_nan = best != best
+    clean = tl.where(is_nan, FILL, best)  # NaN-free, so the numpy nanmax/nanmin path never warns
+    if IS_MAX:
+        value = tl.max(clean, 1)
+    else:
+        value = tl.min(clean, 1)
+    first_col = tl.min(tl.where(clean == value[:, None], best_col, n_cols), 1)
+    first_nan_col = tl.min(tl.where(is_nan, best_col, n_cols), 1)
+    has_nan = first_nan_col < n_cols
+    # A sum over the NaN lanes is NaN for floats and 0 (unused) for ints: one dtype-agnostic NaN.
+    nan_value = tl.sum(tl.where(is_nan, best, 0), 1)
+    return tl.where(has_nan, nan_value, value), tl.where(has_nan, first_nan_col, first_col)
+
+
+@triton.jit
+def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_strides,
+                  red_shape, red_strides, divisor,
+                  OP: tl.constexpr, NK: tl.constexpr, NR: tl.constexpr, COMPUTE: tl.constexpr,
+                  FILL: tl.constexpr, INTERPRETED: tl.constexpr,
+                  BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """out[r] = OP over c of x[r, c], for r < n_rows, c < n_cols.
+
+    sum: S = sum x          mean: S / divisor        norm1: sum |x|        norm2: sqrt(sum x^2)
+    prod: prod x            amax/amin/norminf: max x, min x, max |x| (NaN propagates)
+    max/min: value and first column of it (idx_ptr); argmax/argmin: that column alone
+    var: (sum d^2 - (sum d)^2 / n) / divisor with d = x - mean (two passes over the row; the
+         second term corrects the rounding of the mean), std = sqrt(var)
+    logsumexp: m + log(sum exp(x - m)), m the running row max (rescaled online); m if |m| = inf.
+    """
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    row_mask = rows < n_rows
+    row_off = _offset(rows, kept_shape, kept_strides, NK)
+
+    if OP == "sum" or OP == "mean" or OP == "norm1" or OP == "norm2":
+        acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+        for start in range(0, n_cols, BLOCK_C):
+            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
+                                        red_strides, NR, COMPUTE, BLOCK_C)
+            if OP == "norm1":
+                x = tl.abs(x)
+            elif OP == "norm2":
+                x = x * x
+            acc += tl.where(mask, x, 0)
+        result = tl.sum(acc, 1)
+        if OP == "mean":
+            result = result / divisor
+        elif OP == "norm2":
+            result = tl.sqrt(result)
+    elif OP == "prod":
+        acc = tl.full([BLOCK_R, BLOCK_C], 1, COMPUTE)
+        for start in range(0, n_cols, BLOCK_C):
+            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
+                                        red_strides, NR, COMPUTE, BLOCK_C)
+            acc = tl.where(mask, acc * x, acc)
+        result = _prod_rows(acc, BLOCK_R, BLOCK_C, INTERPRETED)
+    elif OP == "var" or OP == "std":
+        acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+        for start in range(0, n_cols, BLOCK_C):
+            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
+                                        red_strides, NR, COMPUTE, BLOCK_C)
+            acc += tl.where(mask, x, 0)
+        mean = tl.sum(acc, 1) / n_cols
+        acc_d = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+        acc_d2 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+        for start in range(0, n_cols, BLOCK_C):
+            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
+                                        red_strides, NR, COMPUTE, BLOCK_C)
+            d = tl.where(mask, x - mean[:, None], 0)
+            acc_d += d
+            acc_d2 += d * d
+        sum_d = tl.sum(acc_d, 1)
+        result = (tl.sum(acc_d2, 1) - sum_d * sum_d / n_cols) / divisor
+        if OP == "std":
+            result = tl.sqrt(result)
+    elif OP == "logsumexp":
+        m = tl.full([BLOCK_R], float("-inf"), COMPUTE)
+        s = tl.zeros([BLOCK_R], COMPUTE)
+        for start in range(0, n_cols, BLOCK_C):
+            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
+                                        red_strides, NR, COMPUTE, BLOCK_C)
+            x = tl.where(mask, x, float("-inf"))
+            is_nan = x != x
+            chunk_max = tl.max(tl.where(is_nan, float("-inf"), x), 1)
+            chunk_has_nan = tl.max(is_nan.to(tl.int32), 1) > 0
+            new_m = tl.where(chunk_has_nan | (m != m), float("nan"), tl.maximum(m, chunk_max))
+            # While every value seen is -inf, shift by 0 so exp() sees -inf - 0, not -inf + inf.
+            shift = tl.where(new_m == float("-inf"), 0.0, new_m)
+            s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[:, None]), 1)
+            m = new_m
+        result = tl.where((m == float("inf")) | (m == float("-inf")) | (m != m), m, m + tl.log(s))
+    else:  # amax, amin, norminf, max, min, argmax, argmin
+        IS_MAX: tl.constexpr = OP == "amax" or OP == "max" or OP == "argmax" or OP == "norminf"
+        best = tl.full([BLOCK_R, BLOCK_C], FILL, COMPUTE)
+        best_col = tl.zeros([BLOCK_R, BLOCK_C], tl.int64)
+        for start in range(0, n_cols, BLOCK_C):
+            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
+                                        red_strides, NR, COMPUTE, BLOCK_C)
+            if OP == "norminf":
+                x = tl.abs(x)
+            take = mask & _beats(x, best, IS_MAX)
+            best = tl.where(take, x, best)
+            best_col = tl.where(take, cols[None, :], best_col)
+        result, result_col = _extreme_rows(best, best_col, n_cols, FILL, IS_MAX)
+        if OP == "argmax" or OP == "argmin":
+            result = result_col
+        elif OP == "max" or OP == "min":
+            tl.store(idx_ptr + rows, result_col, mask=row_mask)
+    tl.store(out_ptr + rows, result.to(out_ptr.dtype.element_ty), mask=row_mask)
+
+
+def block_shape_2d(n_rows: int, n_cols: int, device: torch.device):
+    """(BLOCK_R, BLOCK_C, num_warps) for a rows x cols walk. Interpreted, a block-step costs per
+    tl op whatever its size, so blocks hold 2^16 elements, shaped for the fewest steps; compiled,
+    a few thousand elements per program keep registers in check and every SM busy."""
+    budget, max_cols = (1 << 16, 1 << 16) if device.type == "cpu" else (4096, 2048)
+    rows_p2 = triton.next_power_of_2(max(n_rows, 1))
+
+    def shape_and_steps(block_c):
+        # Block-steps over the padded matrix: the work, counting masked-off padding. For a row of
+        # 70000, 8192-wide chunks pad 5% where one 65536 chunk plus a second pads 87%.
+        block_r = min(rows_p2, max(1, budget // block_c))
+        return triton.cdiv(n_rows, block_r) * triton.cdiv(n_cols, block_c), block_r, block_c
+
+    widest = min(triton.next_power_of_2(max(n_cols, 1)), max_cols)
+    if device.type != "cpu":  # narrow column blocks would serialise a row on the GPU
+        _, block_r, block_c = shape_and_steps(widest)
+    else:
+        candidates = [shape_and_steps(widest >> k) for k in range(widest.bit_length())]
+        _, block_r, block_c = min(candidates, key=lambda c: (c[0], -c[2]))  # ties: wider chunks
+    return block_r, block_c, 8 if block_r * block_c >= 2048 else 4
+
+
+def _accumulate_dtype(x_dtype: torch.dtype, out_dtype: torch.dtype, op: str) -> torch.dtype:
+    dtypes = (x_dtype,) if op in _ARG or op in ("max", "min") else (x_dtype, out_dtype)
+    if torch.float64 in dtypes:
+        return torch.float64
+    if any(d.is_floating_point for d in dtypes):
+        return torch.float32
+    return torch.int64
+
+
+def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
+    """Reduce ``x`` over exactly ``dims`` (non-negative, any order) with ``op`` (``REDUCE_OPS``).
+
+    Returns a contiguous tensor shaped like ``x`` without ``dims``, of ``out_dtype`` or ``x.dtype``
+    (int64 for argmax/argmin); for 'max'/'min' a pair (values, int64 indices), the index being the
+    row-major position within the reduced dims (torch's when one dim is reduced), first on ties,
+    the first NaN's if any. var/std divide by max(0, N - correction). Empty reductions give
+    sum 0, prod 1, mean/var/std nan, logsumexp -inf, norms 0; the max/min family raises ValueError.
+    """
+    if op not in REDUCE_OPS:
+        raise ValueError(f"reduce: unknown op {op!r}; expected one of {REDUCE_OPS}")
+    dims = tuple(sorted(set(int(d) for d in dims))) if x.dim() else ()
+    if any(d < 0 or d >= x.dim() for d in dims):
+        raise ValueError(f"reduce: dims {dims} out of range for a {x.dim()}-d tensor")
+    kept = [d for d in range(x.dim()) if d not in dims]
+    out_shape = tuple(x.shape[d] for d in kept)
+    n_rows = math.prod(out_shape)
+    n_cols = math.prod(x.shape[d] for d in dims)
+    if n_cols == 0 and op in _EXTREME:
+        empty = [d for d in dims if x.shape[d] == 0]
+        raise ValueError(f"{op}(): Expected reduction dim {empty[0]} to have non-zero size.")
+    value_dtype = torch.int64 if op in _ARG else (out_dtype or x.dtype)
+    out = torch.empty(out_shape, dtype=value_dtype, device=x.device)
+    idx = torch.empty(out_shape, dtype=torch.int64, device=x.device) if op in ("max", "min") else None
+    if n_rows > 0:
+        kept_shape, (kept_strides,) = _collapse(out_shape, [[x.stride(d) for d in kept]])
+        red_shape, (red_strides,) = _collapse(tuple(x.shape[d] for d in dims),
+                                              [[x.stride(d) for d in dims]])
+        if n_cols == 0:  # the column loop never runs; keep _offset's modulus non-zero regardless
+            red_shape, red_strides = (1,), (0,)
+        acc_dtype = _accumulate_dtype(x.dtype, value_dtype, op)
+        is_max = op in ("amax", "max", "argmax", "norminf")
+        if acc_dtype.is_floating_point:
+            fill = float("-inf") if is_max else float("inf")
+        else:
+            fill = -(2 ** 63) if is_max else 2 ** 63 - 1
+        divisor = float(n_cols if op == "mean" else max(0, n_cols - correction))
+        block_r, block_c, warps = block_shape_2d(n_rows, n_cols, x.device)
+        launch(reduce_kernel, (triton.cdiv(n_rows, block_r),), x, out,
+               out if idx is None else idx, n_rows, n_cols, kept_shape, kept_strides,
+               red_shape, red_strides, divisor, OP=op, NK=len(kept_shape), NR=len(red_shape),
+               COMPUTE=compute_dtype(acc_dtype), FILL=fill,
+               INTERPRETED=x.device.type == "cpu", BLOCK_R=block_r, BLOCK_C=block_c,
+               num_warps=warps)
+    return (out, idx) if idx is not None else out

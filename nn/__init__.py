@@ -1,0 +1,1 @@
+"""tgrad.nn: modules, functional, losses and init (filled by the nn issue)."""

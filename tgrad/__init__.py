@@ -1,0 +1,35 @@
+"""tgrad: a PyTorch-style autograd engine whose every computation is a Triton kernel.
+
+``import tgrad as torch`` runs PyTorch-style autograd code: tensors, ``backward()``, ``no_grad``,
+custom Functions, ``tgrad.nn`` and ``tgrad.optim``. CPU tensors run the kernels through Triton's
+interpreter; CUDA tensors run them compiled.
+"""
+from ._dtype import (Size, bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: F401,A004
+                     get_default_dtype, half, int, int8, int16, int32, int64, long, set_default_dtype, short,
+                     uint8)
+from .tensor import Tensor  # noqa: F401
+from . import autograd  # noqa: F401
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from . import ops as _ops
+from .ops import *  # noqa: F401,F403
+from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
+from . import backends, return_types  # noqa: F401
+from tgrad.kernels.launch import count_launches  # noqa: F401
+import torch as _torch
+
+device = _torch.device
+__version__ = "0.1.0"
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(t):
+    return t.numel()
+
+
+class cuda:  # noqa: N801 - tgrad.cuda.is_available() as in PyTorch
+    is_available = staticmethod(_torch.cuda.is_available)
+    device_count = staticmethod(_torch.cuda.device_count)
+    synchronize = staticmethod(lambda *a: _torch.cuda.synchronize(*a) if _torch.cuda.is_available() else None)

@@ -1,0 +1,298 @@
+"""The backward pass: walk the graph from the roots in dependency order, without recursion.
+
+1. Collect the nodes reachable from the roots and count, for each node, the edges that lead into
+   it (only over nodes that matter when ``inputs`` restricts the pass).
+2. Run a node once every node that feeds it has run (ready nodes by creation order, newest first,
+   as PyTorch does), summing gradients that meet in a node's input buffer.
+3. AccumulateGrad nodes add into ``.grad``; with ``inputs`` (``autograd.grad``) the gradients at
+   those edges are captured instead.
+"""
+from __future__ import annotations
+
+import heapq
+import warnings
+
+from .function import AccumulateGrad, BackwardNode, edge_of
+from .grad_mode import set_grad_enabled
+
+
+def _sizes(shape):
+    from .._dtype import Size
+    return Size(shape)
+
+
+def _validate_root(i, t, g):
+    from ..tensor import Tensor
+    from .. import ops
+    if g is None:
+        if t.numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        return ops.ones_like(t)
+    if not isinstance(g, Tensor):
+        raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+    if tuple(g.shape) != tuple(t.shape):
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {_sizes(g.shape)} and "
+                           f"output[{i}] has a shape of {_sizes(t.shape)}.")
+    if g.device != t.device:
+        raise RuntimeError(f"invalid gradient at index {i} - expected device {t.device} but got {g.device}")
+    return g.to(t.dtype) if g.dtype is not t.dtype else g
+
+
+def _check_grads(node, grads):
+    """Gradients a node returned: one per input, of the input's shape, cast to its dtype."""
+    n_in = len(node._next)
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    if isinstance(node, BackwardNode) and node._forward_cls.__module__.split(".")[0] != "tgrad":
+        name = node.name()
+        if len(grads) < n_in or any(g is not None for g in grads[n_in:]):
+            raise RuntimeError(f"function {name} returned an incorrect number of gradients "
+                               f"(expected {n_in}, got {len(grads)})")
+        for i, (g, meta) in enumerate(zip(grads, node._input_meta)):
+            if g is not None and meta is None:
+                raise RuntimeError(f"function {name} returned a gradient different than None at position "
+                                   f"{i + 1}, but the corresponding forward input was not a Variable")
+    grads = grads[:n_in]
+    out = []
+    for i, (g, meta) in enumerate(zip(grads, node._input_meta)):
+        if g is not None and meta is not None:
+            shape, dtype, _ = meta
+            if tuple(g.shape) != tuple(shape):
+                if g.numel() == _sizes(shape).numel():
+                    g = g.reshape(shape)
+                else:
+                    raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - "
+                                       f"got {list(g.shape)} but expected shape compatible with {list(shape)}")
+            if g.dtype is not dtype:
+                g = g.to(dtype)
+        out.append(g)
+    return out
+
+
+def _run_tensor_hooks(node, nr, grad):
+    for hook in node._tensor_hooks.get(nr, ()):
+        r = hook(grad)
+        if r is not None:
+            if tuple(r.shape) != tuple(grad.shape):
+                raise RuntimeError(f"hook '{getattr(hook, '__name__', 'hook')}' has changed the size of value")
+            grad = r
+    return grad
+
+
+def _retain(node, nr, grad, create_graph):
+    ref = node._retained.get(nr)
+    t = ref() if ref is not None else None
+    if t is None:
+        return
+    g = grad if create_graph else grad.detach()
+    if t._grad is None:
+        t._grad = g.clone() if not create_graph else g
+    else:
+        t._grad = t._grad + g
+
+
+def _accumulate(node: AccumulateGrad, grad, create_graph):
+    var = node.variable
+    grad = _run_tensor_hooks(node, 0, grad)
+    if var._grad is None:
+        var._grad = grad if create_graph else grad.detach().clone()
+    elif create_graph or var._grad._requires_grad:
+        var._grad = var._grad + grad
+    else:
+        var._grad._accumulate_(grad)
+    for hook in getattr(var, "_post_acc_hooks", None) or ():
+        hook(var)
+
+
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False,
+                 accumulate=True):
+    """Backpropagate from ``tensors``. With ``accumulate`` (``backward``) gradients land in ``.grad``
+    (only of ``inputs`` when given); without it (``autograd.grad``) the gradients at ``inputs`` are
+    returned, in order, and no ``.grad`` is touched."""
+    roots = []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        roots.append((edge_of(t), _validate_root(i, t, g)))
+
+    targets = None
+    if inputs is not None:
+        targets = {}
+        for k, x in enumerate(inputs):
+            if not x._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            node, nr = edge_of(x)
+            targets.setdefault((node, nr), []).append(k)
+
+    # 1. reachable nodes, then the ones that matter
+    order, seen, stack = [], set(), [e[0][0] for e in roots]
+    while stack:
+        n = stack.pop()
+        if n is None or n in seen:
+            continue
+        seen.add(n)
+        order.append(n)
+        stack.extend(nx for nx, _ in n._next if nx is not None and nx not in seen)
+    if targets is not None:
+        target_nodes = {n for n, _ in targets}
+        useful = set()
+        # a node matters if it is a target or leads to one; children come after parents in `order`
+        # only loosely, so iterate to a fixed point over the (finite) reverse order
+        changed = True
+        while changed:
+            changed = False
+            for n in reversed(order):
+                if n in useful:
+                    continue
+                if n in target_nodes or any(nx in useful for nx, _ in n._next):
+                    useful.add(n)
+                    changed = True
+    else:
+        useful = seen
+    deps = dict.fromkeys(useful, 0)
+    for n in useful:
+        for nx, _ in n._next:
+            if nx in deps:
+                deps[nx] += 1
+
+    # 2. execute
+    buffers = {}
+    for (node, nr), g in roots:
+        if node not in useful:
+            continue
+        buf = buffers.setdefault(node, [None] * node._num_outputs)
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    ready = [(-n._seq, id(n), n) for n in useful if deps[n] == 0 and n in buffers]
+    heapq.heapify(ready)
+    captured = [None] * (len(inputs) if inputs is not None else 0)
+    with set_grad_enabled(create_graph):
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None) or [None] * node._num_outputs
+            for nr in range(len(grads)):
+                if grads[nr] is not None:
+                    if not isinstance(node, AccumulateGrad):
+                        grads[nr] = _run_tensor_hooks(node, nr, grads[nr])
+                        _retain(node, nr, grads[nr], create_graph)
+            if targets is not None:
+                for nr in range(len(grads)):
+                    for k in targets.get((node, nr), ()):
+                        g = grads[nr]
+                        if isinstance(node, AccumulateGrad) and g is not None:
+                            g = _run_tensor_hooks(node, 0, g)
+                        captured[k] = g
+            if isinstance(node, AccumulateGrad):
+                if accumulate and grads[0] is not None:
+                    _accumulate(node, grads[0], create_graph)
+                continue
+            if targets is not None and not accumulate and not any(nx in useful for nx, _ in node._next):
+                continue
+            if all(g is None for g in grads):
+                outs = [None] * len(node._next)
+            else:
+                grads = _materialize(node, grads)
+                outs = _check_grads(node, node.apply(*grads))
+            if not retain_graph:
+                node._release()
+            for (nx, nr), g in zip(node._next, outs):
+                if nx is None or nx not in useful:
+                    continue
+                if g is not None:
+                    buf = buffers.setdefault(nx, [None] * nx._num_outputs)
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                deps[nx] -= 1
+                if deps[nx] == 0:
+                    heapq.heappush(ready, (-nx._seq, id(nx), nx))
+    return captured
+
+
+def _materialize(node, grads):
+    if not getattr(node, "_materialize_grads", True):
+        return grads
+    from .. import ops
+    out = list(grads)
+    for i, g in enumerate(out):
+        if g is None and i < len(node._output_meta) and node._output_meta[i] is not None:
+            shape, dtype, device, _ = node._output_meta[i]
+            out[i] = ops.zeros(shape, dtype=dtype, device=device)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    from ..tensor import Tensor
+    if isinstance(tensors, Tensor):
+        tensors = (tensors,)
+    tensors = tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    elif isinstance(grad_tensors, Tensor) or not isinstance(grad_tensors, (tuple, list)):
+        grad_tensors = (grad_tensors,)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grad_tensors)} gradients")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+        if len(inputs) == 0:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    if create_graph:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the parameter and "
+            "its gradient which can cause a memory leak. We recommend using autograd.grad when creating the "
+            "graph to avoid this. If you have to use this function, make sure to reset the .grad fields of "
+            "your parameters to None after use to break the cycle and avoid the leak.", UserWarning,
+            stacklevel=3)
+    if inputs is None:
+        run_backward(tensors, grad_tensors, retain_graph, create_graph)
+        return
+    grads = run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=inputs, accumulate=False)
+    for x, g in zip(inputs, grads):
+        if g is None:
+            continue
+        if x._grad_fn is None:
+            _accumulate_into(x, g, create_graph)
+        else:
+            x._grad = g.detach().clone() if x._grad is None else x._grad + g.detach()
+
+
+def _accumulate_into(x, g, create_graph):
+    if x._grad is None:
+        x._grad = g if create_graph else g.detach().clone()
+    else:
+        x._grad = x._grad + g if create_graph else x._grad._accumulate_(g) or x._grad
+    for hook in getattr(x, "_post_acc_hooks", None) or ():
+        hook(x)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    from ..tensor import Tensor
+    from .. import ops
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    allow_unused = bool(allow_unused) or materialize_grads
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    grad_outputs = tuple(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=inputs, accumulate=False)
+    result = []
+    for k, (x, g) in enumerate(zip(inputs, grads)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads:
+                g = ops.zeros_like(x)
+        elif not create_graph:
+            g = g.detach()
+        result.append(g)
+    return tuple(result)

@@ -1,0 +1,254 @@
+"""Graph nodes and ``Function``: the one mechanism behind every differentiable op.
+
+Built-in ops and users' custom Functions are the same thing: a ``Function`` subclass with static
+``forward(ctx, *args)`` and ``backward(ctx, *grads)``. ``apply`` runs forward with grad off and, when
+an input requires grad, makes ``ctx`` the new outputs' ``grad_fn``: the context object *is* the
+graph node (as in PyTorch), an instance of a per-Function node class named ``<Name>Backward``
+(built-ins pin PyTorch's exact names, e.g. ``AddBackward0``).
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from .grad_mode import is_grad_enabled, no_grad
+
+_sequence = itertools.count()
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+    "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
+    "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
+    "or if you need to access saved tensors after calling backward.")
+
+
+def _tensor_cls():
+    from ..tensor import Tensor
+    return Tensor
+
+
+class Node:
+    """A vertex of the backward graph. ``next_functions[i]`` is where the gradient of this node's
+    i-th differentiable input goes: ``(node, output_nr)``, or ``(None, 0)`` for an input that needs none."""
+
+    _next: tuple = ()
+    _num_outputs = 1
+
+    def __init__(self):
+        self._seq = next(_sequence)
+        self._tensor_hooks = {}      # output_nr -> [hook(grad)] registered through Tensor.register_hook
+        self._retained = {}          # output_nr -> weakref of a tensor that called retain_grad()
+        self._output_meta = ()       # (shape, dtype, device) per output: zero grads for unused outputs
+        self._input_meta = ()        # (shape, dtype, device) or None per input: gradient validation
+        self.metadata = {}
+
+    @property
+    def next_functions(self):
+        return self._next
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    def _release(self):
+        pass
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf that requires grad: sums incoming gradients into ``variable.grad``.
+    One per leaf while any graph holds it (the leaf keeps only a weak reference)."""
+
+    def __init__(self, variable):
+        super().__init__()
+        self.variable = variable
+        self._input_meta = ((variable.shape, variable.dtype, variable.device),)
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+
+def accumulator_of(t) -> AccumulateGrad:
+    node = t._accumulator() if t._accumulator is not None else None
+    if node is None:
+        node = AccumulateGrad(t)
+        t._accumulator = weakref.ref(node)
+    return node
+
+
+def edge_of(t):
+    """Where the gradient of tensor ``t`` enters the graph."""
+    if t._grad_fn is not None:
+        return (t._grad_fn, t._output_nr)
+    if t._requires_grad:
+        return (accumulator_of(t), 0)
+    return (None, 0)
+
+
+def _type_tag(t):
+    dev = "cuda." if t.device.type == "cuda" else ""
+    return f"[tgrad.{dev}{t.dtype.legacy} {list(t.shape)}]".replace("[]]", "[]]")
+
+
+class _Saved:
+    """A tensor saved for backward, with the version it had, so that an in-place change made after
+    saving is caught when backward unpacks it (PyTorch's SavedVariable)."""
+
+    __slots__ = ("tensor", "version", "producer")
+
+    def __init__(self, tensor, producer=None):
+        self.tensor, self.version, self.producer = tensor, tensor._version.value, producer
+
+    def unpack(self):
+        t = self.tensor
+        if t._version.value != self.version:
+            if self.producer is not None:
+                where = f", which is output {t._output_nr} of {self.producer},"
+            elif t._grad_fn is not None:
+                where = f", which is output {t._output_nr} of {_op_name(t._grad_fn)},"
+            else:
+                where = ""
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: {_type_tag(t)}{where} is at version {t._version.value}; expected version "
+                f"{self.version} instead. Hint: enable anomaly detection to find the operation that failed "
+                "to compute its gradient, with tgrad.autograd.set_detect_anomaly(True, check_nan=False).")
+        return t
+
+
+def _op_name(node):
+    n = node.name()
+    for suffix in ("Backward0", "Backward1", "Backward"):
+        if n.endswith(suffix):
+            return n[: -len(suffix)]
+    return n
+
+
+class FunctionCtx:
+    """What ``forward`` and ``backward`` receive as ``ctx``."""
+
+    def save_for_backward(self, *tensors):
+        Tensor = _tensor_cls()
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type(t).__name__}")
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self):
+        saved = getattr(self, "_saved", None)
+        if saved is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        if saved is None:
+            return tuple(getattr(self, "_to_save", ()))
+        return tuple(None if s is None else s.unpack() for s in saved)
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_differentiable = set(map(id, tensors))
+
+    def mark_dirty(self, *tensors):
+        self._dirty = set(map(id, tensors))
+
+    def set_materialize_grads(self, value: bool):
+        self._materialize_grads = bool(value)
+
+
+_FREED = object()
+
+
+class BackwardNode(Node, FunctionCtx):
+    """Node class of a Function: ``apply`` calls the Function's ``backward`` with this node as ctx."""
+
+    _forward_cls = None
+    _materialize_grads = True
+
+    def apply(self, *grads):
+        return self._forward_cls.backward(self, *grads)
+
+    def _release(self):
+        if getattr(self, "_saved", None) is not None:
+            self._saved = _FREED
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        node_name = attrs.get("node_name") or f"{name}Backward"
+        cls._backward_cls = type(node_name, (BackwardNode,), {"_forward_cls": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base of differentiable operations: subclass with static ``forward`` and ``backward``, call
+    with ``YourFunction.apply(*args)``."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use new-style "
+            "autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom autograd.Function to use "
+            "it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        Tensor = _tensor_cls()
+        ctx = cls._backward_cls()
+        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx.needs_input_grad = needs
+        track = any(needs) and is_grad_enabled()
+        with no_grad():
+            outputs = cls.forward(ctx, *args, **kwargs)
+        if not track:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        non_diff = getattr(ctx, "_non_differentiable", ())
+        dirty = getattr(ctx, "_dirty", ())
+        inputs_by_id = {id(a) for a in args if isinstance(a, Tensor)}
+        ctx._next = tuple(edge_of(a) if n else (None, 0) for a, n in zip(args, needs))
+        ctx._input_meta = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args)
+        new_outs = []
+        for i, o in enumerate(outs):
+            if isinstance(o, Tensor):
+                if id(o) in inputs_by_id and id(o) not in dirty:
+                    o = o._alias()  # an input returned unchanged still gets a fresh output with history
+                if id(o) in dirty:
+                    from ..tensor import check_inplace
+                    check_inplace(o)
+                if id(outs[i]) in non_diff:
+                    o._requires_grad = False
+                else:
+                    o._grad_fn, o._output_nr, o._requires_grad = ctx, i, True
+            new_outs.append(o)
+        ctx._num_outputs = len(outs)
+        ctx._output_meta = tuple((o.shape, o.dtype, o.device, id(outs[i]) in non_diff)
+                                 if isinstance(o, Tensor) else None for i, o in enumerate(new_outs))
+        out_ids = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
+        to_save = getattr(ctx, "_to_save", None)
+        if to_save is not None:
+            # Outputs are saved by what produced them: a later in-place change is reported as
+            # "output 0 of Exp" even after the tensor's own grad_fn moved on.
+            producer = _op_name(ctx)
+            ctx._saved = tuple(None if t is None else
+                               _Saved(new_outs[out_ids[id(t)]], producer) if id(t) in out_ids else _Saved(t)
+                               for t in to_save)
+            del ctx._to_save
+        return new_outs[0] if single else tuple(new_outs)
+
+
+class once_differentiable:  # pragma: no cover - kept for API parity; tgrad backward is always plain
+    def __new__(cls, fn):
+        return fn

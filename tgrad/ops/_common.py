@@ -1,0 +1,103 @@
+"""Shared by every op: wrapping kernel results, checking operands, broadcasting, promotion, and the
+one place where gradients are summed back over broadcast dims."""
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+from .. import _dtype
+from ..tensor import Tensor
+
+
+def wrap(data: torch.Tensor) -> Tensor:
+    return Tensor._wrap(data)
+
+
+def check_runnable(*tensors):
+    """Refuse what the kernels cannot run: mixed devices, bf16 under the CPU interpreter."""
+    dev = None
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            continue
+        if dev is None:
+            dev = t.device
+        elif t.device != dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{dev} and {t.device}!")
+        if t._data.dtype is torch.bfloat16 and t.device.type == "cpu":
+            raise RuntimeError("bfloat16 is not supported on the CPU: Triton's interpreter computes it wrongly. "
+                               "Use float32/float16 on the CPU, or a CUDA device for bfloat16.")
+        if t._is_inference:
+            from ..autograd.grad_mode import _inference_mode_enabled, is_grad_enabled
+            if not _inference_mode_enabled() and is_grad_enabled() and any(
+                    isinstance(o, Tensor) and o._requires_grad for o in tensors):
+                raise RuntimeError(
+                    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+                    "inference mode in computation tracked by autograd. To work around this, you can make a "
+                    "clone to get a normal tensor and use it in autograd, or use `tgrad.no_grad()` instead of "
+                    "`tgrad.inference_mode()`.")
+    return dev
+
+
+def broadcast_shapes(*shapes):
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for k, s in enumerate(shapes):
+        for i, d in enumerate(s):
+            j = ndim - len(s) + i
+            if out[j] == 1:
+                out[j] = d
+            elif d != 1 and d != out[j]:
+                # PyTorch names the first two operands a and b
+                raise RuntimeError(f"The size of tensor a ({out[j] if k else d}) must match the size of tensor b "
+                                   f"({d if k else out[j]}) at non-singleton dimension {i}")
+    return tuple(out)
+
+
+def scalar_dtype(x) -> _dtype.dtype:
+    if isinstance(x, bool):
+        return _dtype.bool
+    if isinstance(x, numbers.Integral):
+        return _dtype.int64
+    if isinstance(x, numbers.Real):
+        return _dtype.get_default_dtype()
+    raise TypeError(f"unsupported operand type: {type(x).__name__}")
+
+
+def result_type(*operands) -> _dtype.dtype:
+    """torch.result_type: dimensioned tensors outrank 0-d tensors, which outrank Python numbers; a
+    lower-ranked operand only matters when it is of a higher category (bool < int < float)."""
+    groups = ([o.dtype for o in operands if isinstance(o, Tensor) and o.ndim > 0],
+              [o.dtype for o in operands if isinstance(o, Tensor) and o.ndim == 0],
+              [scalar_dtype(o) for o in operands if not isinstance(o, Tensor)])
+    result = None
+    for group in groups:
+        if not group:
+            continue
+        g = group[0]
+        for d in group[1:]:
+            g = _dtype.promote(g, d)
+        if result is None or _dtype.category(g) > _dtype.category(result):
+            result = g
+    return result
+
+
+def as_operand(x, like: Tensor, dtype=None) -> Tensor:
+    """A Python number as a 0-d tensor on ``like``'s device (torch fills it; no kernel needed)."""
+    if isinstance(x, Tensor):
+        return x
+    dt = dtype or result_type(like, x)
+    return wrap(torch.full((), x, dtype=dt.torch, device=like.device))
+
+
+def sum_to_shape(grad: Tensor, shape) -> Tensor:
+    """Sum ``grad`` over the dims that broadcasting expanded, giving a tensor of ``shape``.
+    The only place in tgrad where broadcast gradients are reduced."""
+    shape = tuple(shape)
+    if tuple(grad.shape) == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1)
+    out = grad.sum(dim=dims, keepdim=True) if dims else grad
+    return out.reshape(shape)

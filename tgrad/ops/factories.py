@@ -1,0 +1,144 @@
+"""Tensor factories. Allocation and constant fills are storage work (torch); values that must be
+computed (ranges, identity, random numbers) come from Triton kernels."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+
+from .. import _dtype
+from .._dtype import as_device, as_dtype
+from ..autograd.grad_mode import _inference_mode_enabled
+from ..tensor import Tensor
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+            raise TypeError(f"size must be a sequence of ints, but got an element of type {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _new(data: torch.Tensor, requires_grad=False, factory=True) -> Tensor:
+    t = Tensor._wrap(data)
+    t._is_inference = _inference_mode_enabled()
+    if requires_grad:
+        if not t.dtype.is_floating_point:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        t._requires_grad = True
+    return t
+
+
+def _dt(dtype, default=None):
+    return as_dtype(dtype) if dtype is not None else (default or _dtype.get_default_dtype())
+
+
+def _unwrap_nested(data):
+    if isinstance(data, Tensor):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_nested(d) for d in data]
+    return data
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """Copy ``data`` (numbers, nested lists, numpy arrays, tensors) into a new leaf tensor."""
+    dev = as_device(device) if device is not None else (data.device if isinstance(data, Tensor) else as_device(None))
+    if isinstance(data, Tensor):
+        src = data._data
+    elif isinstance(data, np.ndarray):
+        src = torch.from_numpy(np.ascontiguousarray(data))
+    else:
+        src = torch.tensor(_unwrap_nested(data))
+        if dtype is None and src.dtype is torch.float32:  # Python floats take the default dtype
+            src = src.to(_dtype.get_default_dtype().torch)
+    target = as_dtype(dtype).torch if dtype is not None else src.dtype
+    out = torch.empty(src.shape, dtype=target, device=dev)
+    out.copy_(src)
+    return _new(out, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype) and \
+            (device is None or as_device(device) == data.device):
+        return data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(a: np.ndarray) -> Tensor:
+    """Shares memory with ``a``, as torch.from_numpy."""
+    return _new(torch.from_numpy(a))
+
+
+def from_torch(t: torch.Tensor) -> Tensor:
+    """Zero-copy: a tgrad tensor over ``t``'s memory (``t.requires_grad`` is not carried over)."""
+    return _new(t.detach())
+
+
+def from_dlpack(obj) -> Tensor:
+    return _new(torch.from_dlpack(obj))
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    return _new(torch.empty(_shape(size), dtype=_dt(dtype).torch, device=as_device(device)), requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if dtype is None:
+        from ._common import scalar_dtype
+        dtype = scalar_dtype(fill_value)
+    return _new(torch.full(_shape((size,)), fill_value, dtype=_dt(dtype).torch, device=as_device(device)),
+                requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _new(torch.zeros(_shape(size), dtype=_dt(dtype).torch, device=as_device(device)), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _new(torch.ones(_shape(size), dtype=_dt(dtype).torch, device=as_device(device)), requires_grad)
+
+
+def _like(fn, t, dtype, device, requires_grad, *args):
+    return fn(t.shape, *args, dtype=dtype if dtype is not None else t.dtype,
+              device=device if device is not None else t.device, requires_grad=requires_grad)
+
+
+def zeros_like(t, dtype=None, device=None, requires_grad=False):
+    return _like(zeros, t, dtype, device, requires_grad)
+
+
+def ones_like(t, dtype=None, device=None, requires_grad=False):
+    return _like(ones, t, dtype, device, requires_grad)
+
+
+def empty_like(t, dtype=None, device=None, requires_grad=False):
+    return _like(empty, t, dtype, device, requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    return full(t.shape, fill_value, dtype=dtype if dtype is not None else t.dtype,
+                device=device if device is not None else t.device, requires_grad=requires_grad)
+
+
+def FloatTensor(*args):  # noqa: N802 - legacy constructor names
+    return _legacy(_dtype.float32, args)
+
+
+def DoubleTensor(*args):  # noqa: N802
+    return _legacy(_dtype.float64, args)
+
+
+def LongTensor(*args):  # noqa: N802
+    return _legacy(_dtype.int64, args)
+
+
+def _legacy(dtype, args):
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        return tensor(args[0], dtype=dtype)
+    return zeros(*args, dtype=dtype)

@@ -1,0 +1,152 @@
+"""The random-number generator state and the factories whose values are computed by kernels.
+
+tgrad's generator is counter-based (Philox): its whole state is ``(seed, offset)``. A draw of n
+numbers uses counters ``offset .. offset+n`` and advances ``offset``; so ``manual_seed`` makes every
+later draw reproducible, on the CPU and on CUDA alike.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+from .. import _dtype
+from .._dtype import as_device
+from tgrad.kernels import factories as KF
+from tgrad.kernels import random as KR
+from .factories import _dt, _new, _shape
+
+
+class Generator:
+    def __init__(self, device="cpu"):
+        self.device = torch.device(device)
+        self._seed, self.offset = 67280421310721, 0
+
+    def manual_seed(self, seed):
+        seed = int(seed)
+        if not -(2 ** 63) <= seed < 2 ** 64:
+            raise RuntimeError(f"Overflow when unpacking long long")
+        self._seed, self.offset = seed % (2 ** 64), 0
+        return self
+
+    def seed(self):
+        self.manual_seed(int(time.time_ns()) % (2 ** 63))
+        return self._seed
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        return (self._seed, self.offset)
+
+    def set_state(self, state):
+        self._seed, self.offset = state
+
+    def take(self, used: int):
+        """Return the offset to draw from, then move past the ``used`` counters."""
+        start = self.offset
+        self.offset += used
+        return start
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    return default_generator.manual_seed(seed)
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def _draw(fill, out: torch.Tensor, generator, *args):
+    gen = generator or default_generator
+    offset = gen.offset
+    used = fill(out, gen._seed, offset, *args)
+    gen.take(used)
+    return out
+
+
+def _float_dt(dtype):
+    dt = _dt(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.name.capitalize()}'")
+    return dt
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    out = torch.empty(_shape(size), dtype=_float_dt(dtype).torch, device=as_device(device))
+    return _new(_draw(KR.fill_uniform, out, generator), requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    out = torch.empty(_shape(size), dtype=_float_dt(dtype).torch, device=as_device(device))
+    return _new(_draw(KR.fill_normal, out, generator), requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    out = torch.empty(_shape((size,)), dtype=_dt(dtype, _dtype.int64).torch, device=as_device(device))
+    return _new(_draw(KR.fill_randint, out, generator, int(low), int(high)), requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    out = torch.empty(_shape((size,)), dtype=_float_dt(dtype).torch, device=as_device(device))
+    return _new(_draw(KR.fill_normal, out, generator, float(mean), float(std)), requires_grad)
+
+
+def rand_like(t, dtype=None, device=None, requires_grad=False):
+    return rand(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def randn_like(t, dtype=None, device=None, requires_grad=False):
+    return randn(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def randint_like(t, low, high=None, dtype=None, device=None):
+    return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device or t.device)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation: sort random keys (the argsort runs in a kernel)."""
+    from .shape import argsort
+    keys = rand(n, generator=generator, dtype=_dtype.float64, device=device)
+    return argsort(keys).to(_dt(dtype, _dtype.int64))
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) / step < 0 and end != start:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in (start, end, step))
+        dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
+    n = max(0, math.ceil((end - start) / step))
+    out = torch.empty((n,), dtype=_dt(dtype).torch, device=as_device(device))
+    return _new(KF.arange(out, start, step), requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    out = torch.empty((steps,), dtype=_dt(dtype).torch, device=as_device(device))
+    return _new(KF.linspace(out, start, end, steps), requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    out = torch.empty((n, n if m is None else m), dtype=_dt(dtype).torch, device=as_device(device))
+    return _new(KF.eye(out), requires_grad)

@@ -1,0 +1,327 @@
+"""Movement ops: views (reshape, permute, squeeze ...), joins and splits, and indexing."""
+from __future__ import annotations
+
+import builtins
+import math
+
+import torch
+
+from ..autograd.function import Function
+from ..tensor import Tensor
+from tgrad.kernels import math_ops as M
+from . import views as V
+from ._common import check_runnable, wrap
+
+__all__ = ["reshape", "view", "permute", "transpose", "swapaxes", "t", "squeeze", "unsqueeze", "expand",
+           "flatten", "unflatten", "contiguous", "cat", "concat", "concatenate", "stack", "split", "chunk",
+           "unbind", "narrow", "movedim", "broadcast_to", "hstack", "vstack"]
+
+
+def _infer_shape(x: Tensor, shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
+        shape = tuple(shape[0])
+    shape = [int(s) for s in shape]
+    n = x.numel()
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in shape if s != -1)
+    if -1 in shape:
+        if known == 0 or n % known:
+            raise RuntimeError(f"shape '{shape}' is invalid for input of size {n}")
+        shape[shape.index(-1)] = n // known
+    elif known != n:
+        raise RuntimeError(f"shape '{shape}' is invalid for input of size {n}")
+    return tuple(shape)
+
+
+def view(x, *shape):
+    shape = _infer_shape(x, shape)
+    try:
+        x._data.view(shape)
+    except RuntimeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
+                           "spans across two contiguous subspaces). Use .reshape(...) instead.") from None
+    return V.View.apply(x, shape)
+
+
+def reshape(x, *shape):
+    shape = _infer_shape(x, shape)
+    if tuple(shape) == tuple(x.shape) and x.is_contiguous():
+        return V.View.apply(x, shape)
+    try:
+        x._data.view(shape)
+    except RuntimeError:  # not expressible as a view: copy (in a kernel), then view
+        return V.View.apply(x.clone(), shape)
+    return V.View.apply(x, shape)
+
+
+def _perm(x, dims):
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    if len(dims) != x.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {x.ndim} is not equal "
+                           f"to len(dims) = {len(dims)}")
+    out = tuple(x._dim(d) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return out
+
+
+def permute(x, *dims):
+    return V.Permute.apply(x, _perm(x, dims))
+
+
+def transpose(x, dim0, dim1):
+    if x.ndim == 0:
+        return V.Transpose.apply(x, 0, 0) if dim0 in (0, -1) and dim1 in (0, -1) else x._dim(dim0)
+    return V.Transpose.apply(x, x._dim(dim0), x._dim(dim1))
+
+
+swapaxes = transpose
+
+
+def t(x):
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return V.T.apply(x)
+
+
+def squeeze(x, dim=None):
+    if dim is None:
+        return V.Squeeze.apply(x, x._data.squeeze())
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(x._dim(d) for d in dims) if x.ndim else ()
+    return V.SqueezeDim.apply(x, x._data.squeeze(dims) if dims else x._data.view(x._data.shape))
+
+
+def unsqueeze(x, dim):
+    n = x.ndim + 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return V.Unsqueeze.apply(x, x._data.unsqueeze(dim % n))
+
+
+def expand(x, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
+        shape = tuple(shape[0])
+    if len(shape) < x.ndim:
+        raise RuntimeError(f"expand(tgrad.FloatTensor{{{list(x.shape)}}}, size={list(shape)}): the number of sizes "
+                           f"provided ({len(shape)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({x.ndim})")
+    lead = len(shape) - x.ndim
+    final = []
+    for i, s in enumerate(shape):
+        cur = x.shape[i - lead] if i >= lead else 1
+        if s == -1:
+            if i < lead:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+                                   f"dimension {i}")
+            s = cur
+        if cur != 1 and cur != s:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
+                               f"non-singleton dimension {i}.  Target sizes: {list(shape)}.  Tensor sizes: "
+                               f"{list(x.shape)}")
+        final.append(s)
+    if tuple(final) == tuple(x.shape):
+        return V.Expand.apply(x, tuple(final))
+    return V.Expand.apply(x, tuple(final))
+
+
+def broadcast_to(x, shape):
+    return expand(x, *shape)
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return reshape(x, 1)
+    s, e = x._dim(start_dim), x._dim(end_dim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return x
+    shape = tuple(x.shape[:s]) + (-1,) + tuple(x.shape[e + 1:])
+    return reshape(x, *shape)
+
+
+def unflatten(x, dim, sizes):
+    d = x._dim(dim)
+    return reshape(x, *(tuple(x.shape[:d]) + tuple(sizes) + tuple(x.shape[d + 1:])))
+
+
+def movedim(x, source, destination):
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src, dst = [x._dim(s) for s in src], [x._dim(d) for d in dst]
+    order = [d for d in range(x.ndim) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(x, *order)
+
+
+def contiguous(x, memory_format=None):
+    return x if x.is_contiguous() else x.clone()
+
+
+# ----------------------------------------------------------------------------- joins and splits
+
+class Cat(Function):
+    node_name = "CatBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        from .pointwise import map_
+        out = torch.empty(_cat_shape(tensors, dim), dtype=tensors[0]._data.dtype, device=tensors[0].device)
+        ctx.sizes, ctx.dim = [t.shape[dim] for t in tensors], dim
+        start = 0
+        for t in tensors:  # one strided copy per input, straight into its slice of the output
+            n = t.shape[dim]
+            if t.numel():
+                map_(M.identity, [t], t.dtype, out=wrap(out.narrow(dim, start, n)), compute=t.dtype)
+            start += n
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None,) + tuple(g.narrow(ctx.dim, s, n) for s, n in zip(_starts(ctx.sizes), ctx.sizes))
+
+
+def _starts(sizes):
+    out, s = [], 0
+    for n in sizes:
+        out.append(s)
+        s += n
+    return out
+
+
+def _cat_shape(tensors, dim):
+    ref = tensors[0]
+    for i, t in enumerate(tensors[1:], 1):
+        if t.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
+        for d in range(ref.ndim):
+            if d != dim and t.shape[d] != ref.shape[d]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                                   f"{ref.shape[d]} but got size {t.shape[d]} for tensor number {i} in the list.")
+    shape = list(ref.shape)
+    shape[dim] = builtins.sum(t.shape[dim] for t in tensors)
+    return tuple(shape)
+
+
+def cat(tensors, dim=0):
+    tensors = [t for t in tensors]
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    if not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError("expected Tensor as element in argument 0")
+    # legacy: 1-d empty tensors are skipped, as in PyTorch
+    kept = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    ref = kept[0]
+    if ref.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    check_runnable(*kept)
+    from ._common import result_type
+    dtype = result_type(*kept)
+    kept = [t if t.dtype is dtype else t.to(dtype) for t in kept]
+    return Cat.apply(ref._dim(dim), *kept)
+
+
+concat = concatenate = cat
+
+
+class Stack(Function):
+    node_name = "StackBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        return Cat.forward(ctx, dim, *[wrap(t._data.unsqueeze(dim)) for t in tensors])
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None,) + tuple(g.select(ctx.dim, i) for i in range(len(ctx.sizes)))
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    ref = tensors[0]
+    for i, t in enumerate(tensors[1:], 1):
+        if tuple(t.shape) != tuple(ref.shape):
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} at entry 0 "
+                               f"and {list(t.shape)} at entry {i}")
+    n = ref.ndim + 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    check_runnable(*tensors)
+    from ._common import result_type
+    dtype = result_type(*tensors)
+    return Stack.apply(dim % n, *[t if t.dtype is dtype else t.to(dtype) for t in tensors])
+
+
+def hstack(tensors):
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
+
+
+class Split(Function):
+    """Views of consecutive pieces along ``dim``: one node with one output per piece."""
+    node_name = "SplitBackward0"
+
+    @staticmethod
+    def forward(ctx, x, sizes, dim):
+        ctx.meta = (x.shape, sizes, dim, x.dtype, x.device)
+        out, start = [], 0
+        for n in sizes:
+            out.append(V.make_view(x, x._data.narrow(dim, start, n)))
+            start += n
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        shape, sizes, dim, dtype, device = ctx.meta
+        from .factories import zeros
+        parts = [g if g is not None else zeros(*[n if d == dim else s for d, s in enumerate(shape)], dtype=dtype,
+                                                device=device) for g, n in zip(grads, sizes)]
+        return cat(parts, dim) if len(parts) > 1 else parts[0], None, None
+
+
+def split(x, split_size_or_sections, dim=0):
+    d = x._dim(dim)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        sizes = [builtins.min(size, n - s) for s in range(0, n, size)] if n else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if builtins.sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                               f"dimension {d}), but got split_sizes={sizes}")
+    return Split.apply(x, tuple(sizes), d)
+
+
+def chunk(x, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = x.shape[x._dim(dim)]
+    return split(x, builtins.max(1, -(-n // chunks)), dim)
+
+
+def unbind(x, dim=0):
+    d = x._dim(dim)
+    return tuple(x.select(d, i) for i in range(x.shape[d]))
+
+
+def narrow(x, dim, start, length):
+    d = x._dim(dim)
+    if start < 0:
+        start += x.shape[d]
+    if not 0 <= start <= x.shape[d] - length or length < 0:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({x.shape[d]}).")
+    index = (slice(None),) * d + (slice(start, start + length),)
+    return V.Slice.apply(x, index)

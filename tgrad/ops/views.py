@@ -1,0 +1,215 @@
+"""Views: results that share storage with their input (torch makes the view; no kernel runs).
+
+A view shares its source's version counter and remembers its root ``_base``, so an in-place change
+through any alias is seen by autograd, and an in-place op on a view of a non-leaf rewrites the base's
+history (``CopySlices``), as in PyTorch.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..autograd.function import Function, Node, edge_of
+from ..tensor import Tensor
+from tgrad.kernels import math_ops as M
+from ._common import sum_to_shape, wrap
+
+
+def make_view(x: Tensor, data: torch.Tensor) -> Tensor:
+    return Tensor._wrap(data, version=x._version, base=x._base if x._base is not None else x)
+
+
+def _zeros(shape, like: Tensor) -> Tensor:
+    return wrap(torch.zeros(tuple(shape), dtype=like._data.dtype, device=like.device))
+
+
+def _scatter_into_zeros(g: Tensor, shape, index) -> Tensor:
+    """zeros(shape) with ``g`` written at basic index ``index`` (the backward of a slice)."""
+    from .pointwise import map_
+    z = _zeros(shape, g)
+    map_(M.identity, [g], g.dtype, out=wrap(z._data[index]), compute=g.dtype)
+    return z
+
+
+class View(Function):
+    node_name = "ViewBackward0"
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x.shape
+        return make_view(x, x._data.view(shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.in_shape), None
+
+
+class Permute(Function):
+    node_name = "PermuteBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return make_view(x, x._data.permute(dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        inverse = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inverse[d] = i
+        return g.permute(*inverse), None
+
+
+class Transpose(Function):
+    node_name = "TransposeBackward0"
+
+    @staticmethod
+    def forward(ctx, x, d0, d1):
+        ctx.dims = (d0, d1)
+        return make_view(x, x._data.transpose(d0, d1))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.transpose(*ctx.dims), None, None
+
+
+class T(Function):
+    node_name = "TBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        return make_view(x, x._data.t())
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.t()
+
+
+class Reshaped(Function):
+    """squeeze/unsqueeze: a view whose gradient is the upstream gradient reshaped back."""
+
+    @staticmethod
+    def forward(ctx, x, data):
+        ctx.in_shape = x.shape
+        return make_view(x, data)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.in_shape), None
+
+
+class Squeeze(Reshaped):
+    node_name = "SqueezeBackward0"
+
+
+class SqueezeDim(Reshaped):
+    node_name = "SqueezeBackward1"
+
+
+class Unsqueeze(Reshaped):
+    node_name = "UnsqueezeBackward0"
+
+
+class Expand(Function):
+    node_name = "ExpandBackward0"
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x.shape
+        return make_view(x, x._data.expand(shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return sum_to_shape(g, ctx.in_shape), None
+
+
+class Slice(Function):
+    """Basic indexing (ints, slices, None, ...): a view; its gradient is scattered into zeros."""
+    node_name = "SliceBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.in_shape, ctx.index = x.shape, index
+        return make_view(x, x._data[index])
+
+    @staticmethod
+    def backward(ctx, g):
+        return _scatter_into_zeros(g, ctx.in_shape, ctx.index), None
+
+
+class Select(Slice):
+    node_name = "SelectBackward0"
+
+
+class AsStrided(Function):
+    node_name = "AsStridedBackward0"
+
+    @staticmethod
+    def forward(ctx, base, size, stride, offset):
+        ctx.geometry, ctx.in_shape = (size, stride, offset), base.shape
+        return make_view(base, base._data.as_strided(size, stride, base._data.storage_offset() + offset))
+
+    @staticmethod
+    def backward(ctx, g):
+        from .pointwise import map_
+        z = _zeros(ctx.in_shape, g)
+        size, stride, offset = ctx.geometry
+        map_(M.identity, [g], g.dtype, out=wrap(z._data.as_strided(size, stride, offset)), compute=g.dtype)
+        return z, None, None, None
+
+
+class CopySlices(Node):
+    """The history of a base after an in-place op on one of its views: the view's region takes its
+    gradient from the op's result, the rest flows to the base's previous history."""
+
+    def __init__(self, base_edge, result_edge, geometry, base_meta, result_meta):
+        super().__init__()
+        self._next = (base_edge, result_edge)
+        self.geometry = geometry
+        self._input_meta = (base_meta, result_meta)
+        self._output_meta = (base_meta + (False,),)
+
+    def apply(self, g):
+        from .pointwise import map_
+        size, stride, offset = self.geometry
+        g = g.contiguous()
+        region = wrap(g._data.as_strided(size, stride, g._data.storage_offset() + offset))
+        g_result = region.clone()
+        g_base = g.clone()
+        map_(M.fill, [g_result], g.dtype, (0.0,), out=wrap(g_base._data.as_strided(size, stride, offset)))
+        return g_base, g_result
+
+
+def rebase_history(t: Tensor, result: Tensor):
+    """``t`` takes ``result``'s value (copied into its storage) and, if recorded, its history."""
+    from .pointwise import Clone, map_
+    node = result._grad_fn
+    saved = getattr(node, "_saved", None)
+    if saved:
+        # the new node may have saved ``t`` itself, which is about to change: keep the old value
+        from ..autograd.function import _Saved
+        fixed = []
+        for s in saved:
+            if s is not None and s.tensor is t:
+                old = Tensor._wrap(Clone.forward(None, t)._data)
+                old._grad_fn, old._output_nr, old._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
+                s = _Saved(old)
+            fixed.append(s)
+        node._saved = tuple(fixed)
+    base = t._base
+    base_edge = edge_of(base) if base is not None else None
+    map_(M.identity, [result], t.dtype, out=t, compute=t.dtype)
+    t._version.value += 1
+    if node is None:
+        return
+    if base is None:
+        t._grad_fn, t._output_nr, t._requires_grad = node, result._output_nr, True
+        return
+    if not base._data.is_contiguous():
+        raise RuntimeError("tgrad: an in-place op that needs a gradient on a view of a non-contiguous tensor is "
+                           "not supported; call .contiguous() on the base first")
+    geometry = (tuple(t._data.shape), tuple(t._data.stride()), t._data.storage_offset() - base._data.storage_offset())
+    cs = CopySlices(base_edge, (node, result._output_nr), geometry, (base.shape, base.dtype, base.device),
+                    (t.shape, t.dtype, t.device))
+    base._grad_fn, base._output_nr, base._requires_grad = cs, 0, True
+    again = AsStrided.apply(base, *geometry)
+    t._grad_fn, t._output_nr, t._requires_grad = again._grad_fn, 0, True

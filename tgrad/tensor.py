@@ -1,0 +1,390 @@
+"""``tgrad.Tensor``: a torch tensor used as storage, plus autograd state.
+
+The storage (``_data``) is only allocated, viewed, copied and filled by torch; every value it holds
+is computed by a Triton kernel. Methods that compute live in ``tgrad.ops`` and are attached to the
+class there, so this file holds only identity, metadata and autograd bookkeeping.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import torch
+
+from . import _dtype
+from ._dtype import Size
+from .autograd.grad_mode import is_grad_enabled
+
+
+class _Version:
+    """The version counter shared by a tensor, its views and its ``detach()`` aliases."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+_NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+    "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for "
+    "a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+    "mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for "
+    "more information.")
+
+
+class Tensor:
+    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version", "_base",
+                 "_accumulator", "_hooks_leaf", "_post_acc_hooks", "_retains_grad", "_is_inference",
+                 "__weakref__", "__dict__")
+
+    # ------------------------------------------------------------------ construction
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, *args, device=None):
+        # Legacy constructor: Tensor(list) copies data, Tensor(2, 3) allocates (filled with zeros).
+        from . import ops
+        if len(args) == 1 and not isinstance(args[0], int):
+            src = ops.tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
+        else:
+            src = ops.zeros(*args, device=device)
+        Tensor._init(self, src._data)
+
+    @staticmethod
+    def _init(t, data: torch.Tensor, requires_grad=False, version=None, base=None):
+        t._data = data
+        t._requires_grad = requires_grad
+        t._grad = None
+        t._grad_fn = None
+        t._output_nr = 0
+        t._version = version if version is not None else _Version()
+        t._base = base
+        t._accumulator = None
+        t._hooks_leaf = None
+        t._post_acc_hooks = None
+        t._retains_grad = False
+        t._is_inference = False
+        return t
+
+    @classmethod
+    def _wrap(cls, data: torch.Tensor, requires_grad=False, version=None, base=None) -> "Tensor":
+        return Tensor._init(object.__new__(cls), data, requires_grad, version, base)
+
+    def _alias(self) -> "Tensor":
+        """Another tensor object over the same storage and version counter, with no history."""
+        return Tensor._wrap(self._data, version=self._version)
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[self._dim(dim)]
+
+    @property
+    def dtype(self):
+        return _dtype._BY_TORCH[self._data.dtype]
+
+    @property
+    def device(self) -> torch.device:
+        return self._data.device
+
+    @property
+    def is_cuda(self):
+        return self._data.device.type == "cuda"
+
+    @property
+    def ndim(self):
+        return self._data.dim()
+
+    def dim(self):
+        return self._data.dim()
+
+    ndimension = dim
+
+    def numel(self):
+        return self._data.numel()
+
+    nelement = numel
+
+    def stride(self, dim=None):
+        return self._data.stride() if dim is None else self._data.stride(self._dim(dim))
+
+    def storage_offset(self):
+        return self._data.storage_offset()
+
+    def is_contiguous(self, memory_format=None):
+        return self._data.is_contiguous()
+
+    def element_size(self):
+        return self._data.element_size()
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def data_ptr(self):
+        return self._data.data_ptr()
+
+    def __len__(self):
+        if self._data.dim() == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def _dim(self, dim: int) -> int:
+        n = max(self._data.dim(), 1)
+        if not -n <= dim < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        return dim % n
+
+    @property
+    def _version_value(self):
+        return self._version.value
+
+    # ------------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can require gradients")
+
+    def requires_grad_(self, requires_grad=True):
+        self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")
+        return self
+
+    def _set_requires_grad(self, value, dtype_message):
+        value = bool(value)
+        if self._grad_fn is not None:
+            if not value:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+            return
+        if value and not self.dtype.is_floating_point:
+            raise RuntimeError(dtype_message)
+        if value and self._is_inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
+        self._requires_grad = value
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{_legacy_scalar(value.dtype)}' "
+                                   f"to a tensor with grad_dtype '{_legacy_scalar(self.dtype, True)}'. Please "
+                                   "ensure that the gradient and the tensor have the same dtype")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of "
+                                   f"size '{list(self.shape)}'. Please ensure that the gradient and the tensor "
+                                   "are the same size")
+            if value.device != self.device:
+                raise RuntimeError(f"attempting to assign a gradient located on device '{value.device}' to a "
+                                   f"tensor located on device '{self.device}'. Please ensure that the gradient "
+                                   "and the tensor are on the same device")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def retain_grad(self):
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        self._grad_fn._retained[self._output_nr] = weakref.ref(self)
+
+    def register_hook(self, hook):
+        from .autograd.hooks import register_tensor_hook
+        return register_tensor_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        from .autograd.hooks import register_post_accumulate_hook
+        return register_post_accumulate_hook(self, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd.engine import backward
+        if gradient is not None and not isinstance(gradient, Tensor):
+            raise TypeError(f"gradient must be a Tensor or None, but got {type(gradient).__name__}")
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        """A leaf over the same storage that shares the version counter (in-place changes through
+        it are caught by backward)."""
+        return Tensor._wrap(self._data, version=self._version)
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                               "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                               "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                               "called on these gradients. To fix this error, please refer to the "
+                               "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """An alias with requires_grad=False and its *own* version counter: changes through it are
+        invisible to autograd (the legacy behaviour the spec keeps)."""
+        return Tensor._wrap(self._data)
+
+    @data.setter
+    def data(self, value: "Tensor"):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    def is_inference(self):
+        return self._is_inference
+
+    # ------------------------------------------------------------------ legacy Variable API
+    @property
+    def creator(self):
+        warnings.warn("Tensor.creator is a deprecated alias of Tensor.grad_fn", DeprecationWarning, stacklevel=2)
+        return self._grad_fn
+
+    @property
+    def volatile(self):
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+        return False
+
+    # ------------------------------------------------------------------ printing
+    def __repr__(self):
+        return _format(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self._data.dim() == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"tgrad.{'cuda.' if self.is_cuda else ''}{self.dtype.legacy}"
+        return self.to(dtype)
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        if self._data.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def item(self):
+        if self._data.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self._data.numel()} elements cannot be converted to Scalar")
+        return self._data.item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data.detach().cpu().numpy() if force else self._data.numpy()
+
+    def torch(self) -> torch.Tensor:
+        """The underlying torch tensor (zero-copy; shares memory)."""
+        return self._data
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a.astype(dtype) if dtype is not None else a
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("tgrad tensors are not picklable; use tgrad.save for checkpoints")
+
+    def __iter__(self):
+        if self._data.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+
+def _legacy_scalar(d, capital=False):
+    names = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16",
+             "int64": "long", "int32": "int", "int16": "short", "int8": "char", "uint8": "byte", "bool": "bool"}
+    n = names[d.name]
+    return n.capitalize() if capital else n
+
+
+def _format(t: Tensor) -> str:
+    # torch formats the numbers (printing is no forward/backward path); tgrad writes the suffixes.
+    body = repr(t._data.detach())
+    assert body.endswith(")")
+    body = body[:-1].replace("torch.", "tgrad.")
+    if t._grad_fn is not None:
+        body += f", grad_fn=<{t._grad_fn.name()}>"
+    elif t._requires_grad:
+        body += ", requires_grad=True"
+    return body + ")"
+
+
+def check_inplace(t: Tensor):
+    """The checks every in-place op makes before writing into ``t`` (spec F.25, E.24)."""
+    if t._is_inference:
+        from .autograd.grad_mode import _inference_mode_enabled
+        if not _inference_mode_enabled():
+            raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make "
+                               "a clone to get a normal tensor before doing inplace update.See "
+                               "https://github.com/pytorch/rfcs/pull/17 for more details.")
+    if not is_grad_enabled():
+        return
+    if t._grad_fn is None and t._requires_grad:
+        if t._base is not None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = t._base
+    if base is not None and base._grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
