@@ -7,6 +7,10 @@ Scalars reach the kernels bit-exactly: a Python float is passed as the ``int`` h
 binary64 bits (``f64_bits``) and rebuilt in the kernel by a bitcast (``as_f64``). A plain float
 argument would not do: Triton types it ``fp32`` when compiled but the interpreter keeps it a Python
 (binary64) float, so CPU and CUDA would see different values, and ``fp32`` would round fp64 work.
+
+Every compiled launch passes ``enable_fp_fusion=False`` (``compile_options``): Triton otherwise
+contracts ``a + b*c`` into one fma (one rounding instead of two), so CUDA results would differ in
+the last bit from the interpreter's and from the formulas documented here.
 """
 from __future__ import annotations
 
@@ -24,6 +28,14 @@ from .pointwise import _collapse, _offset, block_for
 __all__ = ["arange", "linspace", "eye", "fill", "f64_bits"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def compile_options(device: torch.device) -> dict:
+    """Launch options of every kernel here: no fp contraction when compiled (see the module
+    docstring); nothing on the CPU, where the interpreter has no such option to take."""
+    if device.type == "cpu":
+        return {}
+    return {"num_warps": 4, "enable_fp_fusion": False}
 
 
 def f64_bits(x: float) -> int:
@@ -109,9 +121,10 @@ def _arange_kernel(out, start, step, numel, stride, FLOAT: tl.constexpr, BLOCK: 
 def arange(out: torch.Tensor, start, step) -> torch.Tensor:
     """``out[i] = start + i * step`` for the 1-D ``out`` (written through its stride).
 
-    Float outputs: computed in fp64 and rounded once (fp64 -> fp32 -> fp16/bf16), which is the
-    exact value torch's scalar formula gives; torch's CPU kernel is vectorised from chunk bases
-    (``base + j*step`` per lane) and so can differ from it by ~1 ulp of the range's magnitude.
+    Float outputs: ``start + i*step`` evaluated in fp64 (IEEE mul then add, never an fma), then
+    cast fp64 -> fp32 -> fp16/bf16; that is torch's scalar formula on the CPU. torch's vectorised
+    CPU kernel steps lanes from chunk bases (``base + j*step``) and its CUDA kernel works in fp32,
+    so torch itself can differ from this by ~1 ulp of the range's magnitude.
     Integer outputs: computed in int64 with ``start`` and ``step`` truncated by ``int()``, as torch
     does (``Scalar.to<int64_t>()``), then wrapped into ``out``'s dtype.
     """
@@ -127,7 +140,7 @@ def arange(out: torch.Tensor, start, step) -> torch.Tensor:
         a, b = int(start), int(step)
     block = block_for(n, out.device)
     launch(_arange_kernel, (triton.cdiv(n, block),), out, a, b, n, out.stride(0),
-           FLOAT=is_float, BLOCK=block, num_warps=4)
+           FLOAT=is_float, BLOCK=block, **compile_options(out.device))
     return out
 
 
@@ -198,7 +211,7 @@ def linspace(out: torch.Tensor, start, end, steps: int) -> torch.Tensor:
         a, b = f64_bits(s), f64_bits(e)
     block = block_for(steps, out.device)
     launch(_linspace_kernel, (triton.cdiv(steps, block),), out, a, b, f64_bits(d), steps, halfway,
-           out.stride(0), KIND=kind, BLOCK=block, num_warps=4)
+           out.stride(0), KIND=kind, BLOCK=block, **compile_options(out.device))
     return out
 
 
@@ -226,7 +239,7 @@ def eye(out: torch.Tensor) -> torch.Tensor:
         return out
     block = block_for(numel, out.device)
     launch(_eye_kernel, (triton.cdiv(numel, block),), out, numel, m, out.stride(0), out.stride(1),
-           BLOCK=block, num_warps=4)
+           BLOCK=block, **compile_options(out.device))
     return out
 
 
@@ -270,5 +283,5 @@ def fill(out: torch.Tensor, value) -> torch.Tensor:
     shape, (strides,) = _collapse(tuple(out.shape), [out.stride()])
     block = block_for(numel, out.device)
     launch(_fill_kernel, (triton.cdiv(numel, block),), out, v, numel, shape, strides,
-           NDIM=len(shape), KIND=kind, BLOCK=block, num_warps=4)
+           NDIM=len(shape), KIND=kind, BLOCK=block, **compile_options(out.device))
     return out

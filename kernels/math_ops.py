@@ -2,7 +2,8 @@
 
 Every function here is a ``@triton.jit`` formula that ``pointwise_kernel`` calls on loaded values:
 ``f(x, p)`` for one input, ``f(a, b, p)`` for two, ``f(a, b, c, p)`` for three, where ``p`` is a
-pair of scalar parameters (in the compute dtype). A ``*_bwd`` formula takes what the forward saved (the input ``x`` or
+pair of scalar parameters (in the compute dtype; a caller that passes none gets zeros, so a
+formula that reads ``p`` must be given its parameters). A ``*_bwd`` formula takes what the forward saved (the input ``x`` or
 the output ``y``) and the upstream gradient ``g`` and returns ``g * dy/dx``; two-input ``*_bwd``
 formulas return a pair (da, db). Values arrive in fp32 (fp16/bf16 widened) or fp64.
 

@@ -29,20 +29,25 @@ _TL_DTYPE = {torch.float32: tl.float32, torch.float64: tl.float64, torch.float16
 @triton.jit
 def _offset(lin, shape, strides, NDIM: tl.constexpr):
     """Memory offset of the row-major linear index ``lin`` in a tensor of ``shape`` and ``strides``."""
-    off = lin * 0
     rem = lin
-    # indexed by the expression itself: a name assigned in a static_range body stops being a
-    # compile-time constant, and tuples can only be indexed by constants when compiled
-    for i in tl.static_range(NDIM):
+    off = lin * 0
+    # innermost dims first; the outermost needs no modulus (lin < numel on every live lane).
+    # Tuples are indexed by the expression itself: a name assigned in a static_range body stops
+    # being a compile-time constant when compiled, and tuples only take constant indices.
+    for i in tl.static_range(NDIM - 1):
         off += (rem % shape[NDIM - 1 - i]) * strides[NDIM - 1 - i]
         rem = rem // shape[NDIM - 1 - i]
-    return off
+    return off + rem * strides[0]
 
 
 @triton.jit
-def _load(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, COMPUTE: tl.constexpr):
-    x = tl.load(ptr + _offset(lin, shape, strides, NDIM), mask=mask)
-    if x.dtype != tl.int1:
+def _load(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, CONTIGUOUS: tl.constexpr,
+          COMPUTE: tl.constexpr):
+    if CONTIGUOUS:
+        x = tl.load(ptr + lin, mask=mask)
+    else:
+        x = tl.load(ptr + _offset(lin, shape, strides, NDIM), mask=mask)
+    if x.dtype != tl.int1 and x.dtype != COMPUTE:
         x = x.to(COMPUTE)
     return x
 
@@ -50,20 +55,27 @@ def _load(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, COMPUTE: tl.conste
 @triton.jit
 def pointwise_kernel(out0, out1, in0, in1, in2, p0_bits, p1_bits, numel, shape,
                      out_strides, strides0, strides1, strides2,
-                     OP: tl.constexpr, N_IN: tl.constexpr, N_OUT: tl.constexpr,
-                     NDIM: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
+                     OP: tl.constexpr, N_IN: tl.constexpr, N_OUT: tl.constexpr, N_PARAMS: tl.constexpr,
+                     NDIM: tl.constexpr, CONTIGUOUS: tl.constexpr, COMPUTE: tl.constexpr,
+                     BLOCK: tl.constexpr):
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < numel
-    params = (as_f64(p0_bits).to(COMPUTE), as_f64(p1_bits).to(COMPUTE))
-    a = _load(in0, lin, mask, shape, strides0, NDIM, COMPUTE)
+    if N_PARAMS == 0:  # the interpreter pays per op: skip decoding parameters nobody reads
+        params = (0, 0)
+    else:
+        params = (as_f64(p0_bits).to(COMPUTE), as_f64(p1_bits).to(COMPUTE))
+    a = _load(in0, lin, mask, shape, strides0, NDIM, CONTIGUOUS, COMPUTE)
     if N_IN == 1:
         y = OP(a, params)
     elif N_IN == 2:
-        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, COMPUTE), params)
+        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, CONTIGUOUS, COMPUTE), params)
     else:
-        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, COMPUTE),
-               _load(in2, lin, mask, shape, strides2, NDIM, COMPUTE), params)
-    out_off = _offset(lin, shape, out_strides, NDIM)
+        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, CONTIGUOUS, COMPUTE),
+               _load(in2, lin, mask, shape, strides2, NDIM, CONTIGUOUS, COMPUTE), params)
+    if CONTIGUOUS:
+        out_off = lin
+    else:
+        out_off = _offset(lin, shape, out_strides, NDIM)
     if N_OUT == 1:
         tl.store(out0 + out_off, y.to(out0.dtype.element_ty), mask=mask)
     else:
@@ -126,6 +138,7 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     compute = compute or _TL_DTYPE[out_dtypes[0] if out_dtypes else outs[0].dtype]
     bits = [f64_bits(p) for p in params] + [0] * (2 - len(params))
     launch(pointwise_kernel, (triton.cdiv(numel, block),), *out_ptrs, *ptrs, *bits, numel, cshape,
-           cstrides[0], *in_strides, OP=op, N_IN=len(inputs), N_OUT=len(outs), NDIM=len(cshape),
-           COMPUTE=compute, BLOCK=block, num_warps=4)
+           cstrides[0], *in_strides, OP=op, N_IN=len(inputs), N_OUT=len(outs), N_PARAMS=len(params),
+           NDIM=len(cshape), CONTIGUOUS=all(st == (1,) for st in cstrides), COMPUTE=compute, BLOCK=block,
+           num_warps=4)
     return outs

@@ -12,6 +12,11 @@ past them.
 
 Values are written through ``out``'s strides, so in-place ``uniform_``/``normal_`` on a
 transposed or stepped view writes exactly the viewed elements.
+
+Uniform, randint and Bernoulli values are bit-identical on both backends (integer Philox, then
+IEEE +,*, launched with ``enable_fp_fusion=False`` so CUDA does not contract ``low + u*d`` into an
+fma that rounds differently). Normals pass through log/cos/sqrt, whose last bits differ between
+numpy (interpreter) and CUDA's fast math, so they agree to ~1e-6 relative, not bitwise.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .factories import as_f64, as_i64, cast_to, f64_bits
+from .factories import as_f64, as_i64, cast_to, compile_options, f64_bits
 from .launch import launch
 from .pointwise import _collapse, _offset, block_for
 
@@ -132,7 +137,7 @@ def _run(out, seed, offset, params, mode, wide):
     block = block_for(numel, out.device)
     launch(_random_kernel, (triton.cdiv(numel, block),), out, _as_int64_bits(seed),
            _as_int64_bits(offset), *params, numel, shape, strides, MODE=mode, WIDE=wide,
-           NDIM=len(shape), BLOCK=block, num_warps=4)
+           NDIM=len(shape), BLOCK=block, **compile_options(out.device))
     return counters_for(numel)
 
 
@@ -152,6 +157,8 @@ def fill_uniform(out: torch.Tensor, seed: int, offset: int, low: float = 0.0,
     """
     _check_float(out, "fill_uniform")
     low, high = float(low), float(high)
+    if not low <= high:
+        raise ValueError(f"fill_uniform needs low <= high, got [{low}, {high})")
     cap = _largest_below(high, out.dtype) if high > low else high
     return _run(out, seed, offset, (f64_bits(low), f64_bits(high), f64_bits(cap)), _UNIFORM,
                 out.dtype == torch.float64)

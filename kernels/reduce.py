@@ -72,7 +72,7 @@ def _beats(v, best, IS_MAX: tl.constexpr):
         better = v > best
     else:
         better = v < best
-    return better | ((v != v))
+    return better | ((v != v) & (best == best))
 
 
 @triton.jit
@@ -121,7 +121,7 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
                 x = tl.abs(x)
             elif OP == "norm2":
                 x = x * x
-            acc += tl.where(mask, x, 0)
+            acc += x  # masked lanes loaded as 0, which |x| and x^2 keep
         result = tl.sum(acc, 1)
         if OP == "mean":
             result = result / divisor
@@ -139,7 +139,7 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
         for start in range(0, n_cols, BLOCK_C):
             x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
                                         red_strides, NR, COMPUTE, BLOCK_C)
-            acc += tl.where(mask, x, 0)
+            acc += x
         mean = tl.sum(acc, 1) / n_cols
         acc_d = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
         acc_d2 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)

@@ -54,7 +54,7 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, row_shape, x_row_strides, out
         x = tl.where(mask, _load(x_ptr, x_row, cols, x_col_stride, mask, COMPUTE), float("-inf"))
         m = _row_max(x)
         e = tl.exp(x - m[:, None])
-        s = tl.sum(tl.where(mask, e, 0.0), 1)
+        s = tl.sum(e, 1)
         if LOG:
             y = x - m[:, None] - tl.log(s)[:, None]
         else:

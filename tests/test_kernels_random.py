@@ -205,6 +205,14 @@ def test_normal_other_float_dtypes(dt):
     torch.testing.assert_close(x.double(), ref.double(), rtol=tol, atol=tol)
 
 
+def test_uniform_degenerate_and_reversed_ranges():
+    x = torch.empty(10)
+    fill_uniform(x, 0, 0, 2.5, 2.5)
+    assert (x == 2.5).all()
+    with pytest.raises(ValueError):
+        fill_uniform(x, 0, 0, 1.0, 0.0)
+
+
 def test_float_only_fills_reject_integer_outputs():
     with pytest.raises(TypeError):
         fill_uniform(torch.empty(3, dtype=torch.int64), 0, 0)
@@ -281,7 +289,8 @@ def test_linspace_float(start, end, steps, dt):
         assert ours[0] == ref[0] and ours[-1] == ref[-1]
 
 
-@pytest.mark.parametrize("start,end,steps", LIN_CASES + [(-7, 30, 5), (0, 10, 7), (5, -5, 4), (-3, 27, 16), (0, 2**40, 9)])
+@pytest.mark.parametrize("start,end,steps", LIN_CASES + [(-7, 30, 5), (0, 10, 7), (5, -5, 4),
+                                                        (-3, 27, 16), (0, 2**40, 9)])
 @pytest.mark.parametrize("dt", [torch.int64, torch.int32])
 def test_linspace_int(start, end, steps, dt):
     if dt == torch.int32 and abs(end) >= 2**31:
@@ -298,8 +307,9 @@ def test_linspace_int(start, end, steps, dt):
     # torch's CPU kernel truncates a vector chunk's base first and steps from it, so an element
     # whose fp64 value is a hair below an integer can come out 1 lower there
     ref = torch.linspace(start, end, steps, dtype=dt)
-    assert ours.shape == ref.shape and (ours.long() - ref.long()).abs().max().item() <= 1 \
-        if steps else True
+    assert ours.shape == ref.shape
+    if steps:
+        assert (ours.long() - ref.long()).abs().max().item() <= 1
     if steps and float(step).is_integer():
         assert torch.equal(ours, ref)
 

@@ -161,8 +161,9 @@ def test_nan_propagates_with_its_index(blocks):
         _check(reduce(x, (1,), op), _reference(x.double(), (1,), op), torch.float32)
     long_row = torch.zeros(2, 50)
     long_row[0, 45], long_row[1, 3] = NAN, NAN
+    long_row[0, 13], long_row[1, 27] = NAN, NAN  # a later NaN in the same lane must not win
     values, index = reduce(long_row, (1,), "max")
-    assert values.isnan().all() and index.tolist() == [45, 3]
+    assert values.isnan().all() and index.tolist() == [13, 3]
 
 
 def test_logsumexp_infinities(blocks):
@@ -253,7 +254,8 @@ def test_softmax_long_rows():
 
 def test_softmax_special_values(blocks):
     x = torch.tensor([[-INF] * 10, [INF, 1.] + [0.] * 8, [NAN] + [1.] * 9,
-                      [0., -INF, 2.] + [-INF] * 7, [100., -100.] * 5])
+                      [0., -INF, 2.] + [-INF] * 7, [100., -100.] * 5,
+                      [-INF] * 8 + [1., 2.]])  # with tiny blocks, a whole first chunk of -inf
     for log in (False, True):
         ref = (torch.log_softmax if log else torch.softmax)(x.double(), 1)
         _check(softmax(x, 1, log=log), ref, torch.float32)

@@ -13,16 +13,42 @@ import torch
 
 from . import _dtype
 from ._dtype import Size
-from .autograd.grad_mode import is_grad_enabled
+from .autograd.grad_mode import _inference_mode_enabled, is_grad_enabled
 
 
 class _Version:
-    """The version counter shared by a tensor, its views and its ``detach()`` aliases."""
+    """The version counter shared by a tensor, its views and its ``detach()`` aliases. It reads as
+    the int PyTorch's ``t._version`` is (compares, prints and converts as its value)."""
 
     __slots__ = ("value",)
 
     def __init__(self):
         self.value = 0
+
+    def __int__(self):
+        return self.value
+
+    __index__ = __int__
+
+    def __eq__(self, other):
+        return self.value == int(other) if isinstance(other, (int, _Version)) else NotImplemented
+
+    __hash__ = object.__hash__
+
+    def __lt__(self, other):
+        return self.value < int(other)
+
+    def __le__(self, other):
+        return self.value <= int(other)
+
+    def __gt__(self, other):
+        return self.value > int(other)
+
+    def __ge__(self, other):
+        return self.value >= int(other)
+
+    def __repr__(self):
+        return repr(self.value)
 
 
 _NON_LEAF_GRAD_WARNING = (
@@ -64,7 +90,7 @@ class Tensor:
         t._hooks_leaf = None
         t._post_acc_hooks = None
         t._retains_grad = False
-        t._is_inference = False
+        t._is_inference = _inference_mode_enabled()  # results computed inside inference_mode too
         return t
 
     @classmethod

@@ -163,9 +163,35 @@ class BackwardNode(Node, FunctionCtx):
 
     _forward_cls = None
     _materialize_grads = True
+    _edge_pos = None  # built-ins: the argument positions PyTorch shows in next_functions
 
     def apply(self, *grads):
         return self._forward_cls.backward(self, *grads)
+
+    @property
+    def next_functions(self):
+        # The engine keeps one edge per forward argument; a built-in op's public edges are only its
+        # differentiable arguments (dims, dtypes and flags are not edges in PyTorch).
+        if self._edge_pos is None:
+            return self._next
+        return tuple(self._next[i] for i in self._edge_pos)
+
+    def __getattr__(self, name):
+        # PyTorch's saved-variable accessors: _saved_self/_saved_other are the saved inputs,
+        # _saved_result the saved output; after the graph is freed they raise the item 16 error.
+        if name in ("_saved_self", "_saved_other", "_saved_result"):
+            saved = self.__dict__.get("_saved")
+            if saved is _FREED:
+                raise RuntimeError(FREED_MESSAGE)
+            if saved:
+                if name == "_saved_result":
+                    picks = [s for s in saved if s is not None and s.producer is not None]
+                else:
+                    picks = [s for s in saved if s is None or s.producer is None]
+                k = 1 if name == "_saved_other" else 0
+                if k < len(picks):
+                    return None if picks[k] is None else picks[k].unpack()
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def _release(self):
         if getattr(self, "_saved", None) is not None:
@@ -182,6 +208,8 @@ class _FunctionMeta(type):
 class Function(metaclass=_FunctionMeta):
     """Base of differentiable operations: subclass with static ``forward`` and ``backward``, call
     with ``YourFunction.apply(*args)``."""
+
+    edge_args = None  # built-ins: argument positions shown in next_functions (default: the tensors)
 
     def __init__(self, *args, **kwargs):
         pass
@@ -219,6 +247,9 @@ class Function(metaclass=_FunctionMeta):
         dirty = getattr(ctx, "_dirty", ())
         inputs_by_id = {id(a) for a in args if isinstance(a, Tensor)}
         ctx._next = tuple(edge_of(a) if n else (None, 0) for a, n in zip(args, needs))
+        if cls.__module__.split(".")[0] == "tgrad":
+            ctx._edge_pos = cls.edge_args if cls.edge_args is not None else tuple(
+                i for i, a in enumerate(args) if isinstance(a, Tensor))
         ctx._input_meta = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args)
         new_outs = []
         for i, o in enumerate(outs):
@@ -228,8 +259,8 @@ class Function(metaclass=_FunctionMeta):
                 if id(o) in dirty:
                     from ..tensor import check_inplace
                     check_inplace(o)
-                if id(outs[i]) in non_diff:
-                    o._requires_grad = False
+                if id(outs[i]) in non_diff or not o.dtype.is_floating_point:
+                    o._requires_grad = False  # integer results (argmax, .long()) are never differentiable
                 else:
                     o._grad_fn, o._output_nr, o._requires_grad = ctx, i, True
             new_outs.append(o)

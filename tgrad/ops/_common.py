@@ -7,11 +7,29 @@ import numbers
 import torch
 
 from .. import _dtype
+from ..autograd.function import Function
 from ..tensor import Tensor
 
 
 def wrap(data: torch.Tensor) -> Tensor:
     return Tensor._wrap(data)
+
+
+class Builtin(Function):
+    """A built-in op whose node has PyTorch's edges: one per operand (a Python-number operand gives
+    ``(None, 0)``) and none for parameters (alpha, beta, exponents), which custom Functions would
+    list. The operands are ``apply``'s first ``n_edges`` arguments; ``backward`` returns their
+    gradients first (any gradients after those are dropped)."""
+
+    n_edges = None
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        out = super().apply(*args, **kwargs)
+        node = out.grad_fn if isinstance(out, Tensor) else None
+        if cls.n_edges is not None and node is not None and getattr(type(node), "_forward_cls", None) is cls:
+            node._next, node._input_meta = node._next[:cls.n_edges], node._input_meta[:cls.n_edges]
+        return out
 
 
 def check_runnable(*tensors):
@@ -43,15 +61,15 @@ def check_runnable(*tensors):
 def broadcast_shapes(*shapes):
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
-    for k, s in enumerate(shapes):
-        for i, d in enumerate(s):
-            j = ndim - len(s) + i
+    for s in shapes:
+        # trailing dims first, and the dim is counted in the result, as PyTorch reports it
+        for i in reversed(range(len(s))):
+            d, j = s[i], ndim - len(s) + i
             if out[j] == 1:
                 out[j] = d
             elif d != 1 and d != out[j]:
-                # PyTorch names the first two operands a and b
-                raise RuntimeError(f"The size of tensor a ({out[j] if k else d}) must match the size of tensor b "
-                                   f"({d if k else out[j]}) at non-singleton dimension {i}")
+                raise RuntimeError(f"The size of tensor a ({out[j]}) must match the size of tensor b "
+                                   f"({d}) at non-singleton dimension {j}")
     return tuple(out)
 
 

@@ -54,9 +54,11 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     elif isinstance(data, np.ndarray):
         src = torch.from_numpy(np.ascontiguousarray(data))
     else:
-        src = torch.tensor(_unwrap_nested(data))
-        if dtype is None and src.dtype is torch.float32:  # Python floats take the default dtype
-            src = src.to(_dtype.get_default_dtype().torch)
+        # Parsed straight into the target dtype: going through float32 first would round float64 data.
+        nested = _unwrap_nested(data)
+        src = torch.tensor(nested, dtype=as_dtype(dtype).torch if dtype is not None else None)
+        if dtype is None and src.dtype is torch.float32 and _dtype.get_default_dtype() is not _dtype.float32:
+            src = torch.tensor(nested, dtype=_dtype.get_default_dtype().torch)  # Python floats take the default
     target = as_dtype(dtype).torch if dtype is not None else src.dtype
     out = torch.empty(src.shape, dtype=target, device=dev)
     out.copy_(src)

@@ -16,7 +16,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, check_inplace
 from tgrad.kernels import math_ops as M
 from tgrad.kernels.pointwise import compute_dtype, pointwise
-from ._common import as_operand, broadcast_shapes, check_runnable, result_type, sum_to_shape, wrap
+from ._common import Builtin, as_operand, broadcast_shapes, check_runnable, result_type, sum_to_shape, wrap
 
 
 def map_(op, inputs, dtype=None, params=(), out=None, compute=None, shape=None):
@@ -45,8 +45,8 @@ def _float_dtype(x: Tensor):
 def unary(name, forward, backward=None, saves="x", float_only=True):
     """A differentiable unary Function: y = forward(x, params), dx = backward(saved, g, params)."""
 
-    class Unary(Function):
-        node_name = f"{name}Backward0"
+    class Unary(Builtin):
+        node_name, n_edges = f"{name}Backward0", 1
 
         @staticmethod
         def forward(ctx, x, params=()):
@@ -102,11 +102,16 @@ def neg(x):
 
 # ----------------------------------------------------------------------------- binary
 
-class _Binary(Function):
+class _Binary(Builtin):
     """a (op) b with broadcasting; a Python number operand is a 0-d constant (next_functions (None, 0))."""
 
     formula = backward_formula = None
+    n_edges = 2
     scale_b = 1.0
+    edge_args = (0, 1)  # a number operand is an edge to nothing: (None, 0), as in PyTorch
+    # Save only what backward reads (PyTorch's MulBackward0 keeps `other` alone for `y * 3`): an
+    # in-place change to a tensor nothing needs must not break backward (spec F.26).
+    a_only_for_b = b_only_for_a = False
 
     @classmethod
     def prepare(cls, a, b):
@@ -124,7 +129,9 @@ class _Binary(Function):
     def forward(cls, ctx, a, b, alpha=1.0):
         ta, tb, dtype = cls.prepare(a, b)
         ctx.shapes, ctx.alpha = (ta.shape, tb.shape), alpha
-        ctx.save_for_backward(ta, tb)  # a number operand is saved as its 0-d constant
+        na, nb = ctx.needs_input_grad[:2]
+        ctx.save_for_backward(None if cls.a_only_for_b and not nb else ta,  # a number is saved as a 0-d constant
+                              None if cls.b_only_for_a and not na else tb)
         return map_(cls.formula, [ta, tb], dtype, (alpha,))
 
 
@@ -162,9 +169,9 @@ class Sub(_Binary):
         return ga, gb, None
 
 
-class Rsub(Function):
+class Rsub(Builtin):
     """c - x for a Python number c (PyTorch's RsubBackward1: one edge)."""
-    node_name = "RsubBackward1"
+    node_name, n_edges = "RsubBackward1", 1
 
     @staticmethod
     def forward(ctx, x, c):
@@ -188,6 +195,7 @@ def _binary_backward(formula):
 
 class Mul(_Binary):
     node_name, formula = "MulBackward0", M.mul
+    a_only_for_b = b_only_for_a = True
 
     @staticmethod
     def backward(ctx, g):
@@ -204,7 +212,14 @@ class Mul(_Binary):
 
 class Div(_Binary):
     node_name, formula, true_division = "DivBackward0", M.div, True
-    backward = _binary_backward(M.div_bwd)
+    a_only_for_b = True
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.needs_input_grad[1]:
+            return _binary_backward(M.div_bwd).__func__(ctx, g)
+        _, b = ctx.saved_tensors  # d(a/b)/da = 1/b: a was not saved
+        return sum_to_shape(g / b, ctx.shapes[0]), None, None
 
 
 class Pow(_Binary):
@@ -222,11 +237,17 @@ class Minimum(_Binary):
     backward = _binary_backward(M.minimum_bwd)
 
 
-class Where(Function):
-    node_name = "WhereBackward0"
+class Where(Builtin):
+    """y = cond ? a : b, called as ``apply(cond, a, b)`` like torch.where; the node's edges are a's
+    and b's only, since the condition is not differentiable."""
+    node_name, n_edges = "WhereBackward0", 2
+
+    @classmethod
+    def apply(cls, cond, a, b):
+        return super().apply(a, b, cond)
 
     @staticmethod
-    def forward(ctx, cond, a, b):
+    def forward(ctx, a, b, cond):
         dtype = result_type(a, b)
         ref = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
         ta, tb = as_operand(a, ref, dtype), as_operand(b, ref, dtype)
@@ -242,8 +263,8 @@ class Where(Function):
     def backward(ctx, g):
         cond, = ctx.saved_tensors
         da, db = map2(M.where_bwd, [cond, g], g.dtype)
-        return (None, sum_to_shape(da, ctx.shapes[0]) if ctx.needs_input_grad[1] else None,
-                sum_to_shape(db, ctx.shapes[1]) if ctx.needs_input_grad[2] else None)
+        return (sum_to_shape(da, ctx.shapes[0]) if ctx.needs_input_grad[0] else None,
+                sum_to_shape(db, ctx.shapes[1]) if ctx.needs_input_grad[1] else None, None)
 
 
 def compare(formula, a, b):

@@ -73,10 +73,11 @@ def _draw(fill, out: torch.Tensor, generator, *args):
     return out
 
 
-def _float_dt(dtype):
+def _float_dt(dtype, kernel="check_uniform_bounds"):
     dt = _dt(dtype)
     if not dt.is_floating_point:
-        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.name.capitalize()}'")
+        from ..tensor import _legacy_scalar
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_legacy_scalar(dt, True)}'")
     return dt
 
 
@@ -86,11 +87,13 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    out = torch.empty(_shape(size), dtype=_float_dt(dtype).torch, device=as_device(device))
+    out = torch.empty(_shape(size), dtype=_float_dt(dtype, "normal_kernel_cpu").torch, device=as_device(device))
     return _new(_draw(KR.fill_normal, out, generator), requires_grad)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        high, size = None, high
     if high is None:
         low, high = 0, low
     if size is None:
@@ -102,7 +105,18 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    out = torch.empty(_shape((size,)), dtype=_float_dt(dtype).torch, device=as_device(device))
+    """N(mean, std^2) draws. Tensor ``mean``/``std`` give one draw per element of their broadcast
+    shape: ``mean + std * z`` with z ~ N(0, 1) (computed by kernels, not tracked by autograd)."""
+    from ..tensor import Tensor
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        from ._common import broadcast_shapes
+        from ..autograd.grad_mode import no_grad
+        like = mean if isinstance(mean, Tensor) else std
+        shape = broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
+        with no_grad():
+            z = randn(shape, generator=generator, dtype=like.dtype, device=like.device)
+            return _new((mean + std * z)._data, requires_grad)
+    out = torch.empty(_shape((size,)), dtype=_float_dt(dtype, "normal_kernel_cpu").torch, device=as_device(device))
     return _new(_draw(KR.fill_normal, out, generator, float(mean), float(std)), requires_grad)
 
 
@@ -131,7 +145,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) / step < 0 and end != start:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64

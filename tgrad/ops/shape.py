@@ -312,9 +312,23 @@ def chunk(x, chunks, dim=0):
     return split(x, builtins.max(1, -(-n // chunks)), dim)
 
 
+class Unbind(Function):
+    """``x.unbind(dim)``: one node whose i-th output (``output_nr`` i) is the view ``x.select(dim, i)``;
+    unused outputs' gradients arrive as zeros, so backward stacks them all."""
+    node_name = "UnbindBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        return tuple(V.make_view(x, x._data.select(dim, i)) for i in range(x.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return stack(list(grads), ctx.dim), None
+
+
 def unbind(x, dim=0):
-    d = x._dim(dim)
-    return tuple(x.select(d, i) for i in range(x.shape[d]))
+    return Unbind.apply(x, x._dim(dim))
 
 
 def narrow(x, dim, start, length):
