@@ -15,7 +15,6 @@ the last bit from the interpreter's and from the formulas documented here.
 from __future__ import annotations
 
 import math
-import struct
 
 import numpy as np
 import torch
@@ -24,6 +23,7 @@ import triton.language as tl
 
 from .launch import launch
 from .pointwise import _collapse, _offset, block_for
+from .scalars import as_f64, f64_bits  # noqa: F401 (re-exported for random.py)
 
 __all__ = ["arange", "linspace", "eye", "fill", "f64_bits"]
 
@@ -36,20 +36,6 @@ def compile_options(device: torch.device) -> dict:
     if device.type == "cpu":
         return {}
     return {"num_warps": 4, "enable_fp_fusion": False}
-
-
-def f64_bits(x: float) -> int:
-    """The IEEE-754 binary64 bits of ``float(x)`` as a signed 64-bit int (pair of ``as_f64``)."""
-    return struct.unpack("<q", struct.pack("<d", float(x)))[0]
-
-
-@triton.jit
-def as_f64(bits):
-    """The fp64 scalar whose IEEE bits are ``bits`` (an int argument made by ``f64_bits``).
-
-    Small bit patterns arrive typed i32/u32 (or as the constexpr 1), so widen to i64 first: the
-    value of the integer is the bit pattern, and widening preserves the value."""
-    return tl.to_tensor(bits).to(tl.int64).to(tl.float64, bitcast=True)
 
 
 @triton.jit

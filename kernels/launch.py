@@ -130,6 +130,9 @@ def _interpreted(kernel: JITFunction) -> _Interpreted:
     return runner
 
 
+_COMPILE_ONLY_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
+
+
 def _device_of(args) -> torch.device:
     for a in args:
         if isinstance(a, torch.Tensor):
@@ -144,8 +147,8 @@ def launch(kernel: JITFunction, grid, *args, **meta):
         observe(kernel, grid, args, meta)
     device = _device_of(args)
     if device.type == "cpu":
-        meta.pop("num_warps", None)
-        meta.pop("num_stages", None)
+        for option in _COMPILE_ONLY_OPTIONS:  # meaningful to the compiler only
+            meta.pop(option, None)
         # numpy warns on inf/nan arithmetic (log(0), masked lanes); the results are what torch gives
         runner = _interpreted(kernel)
         with _interpreting(), np.errstate(all="ignore"):

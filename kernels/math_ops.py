@@ -203,13 +203,55 @@ def clamp_bwd(x, g, p):        # dy/dx = [lo <= x <= hi]
     return tl.where((x >= p[0]) & (x <= p[1]), g, 0.0 * g)
 
 @triton.jit
-def pow_scalar(x, p):          # y = x^e; p = (e,)      dy/dx = e x^(e-1)
-    return _pow(x, p[0] + 0.0 * x)
+def clamp_t(x, lo, hi, p):     # tensor bounds (a missing one is +-inf): y = min(max(x, lo), hi)
+    return tl.minimum(tl.maximum(x, lo), hi)
+
+@triton.jit
+def clamp_t_x(x, lo, hi, p):   # where dy/dx = 1
+    return (x >= lo) & (x <= hi)
+
+@triton.jit
+def clamp_t_lo(x, lo, hi, p):  # where dy/dlo = 1 (PyTorch: below a minimum that is under the maximum)
+    return (x < lo) & (lo < hi)
+
+@triton.jit
+def clamp_t_hi(x, lo, hi, p):  # where dy/dhi = 1 (above the maximum, or everywhere once max < min)
+    return (x > hi) | (hi < lo)
+
+@triton.jit
+def pow_scalar(x, p):          # y = x^e; p = (e, 1 for an integer result)    dy/dx = e x^(e-1)
+    return _round_if(_powi(x, p[0]), p[1])
 
 @triton.jit
 def pow_scalar_bwd(x, g, p):
-    e = p[0] + 0.0 * x
-    return tl.where(e == 0.0, 0.0 * g, g * e * _pow(x, e - 1.0))
+    e = p[0]
+    if e == 0.0:
+        r = 0.0 * g
+    else:
+        r = g * e * _powi(x, e - 1.0)
+    return r
+
+@triton.jit
+def _powi(x, e):
+    """x^e for a scalar e: exact products for the exponents models use most (x**2 is 27. at x=3,
+    as in PyTorch, not exp(3 ln 3)); exp/log otherwise."""
+    if e == 1.0:
+        r = x
+    elif e == 2.0:
+        r = x * x
+    elif e == 3.0:
+        r = x * x * x
+    elif e == 0.0:
+        r = tl.zeros_like(x) + 1.0
+    elif e == 0.5:
+        r = tl.sqrt(x)
+    elif e == -1.0:
+        r = 1.0 / x
+    elif e == -2.0:
+        r = 1.0 / (x * x)
+    else:
+        r = _pow(x, e + 0.0 * x)
+    return r
 
 @triton.jit
 def sign(x, p):                # zero gradient for sign/floor/ceil/round
@@ -247,6 +289,14 @@ def fill(x, p):                # every element = p[0]; x only sets the shape (ne
 # ----------------------------------------------------------------------------- binary
 
 @triton.jit
+def _round_if(r, flag):
+    """Integer powers are computed in fp64 through exp/log (3^5 comes out 242.99...): rounded to the
+    nearest integer when ``flag`` is set, so the cast to the integer result is exact."""
+    if flag != 0.0:
+        r = tl.floor(r + 0.5)
+    return r
+
+@triton.jit
 def _pow(a, b):
     """a^b for any real a, b: exp(b ln|a|) with the sign of a for odd integer b; 0^0 = 1."""
     mag = tl.exp(b * tl.log(tl.abs(a)))
@@ -282,8 +332,8 @@ def div_bwd(a, b, g, p):
     return gb, -gb * a / b
 
 @triton.jit
-def pow_(a, b, p):             # y = a^b                 dy/da = b a^(b-1), dy/db = a^b ln a
-    return _pow(a, b)
+def pow_(a, b, p):             # y = a^b; p = (_, 1 for an integer result)    dy/da = b a^(b-1), dy/db = a^b ln a
+    return _round_if(_pow(a, b), p[1])
 
 @triton.jit
 def pow_bwd(a, b, g, p):

@@ -29,6 +29,7 @@ def _chunk(rows_mask, start, n_cols, BLOCK_C: tl.constexpr):
 
 @triton.jit
 def _load(ptr, row_off, cols, col_stride, mask, COMPUTE: tl.constexpr):
+    # masked lanes read 0, so they add nothing to the backward's row sums
     return tl.load(ptr + (row_off[:, None] + cols[None, :] * col_stride), mask=mask,
                    other=0).to(COMPUTE)
 
@@ -53,7 +54,7 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, row_shape, x_row_strides, out
         cols, mask = _chunk(row_mask, 0, n_cols, BLOCK_C)
         x = tl.where(mask, _load(x_ptr, x_row, cols, x_col_stride, mask, COMPUTE), float("-inf"))
         m = _row_max(x)
-        e = tl.exp(x - m[:, None])
+        e = tl.exp(x - m[:, None])  # 0 on masked lanes (-inf), whatever m is, short of NaN
         s = tl.sum(e, 1)
         if LOG:
             y = x - m[:, None] - tl.log(s)[:, None]
@@ -72,7 +73,7 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, row_shape, x_row_strides, out
             # While the row so far is all -inf, shift by 0: -inf - (-inf) would poison s with NaN.
             # A +inf max is not shifted away, so s turns NaN and the row comes out NaN as in torch.
             shift = tl.where(new_m == float("-inf"), 0.0, new_m)
-            s = s * tl.exp(m - shift) + tl.sum(tl.where(mask, tl.exp(x - shift[:, None]), 0.0), 1)
+            s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[:, None]), 1)
             m = new_m
         log_s = tl.log(s)
         for start in range(0, n_cols, BLOCK_C):
@@ -110,7 +111,7 @@ def softmax_backward_kernel(y_ptr, g_ptr, out_ptr, n_rows, n_cols, row_shape, y_
     if ONE_CHUNK:
         cols, mask = _chunk(row_mask, 0, n_cols, BLOCK_C)
         y = _load(y_ptr, y_row, cols, y_col_stride, mask, COMPUTE)
-        g = tl.where(mask, _load(g_ptr, g_row, cols, g_col_stride, mask, COMPUTE), 0.0)
+        g = _load(g_ptr, g_row, cols, g_col_stride, mask, COMPUTE)
         if LOG:
             total = tl.sum(g, 1)
         else:
@@ -122,7 +123,7 @@ def softmax_backward_kernel(y_ptr, g_ptr, out_ptr, n_rows, n_cols, row_shape, y_
         acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
         for start in range(0, n_cols, BLOCK_C):
             cols, mask = _chunk(row_mask, start, n_cols, BLOCK_C)
-            g = tl.where(mask, _load(g_ptr, g_row, cols, g_col_stride, mask, COMPUTE), 0.0)
+            g = _load(g_ptr, g_row, cols, g_col_stride, mask, COMPUTE)
             if LOG:
                 acc += g
             else:

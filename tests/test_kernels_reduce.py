@@ -167,8 +167,9 @@ def test_nan_propagates_with_its_index(blocks):
 
 
 def test_logsumexp_infinities(blocks):
-    x = torch.tensor([[-INF, -INF, -INF], [INF, 1., -INF], [INF, INF, 0.], [-INF, 0., 1.],
-                      [1000., 1000., -1000.]])
+    x = torch.tensor([[-INF] * 10, [INF, 1.] + [-INF] * 8, [INF, INF] + [0.] * 8,
+                      [-INF, 0., 1.] + [-INF] * 7, [1000., 1000.] + [-1000.] * 8,
+                      [-INF] * 8 + [1., 2.]])  # with tiny blocks, a whole first chunk of -inf
     _check(reduce(x, (1,), "logsumexp"), x.double().logsumexp(1), torch.float32)
 
 

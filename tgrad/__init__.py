@@ -15,6 +15,8 @@ from .ops import *  # noqa: F401,F403
 from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
 from . import backends, return_types  # noqa: F401
 from tgrad.kernels.launch import count_launches  # noqa: F401
+from .ops.random import Generator  # noqa: F401
+from .serialization import load, save  # noqa: F401
 import torch as _torch
 
 device = _torch.device

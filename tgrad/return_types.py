@@ -1,5 +1,17 @@
 """Named tuples returned by ops that give values and indices (``tgrad.max(x, 0).values``)."""
 from collections import namedtuple
 
-max = namedtuple("max", ["values", "indices"])  # noqa: A001
-min = namedtuple("min", ["values", "indices"])  # noqa: A001
+
+def _structseq(name):
+    """A namedtuple printed like PyTorch's ``torch.return_types`` structseqs, one field a line."""
+    base = namedtuple(name, ["values", "indices"])
+
+    def __repr__(self):
+        fields = ",\n".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
+        return f"tgrad.return_types.{name}(\n{fields})"
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": __name__})
+
+
+max = _structseq("max")  # noqa: A001
+min = _structseq("min")  # noqa: A001

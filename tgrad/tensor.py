@@ -17,38 +17,30 @@ from .autograd.grad_mode import _inference_mode_enabled, is_grad_enabled
 
 
 class _Version:
-    """The version counter shared by a tensor, its views and its ``detach()`` aliases. It reads as
-    the int PyTorch's ``t._version`` is (compares, prints and converts as its value)."""
+    """The version counter shared by a tensor, its views and its ``detach()`` aliases."""
 
     __slots__ = ("value",)
 
     def __init__(self):
         self.value = 0
 
-    def __int__(self):
-        return self.value
 
-    __index__ = __int__
+class _VersionRef(int):
+    """``t._version``: the counter's current value as a plain int (as in PyTorch), through which
+    ``.value`` still reads and bumps the shared counter (``t._version.value += 1``)."""
 
-    def __eq__(self, other):
-        return self.value == int(other) if isinstance(other, (int, _Version)) else NotImplemented
+    def __new__(cls, counter: _Version):
+        ref = super().__new__(cls, counter.value)
+        ref._counter = counter
+        return ref
 
-    __hash__ = object.__hash__
+    @property
+    def value(self):
+        return self._counter.value
 
-    def __lt__(self, other):
-        return self.value < int(other)
-
-    def __le__(self, other):
-        return self.value <= int(other)
-
-    def __gt__(self, other):
-        return self.value > int(other)
-
-    def __ge__(self, other):
-        return self.value >= int(other)
-
-    def __repr__(self):
-        return repr(self.value)
+    @value.setter
+    def value(self, v):
+        self._counter.value = v
 
 
 _NON_LEAF_GRAD_WARNING = (
@@ -60,7 +52,7 @@ _NON_LEAF_GRAD_WARNING = (
 
 
 class Tensor:
-    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version", "_base",
+    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_vc", "_base",
                  "_accumulator", "_hooks_leaf", "_post_acc_hooks", "_retains_grad", "_is_inference",
                  "__weakref__", "__dict__")
 
@@ -84,7 +76,9 @@ class Tensor:
         t._grad = None
         t._grad_fn = None
         t._output_nr = 0
-        t._version = version if version is not None else _Version()
+        if isinstance(version, _VersionRef):
+            version = version._counter
+        t._vc = version if version is not None else _Version()
         t._base = base
         t._accumulator = None
         t._hooks_leaf = None
@@ -167,8 +161,12 @@ class Tensor:
         return dim % n
 
     @property
+    def _version(self) -> int:
+        return _VersionRef(self._vc)
+
+    @property
     def _version_value(self):
-        return self._version.value
+        return self._vc.value
 
     # ------------------------------------------------------------------ autograd state
     @property
@@ -199,6 +197,9 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._base is not None:  # a view whose base changed in place: its history is regenerated
+            from .ops.views import refresh_view
+            refresh_view(self)
         return self._grad_fn
 
     @property
@@ -371,6 +372,20 @@ class Tensor:
 
     def __reduce_ex__(self, proto):
         raise TypeError("tgrad tensors are not picklable; use tgrad.save for checkpoints")
+
+    def __deepcopy__(self, memo):
+        """A leaf with its own copy of the storage (a byte copy), the same requires_grad and a deep
+        copy of ``.grad``, as PyTorch's (``copy.deepcopy(model)`` relies on it)."""
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.")
+        if id(self) in memo:
+            return memo[id(self)]
+        new = Tensor._wrap(self._data.clone(), requires_grad=self._requires_grad)
+        memo[id(self)] = new
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        return new
 
     def __iter__(self):
         if self._data.dim() == 0:

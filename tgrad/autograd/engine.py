@@ -91,11 +91,23 @@ def _retain(node, nr, grad, create_graph):
         t._grad = t._grad + g
 
 
+def _new_grad(grad, create_graph):
+    """What a first accumulation stores in ``.grad``: a copy, which under create_graph keeps its
+    history through a copy node (``grad_fn=<CopyBackwards>``, as PyTorch shows it)."""
+    if not create_graph:
+        return grad.detach().clone()
+    if not grad._requires_grad:
+        return grad
+    from .. import ops
+    from ..ops.pointwise import Copy
+    return Copy.apply(ops.empty_like(grad), grad)
+
+
 def _accumulate(node: AccumulateGrad, grad, create_graph):
     var = node.variable
     grad = _run_tensor_hooks(node, 0, grad)
     if var._grad is None:
-        var._grad = grad if create_graph else grad.detach().clone()
+        var._grad = _new_grad(grad, create_graph)
     elif create_graph or var._grad._requires_grad:
         var._grad = var._grad + grad
     else:
@@ -192,6 +204,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             else:
                 grads = _materialize(node, grads)
                 outs = _check_grads(node, node.apply(*grads))
+                if create_graph:
+                    _check_history(node, grads, outs)
             if not retain_graph:
                 node._release()
             for (nx, nr), g in zip(node._next, outs):
@@ -204,6 +218,26 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if deps[nx] == 0:
                     heapq.heappush(ready, (-nx._seq, id(nx), nx))
     return captured
+
+
+def _check_history(node, grads, outs):
+    """Under create_graph, a built-in node's gradients must keep the history of what they depend
+    on: the incoming gradients and the saved tensors that require grad. A backward that is still a
+    fused kernel would drop it and give silently wrong higher-order gradients, so it is refused."""
+    owner = getattr(node, "_forward_cls", None) or type(node)
+    if owner.__module__.split(".")[0] != "tgrad" or getattr(owner, "zero_gradient", False):
+        return
+    floats = [g for g in outs if g is not None and g.dtype.is_floating_point]
+    saved = node.__dict__.get("_saved")
+    lost = False
+    if any(g is not None and g._requires_grad for g in grads):  # linear in g: some output must keep it
+        lost = bool(floats) and not any(g._requires_grad for g in floats)
+    if (isinstance(saved, tuple) and any(s is not None and s.tensor._requires_grad for s in saved)
+            and not getattr(owner, "piecewise_constant", False)):  # f' is a step: no history is exact
+        lost = lost or any(not g._requires_grad for g in floats)
+    if lost:
+        raise RuntimeError(f"tgrad: {node.name()} does not support create_graph=True yet: its backward is a "
+                           "fused kernel, so the gradient it returns would have no history")
 
 
 def _materialize(node, grads):
@@ -257,7 +291,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def _accumulate_into(x, g, create_graph):
     if x._grad is None:
-        x._grad = g if create_graph else g.detach().clone()
+        x._grad = _new_grad(g, create_graph)
     else:
         x._grad = x._grad + g if create_graph else x._grad._accumulate_(g) or x._grad
     for hook in getattr(x, "_post_acc_hooks", None) or ():

@@ -79,6 +79,9 @@ def accumulator_of(t) -> AccumulateGrad:
 
 def edge_of(t):
     """Where the gradient of tensor ``t`` enters the graph."""
+    if t._base is not None:  # a view whose base changed in place takes a fresh history first
+        from ..ops.views import refresh_view
+        refresh_view(t)
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     if t._requires_grad:
@@ -270,6 +273,12 @@ class Function(metaclass=_FunctionMeta):
         out_ids = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
         to_save = getattr(ctx, "_to_save", None)
         if to_save is not None:
+            if any(t is not None and t._is_inference for t in to_save):  # only when saved (a + t is fine)
+                raise RuntimeError(
+                    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+                    "inference mode in computation tracked by autograd. To work around this, you can make a "
+                    "clone to get a normal tensor and use it in autograd, or use `tgrad.no_grad()` instead of "
+                    "`tgrad.inference_mode()`.")
             # Outputs are saved by what produced them: a later in-place change is reported as
             # "output 0 of Exp" even after the tensor's own grad_fn moved on.
             producer = _op_name(ctx)

@@ -67,13 +67,10 @@ def elu(x, alpha=1.0):
 def clamp(x, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = x
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+    dtype = result_type(x, *(b for b in (min, max) if b is not None))
+    if isinstance(min, Tensor) or isinstance(max, Tensor) or dtype is not x.dtype or not dtype.is_floating_point:
+        # the scalar kernel takes +-inf for an absent bound, which integers cannot hold
+        return P.ClampTensor.apply(x, min, max)
     return P.Clamp.apply(x, (-math.inf if min is None else min, math.inf if max is None else max))
 
 
@@ -118,10 +115,15 @@ divide = true_divide = div
 
 def pow(a, b):  # noqa: A001
     if isinstance(a, Tensor) and isinstance(b, numbers.Number) and not isinstance(b, bool):
+        dtype = result_type(a, b)
+        if not dtype.is_floating_point:
+            if b < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            a = a.to(dtype) if a.dtype is _dtype.bool else a
+            return P.map_(M.pow_scalar, [a], dtype, (b, 1.0), compute=_dtype.float64)
         return P.PowScalar.apply(a, (b,))
     if not isinstance(a, Tensor):
-        b_ = b
-        a = P.as_operand(a, b_, result_type(a, b_))
+        return P.PowScalarBase.apply(b, a)
     return P.Pow.apply(a, b)
 
 
@@ -166,6 +168,7 @@ def _bitwise(formula, a, b):
 from .reduce import *  # noqa: E402,F401,F403
 from .matmul import *  # noqa: E402,F401,F403
 from .shape import *  # noqa: E402,F401,F403
+from .advanced import *  # noqa: E402,F401,F403
 from .random import manual_seed, seed, initial_seed, rand, randn, randint, rand_like, randn_like, randint_like, \
     randperm, normal, arange, linspace, eye, default_generator  # noqa: E402,F401
 from . import methods  # noqa: E402,F401  (attaches the Tensor methods)

@@ -7,29 +7,11 @@ import numbers
 import torch
 
 from .. import _dtype
-from ..autograd.function import Function
 from ..tensor import Tensor
 
 
 def wrap(data: torch.Tensor) -> Tensor:
     return Tensor._wrap(data)
-
-
-class Builtin(Function):
-    """A built-in op whose node has PyTorch's edges: one per operand (a Python-number operand gives
-    ``(None, 0)``) and none for parameters (alpha, beta, exponents), which custom Functions would
-    list. The operands are ``apply``'s first ``n_edges`` arguments; ``backward`` returns their
-    gradients first (any gradients after those are dropped)."""
-
-    n_edges = None
-
-    @classmethod
-    def apply(cls, *args, **kwargs):
-        out = super().apply(*args, **kwargs)
-        node = out.grad_fn if isinstance(out, Tensor) else None
-        if cls.n_edges is not None and node is not None and getattr(type(node), "_forward_cls", None) is cls:
-            node._next, node._input_meta = node._next[:cls.n_edges], node._input_meta[:cls.n_edges]
-        return out
 
 
 def check_runnable(*tensors):
@@ -46,15 +28,6 @@ def check_runnable(*tensors):
         if t._data.dtype is torch.bfloat16 and t.device.type == "cpu":
             raise RuntimeError("bfloat16 is not supported on the CPU: Triton's interpreter computes it wrongly. "
                                "Use float32/float16 on the CPU, or a CUDA device for bfloat16.")
-        if t._is_inference:
-            from ..autograd.grad_mode import _inference_mode_enabled, is_grad_enabled
-            if not _inference_mode_enabled() and is_grad_enabled() and any(
-                    isinstance(o, Tensor) and o._requires_grad for o in tensors):
-                raise RuntimeError(
-                    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
-                    "inference mode in computation tracked by autograd. To work around this, you can make a "
-                    "clone to get a normal tensor and use it in autograd, or use `tgrad.no_grad()` instead of "
-                    "`tgrad.inference_mode()`.")
     return dev
 
 

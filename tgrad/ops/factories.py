@@ -25,6 +25,7 @@ def _shape(size):
 
 
 def _new(data: torch.Tensor, requires_grad=False, factory=True) -> Tensor:
+    as_dtype(data.dtype)  # a TypeError for what tgrad cannot hold (complex from numpy, torch or DLPack)
     t = Tensor._wrap(data)
     t._is_inference = _inference_mode_enabled()
     if requires_grad:
@@ -48,9 +49,12 @@ def _unwrap_nested(data):
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """Copy ``data`` (numbers, nested lists, numpy arrays, tensors) into a new leaf tensor."""
-    dev = as_device(device) if device is not None else (data.device if isinstance(data, Tensor) else as_device(None))
+    dev = as_device(device) if device is not None else (
+        data.device if isinstance(data, (Tensor, torch.Tensor)) else as_device(None))
     if isinstance(data, Tensor):
         src = data._data
+    elif isinstance(data, torch.Tensor):
+        src = data.detach()
     elif isinstance(data, np.ndarray):
         src = torch.from_numpy(np.ascontiguousarray(data))
     else:

@@ -4,6 +4,8 @@ Basic indices (ints, slices with steps, None, ...) make views. Integer-tensor an
 indices gather through a kernel (see ``gather_index``)."""
 from __future__ import annotations
 
+import operator
+
 from .. import _dtype
 from ..tensor import Tensor
 from . import views as V
@@ -43,23 +45,77 @@ def _normalize(x: Tensor, index):
     return tuple(out)
 
 
+def _as_int(i):
+    """0-d integer tensors and integer-likes (numpy ints) index like Python ints."""
+    if isinstance(i, Tensor):
+        ok = i.ndim == 0 and not i.dtype.is_floating_point and i.dtype is not _dtype.bool
+        return int(i) if ok else i
+    if isinstance(i, (bool, int, slice, type(None), type(Ellipsis))) or not hasattr(i, "__index__"):
+        return i
+    try:
+        return operator.index(i)
+    except TypeError:  # a numpy array of indices: advanced indexing takes it
+        return i
+
+
+def _node(x: Tensor, items, is_tuple):
+    """The node class for a basic index, named like the last view PyTorch applies: a lone int,
+    slice, None or ``...`` is a select, slice, unsqueeze or alias; in a tuple, full slices and
+    ``...`` apply nothing, and an index that applies nothing is an alias."""
+    if not is_tuple:
+        i = items[0]
+        return V.Select if isinstance(i, int) else V.Slice if isinstance(i, slice) else \
+            V.IndexUnsqueeze if i is None else V.Alias
+    n_real = sum(1 for i in items if i is not None and i is not Ellipsis)
+    node, dim = V.Alias, 0
+    for i in items:
+        if i is Ellipsis:
+            dim += x.ndim - n_real
+        elif i is None:
+            node = V.IndexUnsqueeze
+        else:
+            if isinstance(i, int) or i.indices(x.shape[dim]) != (0, x.shape[dim], 1):
+                node = V.Select if isinstance(i, int) else V.Slice
+            dim += 1
+    return node
+
+
 def getitem(x: Tensor, index):
-    items = index if isinstance(index, tuple) else (index,)
-    items = tuple(int(i) if isinstance(i, Tensor) and i.ndim == 0 and not i.dtype.is_floating_point
-                  and i.dtype is not _dtype.bool else i for i in items)
+    is_tuple = isinstance(index, tuple)
+    items = tuple(_as_int(i) for i in (index if is_tuple else (index,)))
     if all(_is_basic(i) for i in items):
+        if x.ndim == 0 and not is_tuple and isinstance(items[0], int):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                             "C++ to convert a 0-dim tensor to a number")
+        if x.ndim == 0 and not is_tuple and isinstance(items[0], slice):
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
         idx = _normalize(x, items)
-        single_int = len(items) == 1 and isinstance(items[0], int)
-        return (V.Select if single_int else V.Slice).apply(x, idx)
+        return _node(x, idx, is_tuple).apply(x, idx)
     from .advanced import advanced_getitem
     return advanced_getitem(x, items)
 
 
+def _fit_value(value: Tensor, shape):
+    """``value`` shaped to broadcast onto a target of ``shape`` as PyTorch's setitem does: leading
+    size-1 dims dropped, then expand's rules (and errors)."""
+    if tuple(value.shape) == tuple(shape):
+        return value
+    dims = list(value.shape)
+    while dims and dims[0] == 1:
+        dims.pop(0)
+    if len(dims) != value.ndim:
+        value = value.reshape(dims)
+    from .shape import expanded_shape
+    expanded_shape(value, shape)
+    return value
+
+
 def setitem(x: Tensor, index, value):
-    items = index if isinstance(index, tuple) else (index,)
+    is_tuple = isinstance(index, tuple)
+    items = tuple(_as_int(i) for i in (index if is_tuple else (index,)))
     if all(_is_basic(i) for i in items):
-        target = getitem(x, items)
-        target.copy_(value)
+        target = getitem(x, index)
+        target.copy_(_fit_value(value, target.shape) if isinstance(value, Tensor) else value)
         return
     from .advanced import advanced_setitem
     advanced_setitem(x, items, value)

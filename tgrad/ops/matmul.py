@@ -6,6 +6,8 @@ dims, written with tgrad ops so they are differentiable in turn.
 """
 from __future__ import annotations
 
+import math
+
 from .. import backends
 from ..autograd.function import Function
 from ..tensor import Tensor
@@ -66,6 +68,17 @@ def _name(d):
         d.name, d.name)
 
 
+def _scalar_name(d):
+    """PyTorch's ScalarType name, as its dot/bmm/addmv dtype messages print it."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[d.name]
+
+
+def _check_float(a):
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(f"tgrad matmul supports floating point tensors, got {a.dtype}")
+
+
 def mm(a, b):
     if a.ndim != 2 or b.ndim != 2:
         raise RuntimeError(f"{'self' if a.ndim != 2 else 'mat2'} must be a matrix")
@@ -78,6 +91,8 @@ def bmm(a, b):
     if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
                            f"{a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(a.dtype)} but found {_scalar_name(b.dtype)}")
     return Bmm.apply(a, b)
 
 
@@ -96,6 +111,10 @@ class Dot(Function):
     @staticmethod
     def forward(ctx, a, b):
         check_runnable(a, b)
+        if a.dtype is not b.dtype:
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_scalar_name(a.dtype)} "
+                               f"and {_scalar_name(b.dtype)}")
+        _check_float(a)
         ctx.save_for_backward(a, b)
         return wrap(K.matmul(a._data.unsqueeze(0), b._data.unsqueeze(1), allow_tf32=_allow_tf32(a)).view(()))
 
@@ -114,27 +133,70 @@ def matmul(a, b):
         return dot(a, b)
     if a.ndim == 2 and b.ndim == 2:
         return Mm.apply(a, b)
-    if a.ndim == 1:  # (K) @ (..., K, N): a row vector, squeezed after
-        if a.shape[0] != b.shape[-2]:
-            raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({b.shape[-2]}x{b.shape[-1]})")
+    if a.ndim == 2 and b.ndim == 1:
+        return mv(a, b)
+    if a.ndim == 1:  # (K) @ (..., K, N): a row vector, squeezed after (a mismatch reads "1xK and ...")
         return matmul(a.unsqueeze(0), b).squeeze(-2)
     if b.ndim == 1:
-        if a.shape[-1] != b.shape[0]:
-            raise RuntimeError(f"size mismatch, got input ({a.shape[-2]}x{a.shape[-1]}), vec ({b.shape[0]})")
+        if a.shape[-1] != b.shape[0]:  # PyTorch folds a's leading dims into rows before its mv check
+            rows = a.numel() // a.shape[-1] if a.shape[-1] else math.prod(a.shape[:-1])
+            raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{a.shape[-1]}), vec ({b.shape[0]})")
         return matmul(a, b.unsqueeze(1)).squeeze(-1)
+    # PyTorch's messages follow its own plan: (..., M, K) @ (K, N) folds a's batch into rows of one
+    # mm; otherwise batches broadcast first and the product is one bmm over the flattened batch
+    if b.ndim == 2:
+        if a.shape[-1] != b.shape[0]:
+            rows = math.prod(a.shape[:-1])
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{a.shape[-1]} and "
+                               f"{b.shape[0]}x{b.shape[1]})")
+        return Matmul.apply(a, b)
+    n = math.prod(broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    if a.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{n}, {a.shape[-1]}] "
+                           f"but got: [{n}, {b.shape[-2]}].")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(a.dtype)} but found {_scalar_name(b.dtype)}")
     if a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]:
         return Bmm.apply(a, b)
     return Matmul.apply(a, b)
 
 
+class Mv(Function):
+    """y = A v for A (M, K), v (K,) (PyTorch's MvBackward0): dA = g v^T, dv = A^T g."""
+    node_name = "MvBackward0"
+
+    @staticmethod
+    def forward(ctx, a, v):
+        check_runnable(a, v)
+        _check_float(a)
+        ctx.save_for_backward(a, v)
+        return wrap(K.matmul(a._data, v._data.unsqueeze(1), allow_tf32=_allow_tf32(a)).view(a.shape[0]))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, v = ctx.saved_tensors
+        return (outer(g, v) if ctx.needs_input_grad[0] else None), (mv(a.t(), g) if ctx.needs_input_grad[1] else None)
+
+
 def mv(a, v):
     if a.ndim != 2 or v.ndim != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {a.ndim}, {v.ndim}")
-    return matmul(a, v)
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {v.ndim}")
+    if a.shape[1] != v.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), "
+                           f"vec ({v.shape[0]})")
+    if a.dtype is not v.dtype:
+        v_name = _scalar_name(v.dtype)
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v_name}, "
+                           f"{_scalar_name(a.dtype)}, and {v_name}")
+    return Mv.apply(a, v)
 
 
 def outer(a, b):
-    return a.reshape(-1, 1) * b.reshape(1, -1)
+    """a b^T for vectors: a broadcast product, as PyTorch (``a.reshape(-1, 1) * b``)."""
+    for name, t in (("self", a), ("vec2", b)):
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
+    return a.reshape(-1, 1) * b
 
 
 vdot = inner = dot

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numbers
 
 from .. import _dtype
-from ..tensor import Tensor
+from ..tensor import Tensor, _legacy_scalar
 from tgrad.kernels import math_ops as M
 from . import pointwise as P
 from . import factories as F
@@ -37,10 +37,26 @@ Tensor.view_as = lambda self, other: ops.view(self, *other.shape)
 Tensor.reshape_as = lambda self, other: ops.reshape(self, *other.shape)
 Tensor.expand_as = lambda self, other: ops.expand(self, *other.shape)
 Tensor.type_as = lambda self, other: self.to(other.dtype)
-Tensor.select = lambda self, dim, index: indexing.getitem(self, (slice(None),) * self._dim(dim) + (index,))
+
+
+def _select(self, dim, index):
+    d = self._dim(dim)
+    if not -self.shape[d] <= index < self.shape[d]:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(self.shape)} at dimension {d}")
+    return indexing.getitem(self, (slice(None),) * d + (index,))
+
+
+Tensor.select = _select
 Tensor.gelu = lambda self, approximate="none": ops.gelu(self, approximate)
 Tensor.T = property(lambda self: ops.permute(self, *reversed(range(self.ndim))))
 Tensor.mT = property(lambda self: ops.transpose(self, -2, -1))
+
+# advanced indexing and sorting (ops/advanced.py)
+for _name in ("index_select", "gather", "scatter_add", "masked_fill", "masked_select", "nonzero", "sort", "argsort"):
+    _method(_name, getattr(ops, _name))
+Tensor.masked_fill_ = lambda self, mask, value: ops.advanced.masked_fill_(self, mask, value)
+Tensor.scatter_add_ = lambda self, dim, index, src: P.inplace(
+    self, lambda a, i, s: ops.scatter_add(a, dim, i, s), index, src)
 
 
 # ----------------------------------------------------------------------------- conversions
@@ -117,8 +133,19 @@ Tensor.__setitem__ = indexing.setitem
 
 # ----------------------------------------------------------------------------- in place
 
+def _check_cast(self, *others, division=False):
+    """PyTorch refuses an in-place result that the target's dtype cannot hold (a float into a Long)."""
+    rt = ops.result_type(self, *others)
+    if division and not rt.is_floating_point:
+        rt = _dtype.get_default_dtype()
+    if _dtype.category(rt) > _dtype.category(self.dtype):
+        raise RuntimeError(f"result type {_legacy_scalar(rt, True)} can't be cast to the desired output type "
+                           f"{_legacy_scalar(self.dtype, True)}")
+
+
 def _inplace_binary(fn, formula):
     def method(self, other, *, alpha=None):
+        _check_cast(self, other)
         if alpha is not None:
             return P.inplace(self, lambda a, b: fn(a, b, alpha=alpha), other, formula=formula, params=(alpha,))
         return P.inplace(self, fn, other, formula=formula, params=(1.0,))
@@ -127,9 +154,28 @@ def _inplace_binary(fn, formula):
 
 Tensor.add_ = _inplace_binary(ops.add, M.add)
 Tensor.sub_ = _inplace_binary(ops.sub, M.sub)
-Tensor.mul_ = lambda self, other: P.inplace(self, ops.mul, other, formula=M.mul)
-Tensor.div_ = lambda self, other: P.inplace(self, ops.div, other, formula=M.div)
-Tensor.pow_ = lambda self, e: P.inplace(self, ops.pow, e, formula=M.pow_)
+
+
+def _mul_(self, other):
+    _check_cast(self, other)
+    return P.inplace(self, ops.mul, other, formula=M.mul)
+
+
+def _div_(self, other):
+    _check_cast(self, other, division=True)
+    return P.inplace(self, ops.div, other, formula=M.div)
+
+
+def _pow_(self, e):
+    _check_cast(self, e)
+    if not self.dtype.is_floating_point:  # integer powers are rounded by the out-of-place op
+        return P.inplace(self, ops.pow, e)
+    if isinstance(e, numbers.Number):  # the scalar formula: x**2 exactly x*x, as out of place
+        return P.inplace(self, lambda a: ops.pow(a, e), formula=M.pow_scalar, params=(e,))
+    return P.inplace(self, ops.pow, e, formula=M.pow_)
+
+
+Tensor.mul_, Tensor.div_, Tensor.pow_ = _mul_, _div_, _pow_
 Tensor.__iadd__ = lambda self, other: self.add_(other)
 Tensor.__isub__ = lambda self, other: self.sub_(other)
 Tensor.__imul__ = lambda self, other: self.mul_(other)
@@ -143,6 +189,9 @@ Tensor.tanh_ = lambda self: P.inplace(self, lambda a: ops.tanh(a), formula=M.tan
 
 
 def _clamp_(self, min=None, max=None):  # noqa: A002
+    _check_cast(self, *(b for b in (min, max) if b is not None))
+    if not self.dtype.is_floating_point or isinstance(min, Tensor) or isinstance(max, Tensor):
+        return P.inplace(self, lambda a: ops.clamp(a, min, max))  # no +-inf bound in integer dtypes
     lo = -float("inf") if min is None else min
     hi = float("inf") if max is None else max
     return P.inplace(self, lambda a: ops.clamp(a, min, max), formula=M.clamp, params=(lo, hi))
@@ -156,12 +205,12 @@ def _fill_(self, value):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
                                "dimensions.")
-        return _copy_(self, value)
+        return P.inplace(self, P.FillTensor.apply, value, formula=M.second)
     return P.inplace(self, lambda a: P.Fill.apply(a, value), formula=M.fill, params=(value,))
 
 
 Tensor.fill_ = _fill_
-Tensor.zero_ = lambda self: _fill_(self, 0)
+Tensor.zero_ = lambda self: P.inplace(self, lambda a: P.Zero.apply(a, 0), formula=M.fill, params=(0,))
 
 
 def _copy_(self, src, non_blocking=False):

@@ -16,7 +16,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, check_inplace
 from tgrad.kernels import math_ops as M
 from tgrad.kernels.pointwise import compute_dtype, pointwise
-from ._common import Builtin, as_operand, broadcast_shapes, check_runnable, result_type, sum_to_shape, wrap
+from ._common import as_operand, broadcast_shapes, check_runnable, result_type, sum_to_shape, wrap
 
 
 def map_(op, inputs, dtype=None, params=(), out=None, compute=None, shape=None):
@@ -45,8 +45,8 @@ def _float_dtype(x: Tensor):
 def unary(name, forward, backward=None, saves="x", float_only=True):
     """A differentiable unary Function: y = forward(x, params), dx = backward(saved, g, params)."""
 
-    class Unary(Builtin):
-        node_name, n_edges = f"{name}Backward0", 1
+    class Unary(Function):
+        node_name = f"{name}Backward0"
 
         @staticmethod
         def forward(ctx, x, params=()):
@@ -62,7 +62,12 @@ def unary(name, forward, backward=None, saves="x", float_only=True):
             if backward is None:  # sign/floor/ceil/round: the derivative is zero almost everywhere
                 return wrap(torch.zeros(g._data.shape, dtype=g._data.dtype, device=g.device)), None
             s, = ctx.saved_tensors
+            if is_grad_enabled() and Unary.derivative is not None and (s._requires_grad or g._requires_grad):
+                # create_graph: g * f'(.) from differentiable ops, so the gradient has a history
+                return g * Unary.derivative(s, *ctx.params), None
             return map_(backward, [s, g], g.dtype, ctx.params), None
+
+        derivative = None  # f' from the saved tensor (x or y) and params, set below for create_graph
 
     Unary.__name__ = Unary.__qualname__ = name
     return Unary
@@ -100,13 +105,88 @@ def neg(x):
     return Neg.apply(x)
 
 
+class ClampTensor(Function):
+    """y = min(max(x, lo), hi) with tensor (or number) bounds, either one absent (None): PyTorch's
+    ClampBackward0, an edge for each of x, min, max. g goes to whichever value was selected: x
+    between the bounds, min where x < min < max, max where x > max or max < min (as PyTorch)."""
+    node_name = "ClampBackward0"
+    edge_args = (0, 1, 2)
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        dtype = result_type(*(t for t in (x, lo, hi) if t is not None))
+        info = torch.finfo(dtype.torch) if dtype.is_floating_point else torch.iinfo(dtype.torch)
+        lo = as_operand(-math.inf if dtype.is_floating_point else info.min, x, dtype) if lo is None else \
+            as_operand(lo, x, dtype)
+        hi = as_operand(math.inf if dtype.is_floating_point else info.max, x, dtype) if hi is None else \
+            as_operand(hi, x, dtype)
+        check_runnable(x, lo, hi)
+        ctx.dtype, ctx.shapes = dtype, (x.shape, lo.shape, hi.shape)
+        ctx.save_for_backward(x, lo, hi)
+        return map_(M.clamp_t, [x, lo, hi], dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        saved = ctx.saved_tensors
+        return tuple(sum_to_shape(Where.apply(map_(mask, list(saved), _dtype.bool, compute=ctx.dtype), g, 0.0),
+                                  shape) if needed else None
+                     for mask, shape, needed in zip((M.clamp_t_x, M.clamp_t_lo, M.clamp_t_hi), ctx.shapes,
+                                                    ctx.needs_input_grad))
+
+
+def _gelu_tanh_derivative(x):
+    k = math.sqrt(2 / math.pi)
+    t = ((x + x * x * x * 0.044715) * k).tanh()
+    return (1 + t) * 0.5 + x * (1 - t * t) * (1 + x * x * (3 * 0.044715)) * (0.5 * k)
+
+
+def _derivatives():
+    """f'(x) (or f' in terms of y = f(x) for ops that save y), used by backward under create_graph."""
+    def step(mask, like):
+        return mask.to(like.dtype)
+
+    table = {
+        Exp: lambda y: y,
+        Log: lambda x: x.reciprocal(),
+        Sqrt: lambda y: y.reciprocal() * 0.5,
+        Rsqrt: lambda y: y * y * y * -0.5,
+        Reciprocal: lambda y: -(y * y),
+        Sin: lambda x: x.cos(),
+        Cos: lambda x: -x.sin(),
+        Tanh: lambda y: 1 - y * y,
+        Sigmoid: lambda y: y * (1 - y),
+        Relu: lambda y: step(y > 0, y),
+        Abs: lambda x: x.sign(),
+        PowScalar: lambda x, e: (x ** (e - 1)) * e if e != 0 else x * 0,
+        Silu: lambda x: x.sigmoid() * (1 + x * (1 - x.sigmoid())),
+        LeakyRelu: lambda x, slope: step(x > 0, x) * (1 - slope) + slope,
+        Clamp: lambda x, lo, hi: step((x >= lo).logical_and(x <= hi), x),
+        Softplus: lambda x, beta, threshold: Where.apply(x * beta > threshold, 1.0, (x * beta).sigmoid()),
+        Elu: lambda x, alpha: Where.apply(x > 0, 1.0, x.exp() * alpha),
+        # gelu' = Phi(x) + x phi(x), with Phi(x) = gelu(x) / x (no erf op needed); at 0, Phi is
+        # written 1/2 + x phi(0) so that its derivative there is still phi(0)
+        Gelu: lambda x: (Where.apply(x == 0, x * (2 * math.pi) ** -0.5 + 0.5,
+                                     Gelu.apply(x) / Where.apply(x == 0, 1.0, x))
+                         + x * (x * x * -0.5).exp() * (2 * math.pi) ** -0.5),
+        GeluTanh: lambda x: _gelu_tanh_derivative(x),
+    }
+    for cls, d in table.items():
+        cls.derivative = staticmethod(d)
+    for cls in (Relu, Abs, LeakyRelu, Clamp):
+        cls.piecewise_constant = True
+    for cls in (Sign, Floor, Ceil, Round):
+        cls.zero_gradient = True  # backward returns constant zeros, whatever g's history
+
+
+_derivatives()
+
+
 # ----------------------------------------------------------------------------- binary
 
-class _Binary(Builtin):
+class _Binary(Function):
     """a (op) b with broadcasting; a Python number operand is a 0-d constant (next_functions (None, 0))."""
 
     formula = backward_formula = None
-    n_edges = 2
     scale_b = 1.0
     edge_args = (0, 1)  # a number operand is an edge to nothing: (None, 0), as in PyTorch
     # Save only what backward reads (PyTorch's MulBackward0 keeps `other` alone for `y * 3`): an
@@ -169,9 +249,9 @@ class Sub(_Binary):
         return ga, gb, None
 
 
-class Rsub(Builtin):
+class Rsub(Function):
     """c - x for a Python number c (PyTorch's RsubBackward1: one edge)."""
-    node_name, n_edges = "RsubBackward1", 1
+    node_name = "RsubBackward1"
 
     @staticmethod
     def forward(ctx, x, c):
@@ -201,7 +281,7 @@ class Mul(_Binary):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         na, nb = ctx.needs_input_grad[:2]
-        if na and nb:
+        if na and nb and not is_grad_enabled():  # one fused launch, unless create_graph needs history
             da, db = map2(M.mul_bwd, [a, b, g], g.dtype)
         else:  # one product only: the other operand may be a constant
             da = g * b if na else None
@@ -216,38 +296,99 @@ class Div(_Binary):
 
     @staticmethod
     def backward(ctx, g):
-        if ctx.needs_input_grad[1]:
+        na, nb = ctx.needs_input_grad[:2]
+        a, b = ctx.saved_tensors  # a is saved only when b needs a gradient
+        if nb and not is_grad_enabled():
             return _binary_backward(M.div_bwd).__func__(ctx, g)
-        _, b = ctx.saved_tensors  # d(a/b)/da = 1/b: a was not saved
-        return sum_to_shape(g / b, ctx.shapes[0]), None, None
+        da = sum_to_shape(g / b, ctx.shapes[0]) if na else None
+        db = sum_to_shape(-g * a / (b * b), ctx.shapes[1]) if nb else None
+        return da, db, None
+
+
+def int_pow(a: Tensor, b: Tensor, dtype, params=(1.0, 1.0), formula=M.pow_):
+    """Powers with an integer result (never differentiable): fp64 exp/log, rounded back (3**5 is 243)."""
+    a, b = (t.to(dtype) if t.dtype is _dtype.bool else t for t in (a, b))
+    return map_(formula, [a, b], dtype, params, compute=_dtype.float64)
 
 
 class Pow(_Binary):
     node_name, formula = "PowBackward1", M.pow_
-    backward = _binary_backward(M.pow_bwd)
+
+    @classmethod
+    def forward(cls, ctx, a, b, alpha=1.0):
+        if result_type(a, b).is_floating_point:
+            return super().forward(ctx, a, b)
+        ta, tb, dtype = cls.prepare(a, b)
+        return int_pow(ta, tb, dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        if not is_grad_enabled():
+            return _binary_backward(M.pow_bwd).__func__(ctx, g)
+        a, b = ctx.saved_tensors  # create_graph: d a^b = b a^(b-1) da + a^b log(a) db
+        na, nb = ctx.needs_input_grad[:2]
+        da = sum_to_shape(Where.apply(b == 0, 0.0, g * b * a ** (b - 1)), ctx.shapes[0]) if na else None
+        db = sum_to_shape(Where.apply((a == 0).logical_and(b >= 0), 0.0, g * a ** b * a.log()),
+                          ctx.shapes[1]) if nb else None
+        return da, db, None
+
+
+class PowScalarBase(Function):
+    """y = c^x for a Python number c (PyTorch's PowBackward2: one edge). dy/dx = c^x ln c, taken as
+    0 where c = 0 and x >= 0 (as PyTorch)."""
+    node_name = "PowBackward2"
+
+    @staticmethod
+    def forward(ctx, x, c):
+        dtype = result_type(c, x)
+        tc = as_operand(c, x, dtype)
+        check_runnable(tc, x)
+        if not dtype.is_floating_point:
+            return int_pow(tc, x, dtype)
+        ctx.save_for_backward(tc, x)
+        return map_(M.pow_, [tc, x], dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        tc, x = ctx.saved_tensors
+        if is_grad_enabled():  # create_graph: the same formula from differentiable ops
+            return Where.apply((tc == 0).logical_and(x >= 0), 0.0, g * tc ** x * tc.log()), None
+        _, dx = map2(M.pow_bwd, [tc, x, g], g.dtype)
+        return dx, None
+
+def _extreme_backward(formula, wins):
+    def backward(ctx, g):
+        if not is_grad_enabled():
+            return _binary_backward(formula).__func__(ctx, g)
+        # create_graph: the fused formula's masks (ties split evenly), applied with differentiable ops
+        a, b = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad[:2]
+        tie = (a == b).to(g.dtype) * 0.5
+        da = sum_to_shape(g * (wins(a, b).to(g.dtype) + tie), ctx.shapes[0]) if na else None
+        db = sum_to_shape(g * (wins(b, a).to(g.dtype) + tie), ctx.shapes[1]) if nb else None
+        return da, db, None
+    return staticmethod(backward)
 
 
 class Maximum(_Binary):
     node_name, formula = "MaximumBackward0", M.maximum
-    backward = _binary_backward(M.maximum_bwd)
+    backward = _extreme_backward(M.maximum_bwd, lambda a, b: a > b)
+    piecewise_constant = True
 
 
 class Minimum(_Binary):
     node_name, formula = "MinimumBackward0", M.minimum
-    backward = _binary_backward(M.minimum_bwd)
+    backward = _extreme_backward(M.minimum_bwd, lambda a, b: a < b)
+    piecewise_constant = True
 
 
-class Where(Builtin):
-    """y = cond ? a : b, called as ``apply(cond, a, b)`` like torch.where; the node's edges are a's
-    and b's only, since the condition is not differentiable."""
-    node_name, n_edges = "WhereBackward0", 2
-
-    @classmethod
-    def apply(cls, cond, a, b):
-        return super().apply(a, b, cond)
+class Where(Function):
+    """y = cond ? a : b; the node's edges are a's and b's only (the condition is not differentiable)."""
+    node_name = "WhereBackward0"
+    edge_args = (1, 2)
 
     @staticmethod
-    def forward(ctx, a, b, cond):
+    def forward(ctx, cond, a, b):
         dtype = result_type(a, b)
         ref = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
         ta, tb = as_operand(a, ref, dtype), as_operand(b, ref, dtype)
@@ -262,9 +403,12 @@ class Where(Builtin):
     @staticmethod
     def backward(ctx, g):
         cond, = ctx.saved_tensors
-        da, db = map2(M.where_bwd, [cond, g], g.dtype)
-        return (sum_to_shape(da, ctx.shapes[0]) if ctx.needs_input_grad[0] else None,
-                sum_to_shape(db, ctx.shapes[1]) if ctx.needs_input_grad[1] else None, None)
+        if is_grad_enabled() and g._requires_grad:  # create_graph: keep g's history
+            da, db = Where.apply(cond, g, 0.0), Where.apply(cond, 0.0, g)
+        else:
+            da, db = map2(M.where_bwd, [cond, g], g.dtype)
+        return (None, sum_to_shape(da, ctx.shapes[0]) if ctx.needs_input_grad[1] else None,
+                sum_to_shape(db, ctx.shapes[1]) if ctx.needs_input_grad[2] else None)
 
 
 def compare(formula, a, b):
@@ -331,7 +475,8 @@ class Copy(Function):
 
 
 class Fill(Function):
-    node_name = "FillBackward0"
+    """``t.fill_(number)`` recorded: the old value gets a zero gradient."""
+    node_name = "FillBackward2"
 
     @staticmethod
     def forward(ctx, dst, value):
@@ -340,6 +485,27 @@ class Fill(Function):
     @staticmethod
     def backward(ctx, g):
         return map_(M.fill, [g], g.dtype, (0.0,)), None
+
+
+class Zero(Fill):
+    node_name = "ZeroBackward0"
+
+
+class FillTensor(Function):
+    """``t.fill_(v)`` with a 0-d tensor ``v`` recorded: v gets the sum of the gradient."""
+    node_name = "FillBackward3"
+
+    @staticmethod
+    def forward(ctx, dst, value):
+        check_runnable(dst, value)
+        ctx.value_dtype = value.dtype
+        return map_(M.second, [dst, value], dst.dtype, shape=dst.shape, compute=dst.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        gv = sum_to_shape(g, ()) if ctx.needs_input_grad[1] else None
+        return (map_(M.fill, [g], g.dtype, (0.0,)) if ctx.needs_input_grad[0] else None,
+                gv.to(ctx.value_dtype) if gv is not None else None)
 
 
 # ----------------------------------------------------------------------------- in place

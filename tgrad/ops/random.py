@@ -142,14 +142,23 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if (end - start) / step < 0 and end != start:
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
-    n = max(0, math.ceil((end - start) / step))
+    if _dt(dtype) is _dtype.int64:  # torch works an int64 range wholly in truncated integers
+        if not all(math.isfinite(v) for v in (start, end, step)):
+            raise RuntimeError(f"unsupported range: {start} -> {end}")
+        start, end, step = int(start), int(end), int(step)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if (end - start) / step < 0 and end != start:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    if all(isinstance(v, int) for v in (start, end, step)):
+        n = max(0, -((start - end) // step))  # exact ceil for big integers
+    else:
+        n = max(0, math.ceil((end - start) / step))
     out = torch.empty((n,), dtype=_dt(dtype).torch, device=as_device(device))
     return _new(KF.arange(out, start, step), requires_grad)
 

@@ -128,9 +128,14 @@ class Prod(Function):
         return grad, None, None, None
 
 
+class ProdDim(Prod):
+    node_name = "ProdBackward1"
+
+
 class Extreme(Function):
     """max()/min()/amax/amin: the gradient is split evenly between tied extremes."""
     node_name = "AmaxBackward0"
+    piecewise_constant = True  # create_graph: the tie mask has no derivative
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, op):
@@ -166,9 +171,13 @@ class MaxDim(Function):
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, op):
-        values, indices = _run(x, (dim,), op)
         ctx.meta = (x.shape, dim, keepdim)
-        v, i = _result(values, x, (dim,), keepdim), _result(indices, x, (dim,), keepdim)
+        if x.ndim == 0:  # the one element is the extreme, at index 0
+            values, indices = _run(wrap(x._data.reshape(1)), (0,), op)
+            v, i = wrap(values.reshape(())), wrap(indices.reshape(()))
+        else:
+            values, indices = _run(x, (dim,), op)
+            v, i = _result(values, x, (dim,), keepdim), _result(indices, x, (dim,), keepdim)
         ctx.mark_non_differentiable(i)
         ctx.save_for_backward(i)
         return v, i
@@ -178,6 +187,8 @@ class MaxDim(Function):
         from .random import arange
         i, = ctx.saved_tensors
         shape, dim, keepdim = ctx.meta
+        if not shape:
+            return g, None, None, None
         if not keepdim:
             g, i = g.unsqueeze(dim), i.unsqueeze(dim)
         positions = arange(shape[dim], device=g.device).reshape([-1 if d == dim else 1 for d in range(len(shape))])
@@ -192,9 +203,10 @@ class Var(Function):
     node_name = "VarBackward0"
 
     @staticmethod
-    def forward(ctx, x, dims, keepdim, correction, op):
+    def forward(ctx, x, dims, keepdim, correction, op, whole):
         ctx.meta = (x.shape, dims, keepdim)
-        ctx.divisor = builtins_max(0, math.prod(x.shape[d] for d in dims) - correction)
+        ctx.dof = math.prod(x.shape[d] for d in dims) - correction
+        ctx.whole = whole
         out = _result(_run(x, dims, op, correction=correction), x, dims, keepdim)
         ctx.save_for_backward(x, out if op == "std" else None)
         ctx.op = op
@@ -202,15 +214,20 @@ class Var(Function):
 
     @staticmethod
     def backward(ctx, g):
-        # var: 2 (x - mean) / (N - c);  std = sqrt(var): (x - mean) / ((N - c) std)
+        """var: dx = 2 (x - mean) / (N - c) g;  std: the var gradient of g / (2 std), 0 where std = 0.
+        With no degrees of freedom left (N - c <= 0) PyTorch's own formulas apply: for a reduction
+        over everything, g * (nan where x == mean, else inf); over given dims, 2 / (N - c) as is
+        (inf at 0, negative below)."""
         x, std_out = ctx.saved_tensors
         shape, dims, keepdim = ctx.meta
+        if ctx.op == "std":
+            g = _where(std_out == 0, 0.0, g / (2.0 * std_out))
         centered = x - mean(x, dims, True)
-        if ctx.op == "var":
-            grad = _expand_back(g, shape, dims, keepdim) * centered * (2.0 / ctx.divisor if ctx.divisor else math.inf)
-        else:
-            grad = _expand_back(g / std_out, shape, dims, keepdim) * centered / ctx.divisor
-        return grad, None, None, None, None
+        ge = _expand_back(g, shape, dims, keepdim)
+        if ctx.whole and ctx.dof <= 0:
+            return ge * _where(centered == 0, math.nan, math.inf), None, None, None, None, None
+        scale = 2.0 / ctx.dof if ctx.dof else math.inf
+        return ge * centered * scale, None, None, None, None, None
 
 
 class Std(Var):
@@ -222,25 +239,45 @@ class Norm(Function):
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, p):
+        """||x||_p = (sum |x|^p)^(1/p); p = inf / -inf: max / min |x|; p = 0: count of non-zeros.
+        p = 1, 2, inf run as one reduction; other p are composed (forward runs with grad off)."""
         ctx.meta, ctx.p = (x.shape, dims, keepdim), p
-        op = {1: "norm1", 2: "norm2", math.inf: "norminf"}[p]
-        out = _result(_run(x, dims, op), x, dims, keepdim)
+        if p in (1, 2, math.inf):
+            out = _result(_run(x, dims, {1: "norm1", 2: "norm2", math.inf: "norminf"}[p]), x, dims, keepdim)
+        elif p == -math.inf:
+            out = amin(x.abs(), dims, keepdim)
+        elif p == 0:
+            out = sum((x != 0).to(x.dtype), dims, keepdim)
+        else:
+            out = sum(x.abs() ** p, dims, keepdim) ** (1.0 / p)
         ctx.save_for_backward(x, out)
         return out
 
     @staticmethod
     def backward(ctx, g):
+        """PyTorch's norm_backward: p=1: sign(x) g; p=2: x g / n; +-inf: sign(x) g split between the
+        entries where |x| == n; p=0: 0; p<1: sign(x) |x|^(p-1) n^(1-p) g (0 at x=0); otherwise
+        x |x|^(p-2) g / n^(p-1). Where n = 0 the gradient is 0."""
         x, out = ctx.saved_tensors
         shape, dims, keepdim = ctx.meta
+        p = ctx.p
         ge = _expand_back(g, shape, dims, keepdim)
-        if ctx.p == 1:
+        if p == 1:
             return ge * x.sign(), None, None, None
+        if p == 0:  # piecewise constant; PyTorch leaves the gradient undefined (None)
+            return None, None, None, None
         n = _expand_back(out, shape, dims, keepdim)
-        if ctx.p == 2:  # x / ||x||, 0 where the norm is 0
+        if p == 2:
             return ge * x / _where(n == 0, 1.0, n), None, None, None
-        hit = (x.abs() == n).to(g.dtype)
-        count = sum(hit, dims, True).expand(*shape)
-        return ge * x.sign() * hit / count, None, None, None
+        if math.isinf(p):
+            hit = (x.abs() == n).to(g.dtype)
+            count = sum(hit, dims, True).expand(*shape)
+            return ge * x.sign() * hit / count, None, None, None
+        if p < 1:
+            scaled = x.sign() * _where(x == 0, 0.0, x.abs() ** (p - 1))
+            return scaled * ge * n ** (1 - p), None, None, None
+        scaled = x.sign() * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
+        return scaled * _where(n == 0, 0.0, ge / n ** (p - 1)), None, None, None
 
 
 class Logsumexp(Function):
@@ -276,7 +313,12 @@ class Softmax(Function):
 
     @classmethod
     def backward(cls, ctx, g):
+        from ..autograd.grad_mode import is_grad_enabled
         y, = ctx.saved_tensors
+        if is_grad_enabled():  # create_graph: the same formula from differentiable ops
+            if cls.log:
+                return g - y.exp() * g.sum(ctx.dim, keepdim=True), None, None
+            return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None, None
         return wrap(KS.softmax_backward(y._data, g._data, ctx.dim, log=cls.log)), None, None
 
 
@@ -291,25 +333,31 @@ builtins_any = any
 builtins_all = all
 
 
-def _float_input(x, what):
+def _float_input(x, message):
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{what}(): input dtype should be floating point, but got {x.dtype}")
+        raise RuntimeError(message.format(x.dtype.legacy.replace("Tensor", "")))
 
 
-def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001
-    dims = _dims(x, dim)
-    cls = Sum if dim is None else SumDim
+# PyTorch names the node by the overload: sum()/mean() without a dim argument are SumBackward0 /
+# MeanBackward0; any dim argument, even dim=None, selects the dim overload (SumBackward1).
+_NO_DIM = object()
+
+
+def sum(x, dim=_NO_DIM, keepdim=False, dtype=None):  # noqa: A001
+    cls = Sum if dim is _NO_DIM else SumDim
+    dims = _dims(x, None if dim is _NO_DIM else dim)
     return cls.apply(x, dims, keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
 
 
-def mean(x, dim=None, keepdim=False, dtype=None):
-    dims = _dims(x, dim)
-    cls = Mean if dim is None else MeanDim
+def mean(x, dim=_NO_DIM, keepdim=False, dtype=None):
+    cls = Mean if dim is _NO_DIM else MeanDim
+    dims = _dims(x, None if dim is _NO_DIM else dim)
     return cls.apply(x, dims, keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
 
 
 def prod(x, dim=None, keepdim=False, dtype=None):
-    return Prod.apply(x, _dims(x, dim), keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
+    cls = Prod if dim is None else ProdDim
+    return cls.apply(x, _dims(x, dim), keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
 
 
 def _extreme(x, dim, keepdim, op, all_cls, dim_cls):
@@ -321,13 +369,13 @@ def _extreme(x, dim, keepdim, op, all_cls, dim_cls):
     if isinstance(dim, Tensor):  # max(a, b) spelled tgrad.max(a, other)
         from . import maximum, minimum
         return maximum(x, dim) if op == "max" else minimum(x, dim)
-    d = _dims(x, dim)
+    if not isinstance(dim, int):
+        raise TypeError(f"{op}() received an invalid combination of arguments - dim must be an int, got "
+                        f"{type(dim).__name__}")
     from .. import return_types
-    if not d:  # 0-d input
-        v, i = dim_cls.apply(x.reshape(1), 0, False, op)
-        return return_types.max(v.reshape(()), i.reshape(()))
-    return return_types.max(*dim_cls.apply(x, d[0], keepdim, op)) if op == "max" else \
-        return_types.min(*dim_cls.apply(x, d[0], keepdim, op))
+    d = _dims(x, dim)
+    pair = getattr(return_types, op)
+    return pair(*dim_cls.apply(x, d[0] if d else 0, keepdim, op))
 
 
 def max(x, dim=None, keepdim=False):  # noqa: A001
@@ -349,6 +397,8 @@ def amin(x, dim=(), keepdim=False):
 def _arg(x, dim, keepdim, op):
     check_runnable(x)
     if dim is None:
+        if x.numel() == 0:
+            raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
         flat = x.reshape(-1)
         out = wrap(_run(flat, (0,), op))
         return out.reshape([1] * x.ndim) if keepdim else out
@@ -375,13 +425,13 @@ def _correction(unbiased, correction):
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(unbiased, (tuple, list)) or (isinstance(dim, bool)):
         raise TypeError("var(): pass dims as dim=, unbiased/correction as keywords")
-    _float_input(x, "var")
-    return Var.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "var")
+    _float_input(x, "std and var only support floating point and complex dtypes")
+    return Var.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "var", dim is None or x.ndim == 0)
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    _float_input(x, "std")
-    return Std.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "std")
+    _float_input(x, "std and var only support floating point and complex dtypes")
+    return Std.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "std", dim is None or x.ndim == 0)
 
 
 def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -395,11 +445,13 @@ def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     if p in ("fro", None):
         p = 2
-    if p in ("inf",):
-        p = math.inf
-    if p not in (1, 2, math.inf):
-        raise NotImplementedError(f"tgrad.norm supports p = 1, 2, inf and 'fro', got {p!r}")
-    _float_input(x, "linalg.vector_norm")
+    if p in ("inf", "-inf"):
+        p = math.inf if p == "inf" else -math.inf
+    if isinstance(p, str) or not isinstance(p, (int, float)):
+        raise NotImplementedError(f"tgrad.norm supports a number p (vector norms) and 'fro', got {p!r}")
+    _float_input(x, "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}")
+    if dtype is not None:  # computed in dtype; the gradient flows back through the cast
+        x = x.to(dtype)
     return Norm.apply(x, _dims(x, dim), keepdim, p)
 
 
@@ -407,24 +459,28 @@ def logsumexp(x, dim, keepdim=False):
     return Logsumexp.apply(x if x.dtype.is_floating_point else x.float(), _dims(x, dim), keepdim)
 
 
-def _softmax_dim(x, dim):
+def _softmax_args(x, dim, dtype, what):
     if dim is None:
-        raise TypeError("softmax() missing required argument 'dim' (tgrad, like PyTorch 2, needs it explicitly)")
-    return x._dim(dim) if x.ndim else 0
+        raise TypeError(f"{what}() missing required argument 'dim' (tgrad, like PyTorch 2, needs it explicitly)")
+    d = x._dim(dim)  # a 0-d tensor takes dim 0 or -1
+    dtype = _dtype.as_dtype(dtype) if dtype is not None else None
+    if not (dtype or x.dtype).is_floating_point:
+        raise NotImplementedError(f'"{what}" not implemented for \'{_legacy_name(dtype or x.dtype)}\'')
+    return d, dtype
+
+
+def _legacy_name(dt):
+    return dt.legacy.replace("Tensor", "")
 
 
 def softmax(x, dim=None, dtype=None):
-    d = _softmax_dim(x, dim)
-    if x.ndim == 0:
-        return Softmax.apply(x.reshape(1), 0, dtype).reshape(())
-    return Softmax.apply(x, d, _dtype.as_dtype(dtype) if dtype is not None else None)
+    d, dtype = _softmax_args(x, dim, dtype, "softmax")
+    return Softmax.apply(x, d, dtype)
 
 
 def log_softmax(x, dim=None, dtype=None):
-    d = _softmax_dim(x, dim)
-    if x.ndim == 0:
-        return LogSoftmax.apply(x.reshape(1), 0, dtype).reshape(())
-    return LogSoftmax.apply(x, d, _dtype.as_dtype(dtype) if dtype is not None else None)
+    d, dtype = _softmax_args(x, dim, dtype, "log_softmax")
+    return LogSoftmax.apply(x, d, dtype)
 
 
 def all(x, dim=None, keepdim=False):  # noqa: A001

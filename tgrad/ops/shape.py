@@ -24,8 +24,14 @@ def _infer_shape(x: Tensor, shape):
     n = x.numel()
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
+    for i, s in enumerate(shape):
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {shape}")
     known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
+        if known == 0 and n == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {shape} because the unspecified "
+                               "dimension size -1 can be any value and is ambiguous")
         if known == 0 or n % known:
             raise RuntimeError(f"shape '{shape}' is invalid for input of size {n}")
         shape[shape.index(-1)] = n // known
@@ -50,9 +56,9 @@ def reshape(x, *shape):
         return V.View.apply(x, shape)
     try:
         x._data.view(shape)
-    except RuntimeError:  # not expressible as a view: copy (in a kernel), then view
-        return V.View.apply(x.clone(), shape)
-    return V.View.apply(x, shape)
+    except RuntimeError:  # not expressible as a view: copy (in a kernel), then view the copy
+        return V.UnsafeView.apply(x.clone(), shape)
+    return (V.View if x.is_contiguous() else V.ReshapeAlias).apply(x, shape)
 
 
 def _perm(x, dims):
@@ -90,9 +96,13 @@ def t(x):
 def squeeze(x, dim=None):
     if dim is None:
         return V.Squeeze.apply(x, x._data.squeeze())
+    cls = V.SqueezeDim if isinstance(dim, int) else V.SqueezeDims
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    dims = tuple(x._dim(d) for d in dims) if x.ndim else ()
-    return V.SqueezeDim.apply(x, x._data.squeeze(dims) if dims else x._data.view(x._data.shape))
+    dims = tuple(x._dim(d) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"dim {dims[0]} appears multiple times in the list of dims")
+    dims = dims if x.ndim else ()
+    return cls.apply(x, x._data.squeeze(dims) if dims else x._data.view(x._data.shape))
 
 
 def unsqueeze(x, dim):
@@ -102,11 +112,12 @@ def unsqueeze(x, dim):
     return V.Unsqueeze.apply(x, x._data.unsqueeze(dim % n))
 
 
-def expand(x, *shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
-        shape = tuple(shape[0])
+def expanded_shape(x, shape):
+    """The shape ``x.expand(*shape)`` takes (-1 keeps a size), or PyTorch's error."""
+    shape = [int(s) for s in shape]
     if len(shape) < x.ndim:
-        raise RuntimeError(f"expand(tgrad.FloatTensor{{{list(x.shape)}}}, size={list(shape)}): the number of sizes "
+        kind = f"tgrad.{'cuda.' if x.is_cuda else ''}{x.dtype.legacy}"
+        raise RuntimeError(f"expand({kind}{{{list(x.shape)}}}, size={shape}): the number of sizes "
                            f"provided ({len(shape)}) must be greater or equal to the number of dimensions in the "
                            f"tensor ({x.ndim})")
     lead = len(shape) - x.ndim
@@ -123,9 +134,13 @@ def expand(x, *shape):
                                f"non-singleton dimension {i}.  Target sizes: {list(shape)}.  Tensor sizes: "
                                f"{list(x.shape)}")
         final.append(s)
-    if tuple(final) == tuple(x.shape):
-        return V.Expand.apply(x, tuple(final))
-    return V.Expand.apply(x, tuple(final))
+    return tuple(final)
+
+
+def expand(x, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
+        shape = tuple(shape[0])
+    return V.Expand.apply(x, expanded_shape(x, shape))
 
 
 def broadcast_to(x, shape):
@@ -146,13 +161,30 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 def unflatten(x, dim, sizes):
     d = x._dim(dim)
-    return reshape(x, *(tuple(x.shape[:d]) + tuple(sizes) + tuple(x.shape[d + 1:])))
+    sizes = [int(s) for s in sizes]
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in sizes if s != -1)
+    size = x.shape[d]
+    if (size % known if known else size != 0) if -1 in sizes else known != size:
+        raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {d} ({size}) in "
+                           "the input tensor")
+    # splitting one dim into several is always expressible as a view
+    return view(x, *(tuple(x.shape[:d]) + tuple(sizes) + tuple(x.shape[d + 1:])))
 
 
 def movedim(x, source, destination):
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the "
+                           f"same number of dims as destination ({dst} dims)")
     src, dst = [x._dim(s) for s in src], [x._dim(d) for d in dst]
+    for name, dims in (("source", src), ("destination", dst)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
     order = [d for d in range(x.ndim) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -211,7 +243,7 @@ def _cat_shape(tensors, dim):
 def cat(tensors, dim=0):
     tensors = [t for t in tensors]
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("tgrad.cat(): expected a non-empty list of Tensors")
     if not all(isinstance(t, Tensor) for t in tensors):
         raise TypeError("expected Tensor as element in argument 0")
     # legacy: 1-d empty tensors are skipped, as in PyTorch
@@ -289,6 +321,10 @@ class Split(Function):
         return cat(parts, dim) if len(parts) > 1 else parts[0], None, None
 
 
+class SplitWithSizes(Split):
+    node_name = "SplitWithSizesBackward0"
+
+
 def split(x, split_size_or_sections, dim=0):
     d = x._dim(dim)
     n = x.shape[d]
@@ -302,6 +338,7 @@ def split(x, split_size_or_sections, dim=0):
         if builtins.sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={sizes}")
+        return SplitWithSizes.apply(x, tuple(sizes), d)
     return Split.apply(x, tuple(sizes), d)
 
 
@@ -333,9 +370,17 @@ def unbind(x, dim=0):
 
 def narrow(x, dim, start, length):
     d = x._dim(dim)
+    size = x.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     if start < 0:
-        start += x.shape[d]
-    if not 0 <= start <= x.shape[d] - length or length < 0:
+        start += size
+    if start > size - length:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({x.shape[d]}).")
     index = (slice(None),) * d + (slice(start, start + length),)
     return V.Slice.apply(x, index)
+
+
+from .advanced import argsort, sort  # noqa: E402,F401  (random.randperm imports argsort from here)

@@ -15,7 +15,31 @@ from ._common import sum_to_shape, wrap
 
 
 def make_view(x: Tensor, data: torch.Tensor) -> Tensor:
-    return Tensor._wrap(data, version=x._version, base=x._base if x._base is not None else x)
+    t = Tensor._wrap(data, version=x._version, base=x._base if x._base is not None else x)
+    t._view_version = x._version.value  # the version its history describes (see refresh_view)
+    return t
+
+
+def _geometry(t: Tensor, base: Tensor):
+    return tuple(t._data.shape), tuple(t._data.stride()), t._data.storage_offset() - base._data.storage_offset()
+
+
+def refresh_view(t: Tensor):
+    """Give a view a current history if its storage was changed in place after its grad_fn was
+    recorded (through its base or another view): it becomes an as_strided view of its base's
+    current history (``AsStridedBackward0``), as PyTorch regenerates it. Without this the view
+    would keep pointing at the base's old history and miss the in-place write's gradient."""
+    recorded = t.__dict__.get("_view_version")
+    if recorded is None or recorded == t._version.value or t._grad_fn is None:
+        return
+    base = t._base
+    if not base._data.is_contiguous():  # as_strided offsets assume a contiguous base
+        return
+    from ..autograd.grad_mode import enable_grad
+    with enable_grad():
+        again = AsStrided.apply(base, *_geometry(t, base))
+    t._grad_fn, t._output_nr = again._grad_fn, 0
+    t._view_version = t._version.value
 
 
 def _zeros(shape, like: Tensor) -> Tensor:
@@ -41,6 +65,16 @@ class View(Function):
     @staticmethod
     def backward(ctx, g):
         return g.reshape(ctx.in_shape), None
+
+
+class UnsafeView(View):
+    """reshape of a tensor that could not be viewed: a view of its fresh copy."""
+    node_name = "UnsafeViewBackward0"
+
+
+class ReshapeAlias(View):
+    """reshape of a non-contiguous tensor that can still be viewed."""
+    node_name = "ReshapeAliasBackward0"
 
 
 class Permute(Function):
@@ -105,6 +139,10 @@ class SqueezeDim(Reshaped):
     node_name = "SqueezeBackward1"
 
 
+class SqueezeDims(Reshaped):
+    node_name = "SqueezeBackward2"
+
+
 class Unsqueeze(Reshaped):
     node_name = "UnsqueezeBackward0"
 
@@ -129,15 +167,46 @@ class Slice(Function):
     @staticmethod
     def forward(ctx, x, index):
         ctx.in_shape, ctx.index = x.shape, index
-        return make_view(x, x._data[index])
+        out = x._data[index]
+        ctx.whole = out.numel() == x.numel()
+        return make_view(x, out)
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.whole:  # every element was kept (only None, full slices, size-1 dims): no scatter
+            return g.reshape(ctx.in_shape), None
+        from ..autograd.grad_mode import is_grad_enabled
+        if is_grad_enabled() and g._requires_grad:  # create_graph: a recorded scatter
+            return ScatterSlice.apply(g, ctx.in_shape, ctx.index), None
         return _scatter_into_zeros(g, ctx.in_shape, ctx.index), None
 
 
 class Select(Slice):
     node_name = "SelectBackward0"
+
+
+# Basic indexing is one node, named like the last view PyTorch would chain for the same index
+class IndexUnsqueeze(Slice):
+    node_name = "UnsqueezeBackward0"
+
+
+class Alias(Slice):
+    node_name = "AliasBackward0"
+
+
+class ScatterSlice(Function):
+    """The backward of a slice as a differentiable op: zeros with ``g`` at ``index``; its own
+    gradient is the slice of the incoming one."""
+    node_name = "SliceBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, shape, index):
+        ctx.index = index
+        return _scatter_into_zeros(g, shape, index)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return Slice.apply(gg, ctx.index), None, None
 
 
 class AsStrided(Function):
@@ -170,8 +239,15 @@ class CopySlices(Node):
 
     def apply(self, g):
         from .pointwise import map_
+        from ..autograd.grad_mode import is_grad_enabled
         size, stride, offset = self.geometry
         g = g.contiguous()
+        if is_grad_enabled() and g._requires_grad:
+            # create_graph: the same split from recorded ops (a strided view of g, and g times a
+            # constant mask that is 0 on the region)
+            mask = torch.ones(tuple(g.shape), dtype=g._data.dtype, device=g.device)
+            mask.as_strided(size, stride, offset).fill_(0)
+            return g * wrap(mask), AsStrided.apply(g, size, stride, offset)
         region = wrap(g._data.as_strided(size, stride, g._data.storage_offset() + offset))
         g_result = region.clone()
         g_base = g.clone()
@@ -207,9 +283,10 @@ def rebase_history(t: Tensor, result: Tensor):
     if not base._data.is_contiguous():
         raise RuntimeError("tgrad: an in-place op that needs a gradient on a view of a non-contiguous tensor is "
                            "not supported; call .contiguous() on the base first")
-    geometry = (tuple(t._data.shape), tuple(t._data.stride()), t._data.storage_offset() - base._data.storage_offset())
+    geometry = _geometry(t, base)
     cs = CopySlices(base_edge, (node, result._output_nr), geometry, (base.shape, base.dtype, base.device),
                     (t.shape, t.dtype, t.device))
     base._grad_fn, base._output_nr, base._requires_grad = cs, 0, True
     again = AsStrided.apply(base, *geometry)
     t._grad_fn, t._output_nr, t._requires_grad = again._grad_fn, 0, True
+    t._view_version = t._version.value

@@ -1,0 +1,230 @@
+"""Fused optimizer steps: one launch updates every parameter of a group.
+
+The parameters of a group are separately allocated tensors, so the kernel reaches them through a
+*pointer table*: an int64 tensor with one row per chunk of at most ``CHUNK`` elements of one
+parameter,
+
+    row = [param_ptr, grad_ptr, state0_ptr, state1_ptr, state2_ptr, n, c0_bits, c1_bits, first]
+
+where the pointers already point at the chunk's first element (``data_ptr + start * itemsize``),
+``n`` is the chunk's length, ``c0``/``c1`` are per-parameter scalars that depend on the parameter's
+own step count (Adam's ``lr / (1 - beta1^t)`` and ``sqrt(1 - beta2^t)``, Adagrad's decayed lr), as
+fp64 bits, and ``first`` marks SGD's first momentum step. Program ``r`` casts row ``r``'s integers
+back to pointers (``.to(tl.pointer_type(...))``, which both the compiler and the interpreter accept)
+and applies the whole update -- weight decay, moments, bias correction, the parameter write -- in
+registers: each element is read once and written once per step.
+
+Group-wide hyperparameters arrive as fp64 bits (``h0..h5``) with the coefficients PyTorch derives
+from them (``1 - beta1``, ``1 - lr * weight_decay`` ...) computed on the host in fp64, then rounded
+to the compute dtype like PyTorch's scalar arguments. The math runs in fp32 for fp16/fp32
+parameters and in fp64 for fp64 ones; state is stored in the parameter's dtype. On CUDA square root
+and division are the IEEE-rounded ``sqrt_rn``/``div_rn``, so compiled results follow the same
+formulas as the interpreter's numpy ones.
+
+Each algorithm below lists the update it makes, with ``g`` the gradient (negated when
+``MAXIMIZE``) and ``p`` the parameter; they are PyTorch's single-tensor (``foreach=False``) updates.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .launch import launch
+from .scalars import as_f64, f64_bits
+
+__all__ = ["ALGORITHMS", "fused_step"]
+
+ALGORITHMS = {"sgd": 0, "adam": 1, "rmsprop": 2, "adagrad": 3}
+_ROW = 9
+_COMPUTE = {torch.float32: tl.float32, torch.float16: tl.float32, torch.bfloat16: tl.float32,
+            torch.float64: tl.float64}
+
+
+@triton.jit
+def _ptr(table, row, col: tl.constexpr, like):
+    return tl.load(table + row * 9 + col).to(tl.pointer_type(like.dtype.element_ty))
+
+
+@triton.jit
+def _sqrt(x, COMPUTE: tl.constexpr):
+    if COMPUTE == tl.float64:
+        return tl.sqrt(x)  # fp64 sqrt is correctly rounded already
+    else:
+        return tl.sqrt_rn(x)
+
+
+@triton.jit
+def _div(a, b, COMPUTE: tl.constexpr):
+    if COMPUTE == tl.float64:
+        return a / b
+    else:
+        return tl.div_rn(a, b)
+
+
+@triton.jit
+def _optim_kernel(table, like, h0, h1, h2, h3, h4, h5,
+                  ALGO: tl.constexpr, MAXIMIZE: tl.constexpr, WEIGHT_DECAY: tl.constexpr,
+                  MOMENTUM: tl.constexpr, NESTEROV: tl.constexpr, AMSGRAD: tl.constexpr,
+                  DECOUPLED: tl.constexpr, CENTERED: tl.constexpr, COMPUTE: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    p_ptr = _ptr(table, row, 0, like)
+    g_ptr = _ptr(table, row, 1, like)
+    s0_ptr = _ptr(table, row, 2, like)
+    s1_ptr = _ptr(table, row, 3, like)
+    s2_ptr = _ptr(table, row, 4, like)
+    n = tl.load(table + row * 9 + 5)
+    c0 = as_f64(tl.load(table + row * 9 + 6)).to(COMPUTE)
+    c1 = as_f64(tl.load(table + row * 9 + 7)).to(COMPUTE)
+    first = tl.load(table + row * 9 + 8) != 0
+    k0 = as_f64(h0).to(COMPUTE)
+    k1 = as_f64(h1).to(COMPUTE)
+    k2 = as_f64(h2).to(COMPUTE)
+    k3 = as_f64(h3).to(COMPUTE)
+    k4 = as_f64(h4).to(COMPUTE)
+    k5 = as_f64(h5).to(COMPUTE)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        mask = offs < n
+        p = tl.load(p_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+        g = tl.load(g_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+        if MAXIMIZE:
+            g = -g
+        if ALGO == 0:
+            # SGD. k0 = lr, k1 = weight_decay, k2 = momentum, k3 = 1 - dampening.
+            #   g += wd p;  buf = g on the first step, else momentum buf + (1 - dampening) g;
+            #   g = g + momentum buf (nesterov) or buf;  p -= lr g
+            if WEIGHT_DECAY:
+                g = g + k1 * p
+            if MOMENTUM:
+                buf = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                buf = tl.where(first, g, buf * k2 + k3 * g)
+                tl.store(s0_ptr + offs, buf.to(s0_ptr.dtype.element_ty), mask=mask)
+                if NESTEROV:
+                    g = g + k2 * buf
+                else:
+                    g = buf
+            p = p - k0 * g
+        elif ALGO == 1:
+            # Adam/AdamW. k0 = 1 - beta1, k1 = beta2, k2 = 1 - beta2, k3 = eps, k4 = weight_decay,
+            # k5 = 1 - lr wd (decoupled); per parameter c0 = lr / (1 - beta1^t), c1 = sqrt(1 - beta2^t).
+            #   p *= 1 - lr wd (AdamW) or g += wd p (Adam);  m += (1 - beta1)(g - m);
+            #   v = beta2 v + (1 - beta2) g^2;  vmax = max(vmax, v) (amsgrad);
+            #   p -= c0 m / (sqrt(v or vmax) / c1 + eps)
+            if WEIGHT_DECAY:
+                if DECOUPLED:
+                    p = p * k5
+                else:
+                    g = g + k4 * p
+            m = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+            v = tl.load(s1_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+            m = m + k0 * (g - m)
+            v = v * k1 + k2 * g * g
+            tl.store(s0_ptr + offs, m.to(s0_ptr.dtype.element_ty), mask=mask)
+            tl.store(s1_ptr + offs, v.to(s1_ptr.dtype.element_ty), mask=mask)
+            if AMSGRAD:
+                vmax = tl.load(s2_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                v = tl.maximum(vmax, v)
+                tl.store(s2_ptr + offs, v.to(s2_ptr.dtype.element_ty), mask=mask)
+            denom = _div(_sqrt(v, COMPUTE), c1, COMPUTE) + k3
+            p = p - c0 * _div(m, denom, COMPUTE)
+        elif ALGO == 2:
+            # RMSprop. k0 = lr, k1 = alpha, k2 = 1 - alpha, k3 = eps, k4 = weight_decay, k5 = momentum.
+            #   g += wd p;  sq = alpha sq + (1 - alpha) g^2;
+            #   avg = sqrt(sq - ga^2) with ga += (1 - alpha)(g - ga) (centered), else sqrt(sq);
+            #   buf = momentum buf + g / (avg + eps);  p -= lr buf   (or p -= lr g / (avg + eps))
+            if WEIGHT_DECAY:
+                g = g + k4 * p
+            sq = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+            sq = sq * k1 + k2 * g * g
+            tl.store(s0_ptr + offs, sq.to(s0_ptr.dtype.element_ty), mask=mask)
+            if CENTERED:
+                ga = tl.load(s2_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                ga = ga + k2 * (g - ga)
+                tl.store(s2_ptr + offs, ga.to(s2_ptr.dtype.element_ty), mask=mask)
+                avg = _sqrt(sq - ga * ga, COMPUTE) + k3
+            else:
+                avg = _sqrt(sq, COMPUTE) + k3
+            if MOMENTUM:
+                buf = tl.load(s1_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                buf = buf * k5 + _div(g, avg, COMPUTE)
+                tl.store(s1_ptr + offs, buf.to(s1_ptr.dtype.element_ty), mask=mask)
+                p = p - k0 * buf
+            else:
+                p = p - k0 * _div(g, avg, COMPUTE)
+        else:
+            # Adagrad. k0 = weight_decay, k1 = eps; per parameter c0 = lr / (1 + (t - 1) lr_decay).
+            #   g += wd p;  sum += g^2;  p -= c0 g / (sqrt(sum) + eps)
+            if WEIGHT_DECAY:
+                g = g + k0 * p
+            acc = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+            acc = acc + g * g
+            tl.store(s0_ptr + offs, acc.to(s0_ptr.dtype.element_ty), mask=mask)
+            p = p - c0 * _div(g, _sqrt(acc, COMPUTE) + k1, COMPUTE)
+        tl.store(p_ptr + offs, p.to(p_ptr.dtype.element_ty), mask=mask)
+
+
+def _chunk(device: torch.device) -> tuple[int, int]:
+    """(elements per table row, elements per loop iteration). The interpreter pays per program and
+    per op, so a row covers up to 2^16 elements in one block; compiled, rows of 16K elements walked
+    in 1K blocks keep the table short and every SM busy."""
+    if device.type == "cpu":
+        return 1 << 16, 1 << 16
+    return 1 << 14, 1 << 10
+
+
+def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maximize=False,
+               weight_decay=False, momentum=False, nesterov=False, amsgrad=False, decoupled=False,
+               centered=False):
+    """Update ``params`` in place with one launch per (device, dtype) of the group.
+
+    ``params``/``grads``: torch tensors of equal shapes and dtypes; ``states``: per parameter a
+    list of up to three state tensors (the ones the algorithm reads, in its order; ``None`` for
+    unused slots); ``scalars``: per parameter ``(c0, c1)``; ``firsts``: per parameter bool;
+    ``hyper``: up to six group coefficients (see the kernel). Tensors that are not contiguous are
+    updated through contiguous copies written back after the launch."""
+    code = ALGORITHMS[algo]
+    buckets: dict = {}
+    for i, p in enumerate(params):
+        buckets.setdefault((p.device, p.dtype), []).append(i)
+    h = [f64_bits(x) for x in hyper] + [0] * (6 - len(hyper))
+    for (device, dtype), idx in buckets.items():
+        if dtype not in _COMPUTE:
+            raise TypeError(f"optimizers update floating-point parameters, got {dtype}")
+        rows, keep, write_back = [], [], []
+        chunk, block = _chunk(device)
+        item = torch.empty((), dtype=dtype).element_size()
+        for i in idx:
+            tensors = [params[i], grads[i]] + list(states[i]) + [None] * (3 - len(states[i]))
+            ptrs = []
+            for k, t in enumerate(tensors):
+                if t is None:
+                    ptrs.append(0)  # the kernel never dereferences an unused slot
+                    continue
+                if t.dtype != dtype or t.device != device or t.shape != params[i].shape:
+                    raise ValueError(f"optimizer tensors of one parameter must share its shape, dtype and "
+                                     f"device: got {tuple(t.shape)} {t.dtype} {t.device} for "
+                                     f"{tuple(params[i].shape)} {dtype} {device}")
+                if not t.is_contiguous():
+                    c = t.contiguous()
+                    if k != 1:  # gradients are only read
+                        write_back.append((t, c))
+                    t = c
+                keep.append(t)
+                ptrs.append(t.data_ptr())
+            c0, c1 = (f64_bits(x) for x in scalars[i])
+            n = params[i].numel()
+            for start in range(0, n, chunk):
+                off = start * item
+                rows.extend([*(ptr + off if ptr else 0 for ptr in ptrs), min(chunk, n - start), c0, c1,
+                             int(bool(firsts[i]))])
+        if not rows:
+            continue
+        table = torch.tensor(rows, dtype=torch.int64).to(device)
+        launch(_optim_kernel, (len(rows) // _ROW,), table, keep[0], *h, ALGO=code, MAXIMIZE=bool(maximize),
+               WEIGHT_DECAY=bool(weight_decay), MOMENTUM=bool(momentum), NESTEROV=bool(nesterov),
+               AMSGRAD=bool(amsgrad), DECOUPLED=bool(decoupled), CENTERED=bool(centered),
+               COMPUTE=_COMPUTE[dtype], BLOCK=block, num_warps=4)
+        for dst, src in write_back:
+            dst.copy_(src)

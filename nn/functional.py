@@ -1,0 +1,430 @@
+"""``tgrad.nn.functional``: ``torch.nn.functional`` on fused Triton kernels.
+
+- ``linear(x, W, b)`` = x W^T + b, with ``linear_act`` adding act(.) in the same matmul epilogue.
+  Backward: dZ = dY * act'(.) (one pointwise launch, skipped without activation), then
+  dX = dZ W, dW = dZ^T X (all leading dims folded into the matmul's K), db = sum_rows dZ.
+- ``layer_norm``: one forward launch (row mean/rstd in fp32, saved), one backward launch for dx
+  with dw/db as deterministic per-program partial sums (``kernels/layer_norm.py``).
+- ``dropout``: y = x * keep / (1 - p) with a Philox keep-mask drawn from (seed, offset) and drawn
+  again in the backward, never stored (``kernels/dropout.py``).
+- ``embedding``: a checked row gather; backward scatter-adds rows with atomics
+  (``kernels/embedding.py``). ``one_hot``: int64, no gradient.
+- activations and softmax wrap the tgrad ops; the losses live in ``functional_loss.py``.
+
+Each fused op is a ``tgrad.autograd.Function`` named as PyTorch names its node. Under
+``create_graph`` the backward is written with differentiable tgrad ops instead of fused kernels,
+so higher-order gradients are exact.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import tgrad
+from tgrad import _dtype
+from tgrad import ops
+from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.kernels import dropout as KD
+from tgrad.kernels import embedding as KE
+from tgrad.kernels import layer_norm as KLN
+from tgrad.kernels import math_ops as M
+from tgrad.kernels import matmul as KM
+from tgrad.kernels.pointwise import pointwise
+from tgrad.kernels.reduce import reduce as _reduce
+from tgrad.ops import pointwise as P
+from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.random import default_generator
+from tgrad.tensor import Tensor
+
+__all__ = ["linear", "linear_act", "layer_norm", "dropout", "embedding", "one_hot", "relu", "relu_",
+           "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
+           "log_softmax"]
+
+# ----------------------------------------------------------------------------- activations
+
+
+def relu(input, inplace=False):
+    return relu_(input) if inplace else ops.relu(input)
+
+
+def relu_(input):
+    return P.inplace(input, ops.relu, formula=M.relu)
+
+
+def gelu(input, approximate="none"):
+    return ops.gelu(input, approximate)
+
+
+def silu(input, inplace=False):
+    return P.inplace(input, ops.silu, formula=M.silu) if inplace else ops.silu(input)
+
+
+def tanh(input):
+    return ops.tanh(input)
+
+
+def sigmoid(input):
+    return ops.sigmoid(input)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    if inplace:
+        return P.inplace(input, lambda a: ops.leaky_relu(a, negative_slope), formula=M.leaky_relu,
+                         params=(negative_slope,))
+    return ops.leaky_relu(input, negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    if inplace:
+        return P.inplace(input, lambda a: ops.elu(a, alpha), formula=M.elu, params=(alpha,))
+    return ops.elu(input, alpha)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return ops.softplus(input, beta, threshold)
+
+
+def _softmax_dim(name, ndim, stacklevel):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  "include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim, _stacklevel)
+    return ops.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
+    return ops.log_softmax(input, dim, dtype=dtype)
+
+
+# ----------------------------------------------------------------------------- linear
+
+# activation -> (the unary op whose derivative it shares, its fused backward formula, whether
+# that formula reads the output y or the pre-activation z)
+_ACTS = {"relu": (P.Relu, M.relu_bwd, "y"), "tanh": (P.Tanh, M.tanh_bwd, "y"),
+         "sigmoid": (P.Sigmoid, M.sigmoid_bwd, "y"), "gelu": (P.Gelu, M.gelu_bwd, "z"),
+         "gelu_tanh": (P.GeluTanh, M.gelu_tanh_bwd, "z"), "silu": (P.Silu, M.silu_bwd, "z")}
+
+
+def _allow_tf32(t):
+    return t.device.type == "cuda" and tgrad.backends.cuda.matmul.allow_tf32
+
+
+class _Linear(Function):
+    """y = act(x W^T + b) over x (*, K), W (N, K), b (N,) or None."""
+    act = None
+    edge_args = (0, 1, 2)
+
+    @classmethod
+    def forward(cls, ctx, x, weight, bias):
+        N, K = weight.shape
+        x2 = x._data.reshape(-1, K)
+        kind = _ACTS[cls.act][2] if cls.act else None
+        out = KM.matmul(x2, weight._data.t(), bias=None if bias is None else bias._data,
+                        activation=cls.act, allow_tf32=_allow_tf32(x), return_preact=kind == "z")
+        y, z = out if kind == "z" else (out, None)
+        y = wrap(y.view(tuple(x.shape[:-1]) + (N,)))
+        saved = y if kind == "y" else wrap(z) if kind == "z" else None
+        ctx.save_for_backward(x, weight, bias, saved)
+        return y
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, w, b, s = ctx.saved_tensors
+        nx, nw, nb = ctx.needs_input_grad[:3]
+        N, K = w.shape
+        if is_grad_enabled():  # create_graph: the same formulas from differentiable ops
+            gz = g
+            if cls.act:
+                op, _, kind = _ACTS[cls.act]
+                gz = g * op.derivative(s if kind == "y" else _linear_ops(x, w, b))
+            g2 = gz.reshape(-1, N)
+            return (gz @ w if nx else None, g2.t() @ x.reshape(-1, K) if nw else None,
+                    g2.sum(0) if nb else None)
+        g2 = g._data.reshape(-1, N)
+        if cls.act:
+            g2, = pointwise(_ACTS[cls.act][1], [s._data.reshape(-1, N), g2], g2.shape, [g2.dtype])
+        tf32 = _allow_tf32(g)
+        dx = wrap(KM.matmul(g2, w._data, allow_tf32=tf32).view(x.shape)) if nx else None
+        dw = wrap(KM.matmul(g2.t(), x._data.reshape(-1, K), allow_tf32=tf32)) if nw else None
+        db = wrap(_reduce(g2, (0,), "sum")) if nb else None
+        return dx, dw, db
+
+
+def _linear_ops(x, w, b):
+    z = x @ w.t()
+    return z + b if b is not None else z
+
+
+def _linear_class(activation, has_bias):
+    key = (activation, has_bias)
+    cls = _LINEAR_CLASSES.get(key)
+    if cls is None:
+        if activation is None:
+            name = "AddmmBackward0" if has_bias else "MmBackward0"
+        else:
+            name = _ACTS[activation][0]._backward_cls.__name__  # the activation's own node name
+        # piecewise_constant: under create_graph, db = sum(g * act') keeps no history of the saved
+        # x, W when act' is constant or a step, legitimately; it tells the engine not to flag that
+        attrs = {"act": activation, "node_name": name,
+                 "piecewise_constant": activation in (None, "relu")}
+        cls = type(f"Linear_{activation}", (_Linear,), attrs)
+        _LINEAR_CLASSES[key] = cls
+    return cls
+
+
+_LINEAR_CLASSES: dict = {}
+
+
+def _name(d):
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16"}.get(d.name, d.name)
+
+
+def linear_act(input, weight, bias=None, activation=None):
+    """``act(input @ weight.T + bias)`` in one matmul launch; ``activation`` is None, 'relu',
+    'gelu', 'gelu_tanh', 'tanh', 'sigmoid' or 'silu'."""
+    if activation is not None and activation not in _ACTS:
+        raise ValueError(f"unknown activation {activation!r}; expected None or one of {list(_ACTS)}")
+    check_runnable(input, weight, bias)
+    if weight.ndim != 2:
+        raise RuntimeError(f"tgrad linear expects a 2-D weight (out_features, in_features), got "
+                           f"shape {list(weight.shape)}")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
+        rows = math.prod(input.shape[:-1]) if input.ndim else 1
+        cols = input.shape[-1] if input.ndim else 1
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and "
+                           f"{weight.shape[1]}x{weight.shape[0]})")
+    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
+        other = weight if input.dtype is not weight.dtype else bias
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_name(input.dtype)} != "
+                           f"{_name(other.dtype)}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"tgrad linear supports floating point tensors, got {input.dtype}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        target = list(input.shape[:-1]) + [weight.shape[0]]
+        raise RuntimeError(f"The expanded size of the tensor ({weight.shape[0]}) must match the existing "
+                           f"size ({bias.shape[-1] if bias.ndim else 1}) at non-singleton dimension "
+                           f"{len(target) - 1}.  Target sizes: {target}.  Tensor sizes: {list(bias.shape)}")
+    return _linear_class(activation, bias is not None).apply(input, weight, bias)
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` for input (*, in_features), weight (out_features, in_features)."""
+    return linear_act(input, weight, bias, None)
+
+
+# ----------------------------------------------------------------------------- layer_norm
+
+
+class _LayerNorm(Function):
+    node_name = "NativeLayerNormBackward0"
+    edge_args = (0, 1, 2)
+    piecewise_constant = True  # db = sum(g) has no history of the saved x: the engine may not flag it
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, normalized_shape, eps):
+        D = math.prod(normalized_shape)
+        M_ = math.prod(x.shape[:x.ndim - len(normalized_shape)])
+        y, mean, rstd = KLN.layer_norm_forward(
+            x._data.reshape(M_, D), None if weight is None else weight._data.reshape(D),
+            None if bias is None else bias._data.reshape(D), eps)
+        ctx.stats, ctx.meta = (mean, rstd), (normalized_shape, eps, M_, D)
+        ctx.save_for_backward(x, weight, bias)
+        return wrap(y.view(x.shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, b = ctx.saved_tensors
+        shape, eps, M_, D = ctx.meta
+        nx, nw, nb = ctx.needs_input_grad[:3]
+        if is_grad_enabled():
+            return _layer_norm_grads_ops(x, w, g, shape, eps, nx, nw, nb) + (None, None)
+        mean, rstd = ctx.stats
+        wb = w if w is not None else b
+        dx, dw, db = KLN.layer_norm_backward(
+            x._data.reshape(M_, D), g._data.reshape(M_, D),
+            None if w is None else w._data.reshape(D), mean, rstd, need_dx=nx, need_wb=nw or nb,
+            wb_dtype=None if wb is None else wb._data.dtype)
+        return (wrap(dx.view(x.shape)) if nx else None, wrap(dw.view(shape)) if nw else None,
+                wrap(db.view(shape)) if nb else None, None, None)
+
+
+def _layer_norm_grads_ops(x, w, g, shape, eps, nx, nw, nb):
+    """dx = rstd (gw - mean(gw) - xhat mean(gw xhat)), dw = sum g xhat, db = sum g, as tgrad ops."""
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    lead = tuple(range(x.ndim - len(shape)))
+    xc = x - x.mean(dims, keepdim=True)
+    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = xc * rstd
+    gw = g * w if w is not None else g
+    dx = None
+    if nx:
+        dx = rstd * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True))
+    dw = ((g * xhat).sum(lead) if lead else g * xhat) if nw else None
+    db = (g.sum(lead) if lead else g) if nb else None
+    return dx, dw, db
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims: (x - mean) / sqrt(var + eps) * w + b,
+    var the biased variance."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) else \
+        tuple(int(s) for s in normalized_shape)
+    check_runnable(input, weight, bias)
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                               f"shape {list(t.shape)} and normalized_shape = {list(shape)}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"layer_norm expects a floating point input, got {input.dtype}")
+    return _LayerNorm.apply(input, weight, bias, shape, float(eps))
+
+
+# ----------------------------------------------------------------------------- dropout
+
+
+class _Dropout(Function):
+    """y = x * keep / (1 - p), keep regenerated from (seed, offset) in the backward."""
+    node_name = "NativeDropoutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, p, seed, offset):
+        check_runnable(x)
+        ctx.cfg = (p, seed, offset)
+        return wrap(KD.dropout(x._data, p, seed, offset))
+
+    @staticmethod
+    def backward(ctx, g):
+        p, seed, offset = ctx.cfg
+        if is_grad_enabled():  # linear in g: the same masked scaling, recorded
+            return _Dropout.apply(g, p, seed, offset), None, None, None
+        return wrap(KD.dropout(g._data, p, seed, offset)), None, None, None
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1 / (1 - p) (when training)."""
+    if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:  # nothing is kept: PyTorch multiplies by zero (a MulBackward0 node)
+        return input.mul_(0.0) if inplace else input * 0.0
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"dropout expects a floating point input, got {input.dtype}")
+    seed, offset = default_generator._seed, default_generator.take(KD.counters_for(input.numel()))
+    if inplace:
+        return P.inplace(input, lambda t: _Dropout.apply(t, float(p), seed, offset))
+    return _Dropout.apply(input, float(p), seed, offset)
+
+
+# ----------------------------------------------------------------------------- embedding
+
+
+class _Embedding(Function):
+    node_name = "EmbeddingBackward0"
+    edge_args = (0,)  # the indices are not differentiable: no edge, as in PyTorch
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx):
+        out, bad = KE.embedding_forward(indices._data, weight._data)
+        if bad is not None:
+            raise IndexError("index out of range in self")
+        ctx.meta = (weight.shape[0], padding_idx)
+        ctx.save_for_backward(indices)
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        indices, = ctx.saved_tensors
+        V, padding_idx = ctx.meta
+        if is_grad_enabled():
+            return _EmbeddingDense.apply(g, indices, V, padding_idx), None, None
+        D = g.shape[-1]
+        return wrap(KE.embedding_backward(indices._data, g._data.reshape(-1, D), V, padding_idx)), None, None
+
+
+class _EmbeddingDense(Function):
+    """The embedding backward as a differentiable op of g (for create_graph): its own gradient is
+    the embedding of the incoming gradient, with the padding row zeroed."""
+    node_name = "EmbeddingDenseBackward0"
+    edge_args = (0,)
+
+    @staticmethod
+    def forward(ctx, g, indices, V, padding_idx):
+        ctx.save_for_backward(indices)
+        ctx.padding_idx = padding_idx
+        D = g.shape[-1]
+        return wrap(KE.embedding_backward(indices._data, g._data.reshape(-1, D), V, padding_idx))
+
+    @staticmethod
+    def backward(ctx, gg):
+        indices, = ctx.saved_tensors
+        if ctx.padding_idx is not None:  # the padding row received nothing, so sends nothing back
+            keep = ops.ones(gg.shape[0], 1, dtype=gg.dtype, device=gg.device)
+            keep[ctx.padding_idx] = 0.0
+            gg = gg * keep
+        return embedding(indices, gg), None, None, None
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Rows of ``weight`` (num_embeddings, dim) picked by the integer tensor ``input``; the
+    ``padding_idx`` row gets no gradient."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("tgrad's embedding supports neither max_norm, scale_grad_by_freq nor sparse")
+    if input.dtype not in (_dtype.int64, _dtype.int32):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.dtype.legacy} instead (while checking arguments for "
+                           "embedding)")
+    if weight.ndim != 2:
+        raise RuntimeError(f"'weight' must be 2-D, got {weight.ndim}-D")
+    V = weight.shape[0]
+    if padding_idx is not None:
+        if not -V <= padding_idx < V:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= V
+    check_runnable(input, weight)
+    return _Embedding.apply(weight, input, padding_idx)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 (*tensor.shape, num_classes) with a 1 at each index; num_classes=-1 takes max + 1."""
+    if not isinstance(tensor, Tensor) or tensor.dtype is not _dtype.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes < -1:
+        raise RuntimeError("num_classes should be positive")
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    else:
+        lo, hi = KE.index_range(tensor._data)  # one launch, one read-back
+        if lo < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if num_classes == -1:
+            num_classes = hi + 1
+        elif hi >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    return wrap(KE.one_hot(tensor._data, int(num_classes)))
+
+
+from .functional_loss import *  # noqa: E402,F401,F403
+from .functional_loss import __all__ as _loss_all  # noqa: E402
+
+__all__ += _loss_all
+
+try:  # conv2d, max_pool2d, avg_pool2d, batch_norm (written alongside)
+    from .functional_conv import *  # noqa: E402,F401,F403
+except ImportError:
+    pass

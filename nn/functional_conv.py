@@ -1,0 +1,332 @@
+"""conv2d, max_pool2d, avg_pool2d and batch_norm with torch.nn.functional's signatures, as autograd
+Functions over the Triton kernels in ``tgrad.kernels.conv``, ``.pool`` and ``.batch_norm``.
+
+Each op's forward and backward are fused kernels (their backward is not differentiable again:
+create_graph through them is refused by the engine). Arguments are checked as PyTorch checks
+them, with PyTorch's messages.
+"""
+from __future__ import annotations
+
+import math
+
+from tgrad.autograd.function import Function
+from tgrad.kernels import batch_norm as BN
+from tgrad.kernels import conv as CONV
+from tgrad.kernels import pool as POOL
+from tgrad.kernels.reduce import reduce
+from tgrad.ops._common import check_runnable, wrap
+from tgrad.tensor import Tensor
+
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm"]
+
+
+def _pair(value, what, message):
+    """(a, b) from an int or a sequence of 1 or 2 ints; ``message`` when it is neither."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, value)
+    if isinstance(value, (tuple, list)) and len(value) in (1, 2) and all(isinstance(v, int) for v in value):
+        return (value[0], value[0]) if len(value) == 1 else tuple(value)
+    raise RuntimeError(message.format(what=what, value=list(value) if isinstance(value, (tuple, list)) else value))
+
+
+def _check_tensor(x, name, fn):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def _float_only(x, fn):
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{fn}: expected a floating point input, got tgrad.{x.dtype.name}")
+
+
+# ----------------------------------------------------------------------------- conv2d
+
+class Convolution(Function):
+    """y = conv2d(x, w) + b for batched x; see kernels/conv.py for the three GEMMs."""
+    node_name = "ConvolutionBackward0"
+    edge_args = (0, 1, 2)
+
+    @staticmethod
+    def forward(ctx, x, w, b, stride, padding, dilation, groups, out_hw):
+        check_runnable(x, w, b)
+        ctx.conv = (stride, padding, dilation, groups)
+        ctx.save_for_backward(x, w)
+        return wrap(CONV.conv2d_forward(x._data, w._data, None if b is None else b._data, stride, padding,
+                                        dilation, groups, out_hw))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        stride, padding, dilation, groups = ctx.conv
+        gd = g._data
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:
+            dx = wrap(CONV.conv2d_grad_input(gd, w._data, x.shape, stride, padding, dilation, groups))
+        if ctx.needs_input_grad[1]:
+            dw = wrap(CONV.conv2d_grad_weight(x._data, gd, w.shape, stride, padding, dilation, groups))
+        if ctx.needs_input_grad[2]:
+            db = wrap(reduce(gd, (0, 2, 3), "sum"))
+        return dx, dw, db, None, None, None, None, None
+
+
+_CONV_ARG = ("expected {what} to be a single integer value or a list of 2 values to match the convolution "
+             "dimensions, but got {what}={value}")
+
+
+def _type_name(t):
+    return f"tgrad.{'cuda.' if t.is_cuda else ''}{t.dtype.legacy}"
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d cross-correlation of input (N, C, H, W) or (C, H, W) with weight (OC, C/groups, KH, KW):
+    y[n, o, i, j] = bias[o] + sum_{c,kh,kw} x[n, g*C/groups + c, i*s - p + kh*d, j*s - p + kw*d] w[o, c, kh, kw],
+    g = o // (OC/groups), zero outside the image. padding may be 'valid' (0) or 'same' (output size
+    = input size, stride 1; an odd total padding puts the extra row/column at the bottom/right)."""
+    _check_tensor(input, "input", "conv2d")
+    _check_tensor(weight, "weight", "conv2d")
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+                           f"{list(input.shape)}")
+    if input.ndim == 3:
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+    if weight.ndim != 4:
+        raise RuntimeError(f"conv2d: expected a 4-d weight (out_channels, in_channels/groups, kH, kW), but got "
+                           f"weight of size {list(weight.shape)}")
+    stride = _pair(stride, "stride", _CONV_ARG)
+    dilation = _pair(dilation, "dilation", _CONV_ARG)
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if min(stride) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(dilation) <= 0:
+        raise RuntimeError("non-positive dilation is not supported")
+    N, C, H, W = input.shape
+    OC, CG, KH, KW = weight.shape
+    effective = ((KH - 1) * dilation[0] + 1, (KW - 1) * dilation[1] + 1)
+    if isinstance(padding, str):
+        if padding == "valid":
+            pad, extra = (0, 0), (0, 0)
+        elif padding == "same":
+            if stride != (1, 1):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = (effective[0] - 1, effective[1] - 1)
+            pad = (total[0] // 2, total[1] // 2)
+            extra = (total[0] - 2 * pad[0], total[1] - 2 * pad[1])  # the odd row/column, bottom/right
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pad, extra = _pair(padding, "padding", _CONV_ARG), (0, 0)
+        if min(pad) < 0:
+            raise RuntimeError("negative padding is not supported")
+    if OC % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size [{list(weight.shape)}] instead")
+    if C != CG * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {CG * groups} channels, but got {C} channels instead")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"Input type ({_type_name(input)}) and weight type ({_type_name(weight)}) should be the "
+                           f"same")
+    _float_only(input, "conv2d")
+    if bias is not None:
+        _check_tensor(bias, "bias", "conv2d")
+        if bias.ndim != 1 or bias.shape[0] != OC:
+            raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+                               f"{OC} elements, but got bias of size {list(bias.shape)} instead")
+        if bias.dtype != input.dtype:
+            raise RuntimeError(f"Input type ({_scalar_name(input)}) and bias type ({_scalar_name(bias)}) should be "
+                               f"the same")
+    padded = (H + 2 * pad[0] + extra[0], W + 2 * pad[1] + extra[1])
+    if padded[0] < effective[0] or padded[1] < effective[1]:
+        raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x {padded[1]}). Kernel size: "
+                           f"({effective[0]} x {effective[1]}). Kernel size can't be greater than actual input size")
+    out_hw = tuple((padded[i] - effective[i]) // stride[i] + 1 for i in range(2))
+    return Convolution.apply(input, weight, bias, stride, pad, dilation, groups, out_hw)
+
+
+def _scalar_name(t):
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16"}.get(t.dtype.name, t.dtype.name)
+
+
+# ----------------------------------------------------------------------------- pooling
+
+def _pool_args(fn, kernel_size, stride, padding, dilation=1):
+    kernel = _pair(kernel_size, "kernel_size",
+                   f"{fn}: kernel_size must either be a single int, or a tuple of two ints")
+    if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0):
+        stride = kernel
+    else:
+        stride = _pair(stride, "stride", f"{fn}: stride must either be omitted, a single int, or a tuple of two ints")
+    padding = _pair(padding, "padding", f"{fn}: padding must either be a single int, or a tuple of two ints")
+    dilation = _pair(dilation, "dilation", f"{fn}: dilation must be either a single int, or a tuple of two ints")
+    if min(kernel) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {kernel[0]} kW: {kernel[1]}")
+    if min(stride) <= 0:
+        raise RuntimeError("stride should not be zero")
+    if min(dilation) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dilation[0]} "
+                           f"dilationW: {dilation[1]}")
+    if min(padding) < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(padding)}")
+    for i in range(2):
+        if padding[i] > ((kernel[i] - 1) * dilation[i] + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={padding[i]}, "
+                               f"kernel_size={kernel[i]} and dilation={dilation[i]}")
+    return kernel, stride, padding, dilation
+
+
+def _pool_out(size, k, s, p, d, ceil_mode):
+    """torch's pooling_output_shape: with ceil_mode the last window may hang over the bottom/right
+    edge, but must start inside the image or its top/left padding."""
+    out = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _pool_input(x, fn, kernel, stride, padding, dilation, ceil_mode):
+    """(4-d torch view of x, output (OH, OW)), checking the input as torch does."""
+    _check_tensor(x, "input", fn)
+    if x.ndim not in (3, 4) or any(s == 0 for s in x.shape[-3:]):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    _float_only(x, fn)
+    check_runnable(x)
+    C, H, W = x.shape[-3:]
+    out = (_pool_out(H, kernel[0], stride[0], padding[0], dilation[0], ceil_mode),
+           _pool_out(W, kernel[1], stride[1], padding[1], dilation[1], ceil_mode))
+    if min(out) < 1:
+        raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: ({C}x{out[0]}x{out[1]}). "
+                           f"Output size is too small")
+    data = x._data if x.ndim == 4 else x._data.unsqueeze(0)
+    return data, out
+
+
+class MaxPool2d(Function):
+    """(values, indices) of 2-d max pooling; indices are h*W + w within each input plane."""
+    node_name = "MaxPool2DWithIndicesBackward0"
+    edge_args = (0,)
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, padding, dilation, ceil_mode):
+        data, out_hw = _pool_input(x, "max_pool2d", kernel, stride, padding, dilation, ceil_mode)
+        y, idx = POOL.max_pool2d_forward(data, kernel, stride, padding, dilation, out_hw)
+        if x.ndim == 3:
+            y, idx = y.squeeze(0), idx.squeeze(0)
+        y, idx = wrap(y), wrap(idx)
+        ctx.pool = (data.shape, kernel, stride, padding, dilation)
+        ctx.mark_non_differentiable(idx)
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(idx)
+        return y, idx
+
+    @staticmethod
+    def backward(ctx, g, _):
+        if g is None:
+            return (None,) * 6
+        idx, = ctx.saved_tensors
+        shape, kernel, stride, padding, dilation = ctx.pool
+        gd, idxd = g._data, idx._data
+        if len(shape) != gd.ndim:
+            gd, idxd = gd.unsqueeze(0), idxd.unsqueeze(0)
+        dx = POOL.max_pool2d_backward(gd, idxd, shape, kernel, stride, padding, dilation)
+        return (wrap(dx.view(g.shape[:-2] + tuple(shape[-2:]))),) + (None,) * 5
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """y[n, c, i, j] = max over kh < KH, kw < KW of x[n, c, i*s - p + kh*d, j*s - p + kw*d] (positions
+    outside the image excluded); with return_indices also the argmax as h*W + w in the input plane."""
+    kernel, stride, padding, dilation = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    y, idx = MaxPool2d.apply(input, kernel, stride, padding, dilation, bool(ceil_mode))
+    return (y, idx) if return_indices else y
+
+
+class AvgPool2d(Function):
+    node_name = "AvgPool2DBackward0"
+    edge_args = (0,)
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        data, out_hw = _pool_input(x, "avg_pool2d", kernel, stride, padding, (1, 1), ceil_mode)
+        y = POOL.avg_pool2d_forward(data, kernel, stride, padding, out_hw, count_include_pad, divisor_override)
+        ctx.pool = (data.shape, kernel, stride, padding, count_include_pad, divisor_override)
+        return wrap(y if x.ndim == 4 else y.squeeze(0))
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, kernel, stride, padding, count_include_pad, divisor_override = ctx.pool
+        gd = g._data if g.ndim == 4 else g._data.unsqueeze(0)
+        dx = POOL.avg_pool2d_backward(gd, shape, kernel, stride, padding, count_include_pad, divisor_override)
+        return (wrap(dx if g.ndim == 4 else dx.squeeze(0)),) + (None,) * 6
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """y[n, c, i, j] = sum of x over the window of (i, j) / divisor: divisor_override if given, else
+    the window's size clipped to the padded image (count_include_pad) or to the image itself."""
+    kernel, stride, padding, _ = _pool_args("avg_pool2d", kernel_size, stride, padding)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    return AvgPool2d.apply(input, kernel, stride, padding, bool(ceil_mode), bool(count_include_pad),
+                           divisor_override)
+
+
+# ----------------------------------------------------------------------------- batch_norm
+
+class BatchNorm(Function):
+    """Batch normalisation over dim 1; see kernels/batch_norm.py for the formulas."""
+    node_name = "NativeBatchNormBackward0"
+    edge_args = (0, 1, 2)
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
+        check_runnable(x, weight, bias, running_mean, running_var)
+        # per-channel vectors of any shape holding C elements are read as (C,) views
+        data = [x._data] + [None if t is None else t._data.view(-1)
+                            for t in (weight, bias, running_mean, running_var)]
+        y, mean, rstd = BN.batch_norm_forward(*data, training, momentum, eps)
+        ctx.stats = (mean, rstd, training)
+        ctx.vec_meta = [None if t is None else (t._data.shape, t._data.dtype) for t in (weight, bias)]
+        ctx.save_for_backward(x, weight)
+        return wrap(y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        mean, rstd, training = ctx.stats
+        need = ctx.needs_input_grad
+        (w_shape, w_dtype), (b_shape, b_dtype) = [(None, None) if v is None else v for v in ctx.vec_meta]
+        dx, dw, db = BN.batch_norm_backward(x._data, g._data, None if weight is None else weight._data.view(-1),
+                                            mean, rstd, training, need[0], need[1] or need[2], w_dtype, b_dtype)
+        return (wrap(dx) if need[0] else None, wrap(dw.view(w_shape)) if need[1] else None,
+                wrap(db.view(b_shape)) if need[2] else None, None, None, None, None, None)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
+    """y = (x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1) of x (N, C, *). Training
+    uses the batch's mean and biased variance and, when running stats are given, updates them in place:
+    r <- (1 - momentum) r + momentum * stat, with the unbiased variance; eval uses the running stats."""
+    _check_tensor(input, "input", "batch_norm")
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
+        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
+                        f"{type(momentum).__name__}")
+    if input.ndim < 2:
+        raise RuntimeError(f"batch_norm: expected an input of 2 or more dims (N, C, *), but got input of size "
+                           f"{list(input.shape)}")
+    _float_only(input, "batch_norm")
+    C = input.shape[1]
+    if training:
+        per_channel = input.shape[0] * math.prod(input.shape[2:])
+        if per_channel <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"tgrad.Size({list(input.shape)})")
+    elif running_mean is None or running_var is None:
+        raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in evaluation mode")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None:
+            _check_tensor(t, name, "batch_norm")
+            if t.numel() != C:
+                raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
+    return BatchNorm.apply(input, weight, bias, running_mean, running_var, bool(training), float(momentum),
+                           float(eps))

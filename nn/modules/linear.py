@@ -1,0 +1,46 @@
+"""``Linear``: y = x W^T + b, with W of shape (out_features, in_features).
+
+Default initialisation is PyTorch's: W ~ U[-1/sqrt(in), 1/sqrt(in)] (``kaiming_uniform_`` with
+a = sqrt(5)) and b ~ U[-1/sqrt(in), 1/sqrt(in)]."""
+from __future__ import annotations
+
+import math
+
+import tgrad
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["Linear"]
+
+
+def _reset_weight_and_bias(weight, bias):
+    """PyTorch's default for Linear and Conv: kaiming_uniform_(a=sqrt(5)) for the weight and
+    U[-1/sqrt(fan_in), 1/sqrt(fan_in)] for the bias (0 when fan_in is 0)."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)
+
+
+class Linear(Module):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(tgrad.empty(out_features, in_features, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(tgrad.empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _reset_weight_and_bias(self.weight, self.bias)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

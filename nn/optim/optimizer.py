@@ -1,0 +1,231 @@
+"""``Optimizer``: parameter groups, per-parameter state, ``zero_grad`` and state dicts, as in
+``torch.optim.Optimizer``; the arithmetic of a step is one fused kernel per group
+(``tgrad.kernels.optim``).
+
+State dicts have PyTorch's structure: ``{"state": {index: {name: tensor}}, "param_groups":
+[{hyperparameters..., "params": [indices]}]}`` with parameters numbered in group order, so a state
+dict holds only tensors, numbers, strings, bools and None (what ``tgrad.save`` writes).
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import defaultdict
+from itertools import chain
+
+import torch
+
+import tgrad
+from tgrad.kernels.optim import fused_step
+from tgrad.tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _Required:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+def _typename(x):
+    return x.type() if isinstance(x, Tensor) else f"{type(x).__module__}.{type(x).__qualname__}"
+
+
+def _check_nonnegative(value, what):
+    if not 0.0 <= value:
+        raise ValueError(f"Invalid {what}: {value}")
+
+
+class Optimizer:
+    def __init__(self, params, defaults: dict):
+        self.defaults = defaults
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {_typename(params)}")
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        groups = list(params)
+        if len(groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    # ------------------------------------------------------------------ groups
+    def add_param_group(self, param_group: dict):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
+        param_group["params"] = params
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {_typename(p)}")
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+        ids = [id(p) for p in params]  # by identity: == on tensors is elementwise
+        if len(ids) != len(set(ids)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+                          "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
+                          UserWarning, stacklevel=3)
+        taken = {id(p) for g in self.param_groups for p in g["params"]}
+        for g in self.param_groups:
+            if ("param_names" in param_group) != ("param_names" in g):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
+        if not taken.isdisjoint(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if p.grad.grad_fn is not None:
+                        p.grad.detach_()
+                    else:
+                        p.grad.requires_grad_(False)
+                    p.grad.zero_()
+
+    # ------------------------------------------------------------------ stepping
+    @tgrad.no_grad()
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
+        loss = None
+        if closure is not None:
+            with tgrad.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            if params:
+                self._update_group(group, params)
+        return loss
+
+    def _update_group(self, group: dict, params: list):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _state_tensor(self, p: Tensor, fill=0.0) -> Tensor:
+        """A contiguous state buffer shaped like ``p`` (torch allocates and fills: storage work)."""
+        return Tensor._wrap(torch.full(tuple(p.shape), float(fill), dtype=p._data.dtype, device=p.device))
+
+    @staticmethod
+    def _next_step(state: dict) -> float:
+        """Advance the parameter's step counter (a 0-d float32 CPU tensor, as PyTorch keeps it)."""
+        step = state["step"]
+        value = float(step.item()) + 1.0
+        step._data.fill_(value)
+        return value
+
+    @staticmethod
+    def _launch(algo, group, params, states, scalars=None, firsts=None, hyper=(), **flags):
+        n = len(params)
+        fused_step(algo, [p._data for p in params], [p.grad._data for p in params],
+                   [[None if s is None else s._data for s in st] for st in states],
+                   scalars or [(0.0, 0.0)] * n, firsts or [False] * n, hyper,
+                   maximize=group.get("maximize", False), **flags)
+        for p in params:  # each parameter was written in place
+            p._version.value += 1
+
+    # ------------------------------------------------------------------ state dicts
+    def state_dict(self) -> dict:
+        mapping: dict[int, int] = {}
+        start = 0
+
+        def pack(group):
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                mapping.setdefault(id(p), i)
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        groups = [pack(g) for g in self.param_groups]
+        state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict):
+        state_dict = dict(state_dict)
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                             "optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            k = int(k) if isinstance(k, str) and k.isdigit() else k  # JSON keys come back as strings
+            if k in id_map:
+                param = id_map[k]
+                state[param] = {name: self._cast_state(param, name, value) for name, value in v.items()}
+            else:
+                state[k] = v
+        for group, new in zip(groups, saved_groups):
+            new["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new:
+                new["param_names"] = group["param_names"]
+            for key, value in list(new.items()):  # JSON turns tuples (betas) into lists
+                if isinstance(value, list) and isinstance(self.defaults.get(key), tuple):
+                    new[key] = tuple(value)
+        self.state = state
+        self.param_groups = saved_groups
+
+    @staticmethod
+    def _cast_state(param: Tensor, name, value):
+        """A copy of a saved state value placed like ``param``: tensors other than ``step`` take its
+        dtype and device (contiguous, so the fused kernel can use them); ``step`` stays as saved."""
+        if not isinstance(value, Tensor):
+            return value
+        if name == "step":
+            return Tensor._wrap(value._data.detach().to(dtype=torch.float32, device="cpu").clone())
+        value = value.detach()
+        if value.device != param.device:
+            value = value.to(device=param.device)
+        if value.dtype is not param.dtype:
+            value = value.to(param.dtype)  # a cast is a kernel; the copy below is storage
+        data = torch.empty(tuple(value.shape), dtype=param._data.dtype, device=param.device)
+        data.copy_(value._data)
+        return Tensor._wrap(data)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"

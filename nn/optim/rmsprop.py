@@ -1,0 +1,49 @@
+"""RMSprop (PyTorch's update), with momentum, centering, weight decay and maximize:
+
+    g = -grad if maximize else grad;  g += weight_decay * p;  sq = alpha sq + (1 - alpha) g^2
+    avg = sqrt(sq - ga^2) + eps with ga = ga + (1 - alpha)(g - ga) (centered), else sqrt(sq) + eps
+    buf = momentum buf + g / avg;  p -= lr buf     (momentum > 0)
+    p -= lr g / avg                                (otherwise)
+"""
+from __future__ import annotations
+
+import tgrad
+from .optimizer import Optimizer, _check_nonnegative
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        _check_nonnegative(lr, "learning rate")
+        _check_nonnegative(eps, "epsilon value")
+        _check_nonnegative(momentum, "momentum value")
+        _check_nonnegative(weight_decay, "weight_decay value")
+        _check_nonnegative(alpha, "alpha value")
+        if differentiable:
+            raise NotImplementedError("tgrad optimizers are not differentiable")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _update_group(self, group, params):
+        momentum, centered = float(group["momentum"]), group["centered"]
+        states = []
+        for p in params:
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = tgrad.tensor(0.0)
+                state["square_avg"] = self._state_tensor(p)
+                if momentum > 0:
+                    state["momentum_buffer"] = self._state_tensor(p)
+                if centered:
+                    state["grad_avg"] = self._state_tensor(p)
+            self._next_step(state)
+            states.append([state["square_avg"], state.get("momentum_buffer") if momentum > 0 else None,
+                           state.get("grad_avg") if centered else None])
+        alpha, wd = float(group["alpha"]), float(group["weight_decay"])
+        self._launch("rmsprop", group, params, states,
+                     hyper=(float(group["lr"]), alpha, 1.0 - alpha, float(group["eps"]), wd, momentum),
+                     weight_decay=wd != 0, momentum=momentum > 0, centered=centered)

@@ -1,0 +1,2 @@
+"""tgrad.utils: ``tgrad.utils.data`` (datasets and the DataLoader), as ``torch.utils``."""
+from . import data  # noqa: F401
