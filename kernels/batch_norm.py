@@ -181,17 +181,18 @@ def batch_norm_forward(x, weight, bias, running_mean, running_var, training, mom
         return y, mean, rstd
     update = training and running_mean is not None
     block_r, block_c, warps = block_shape_2d(C, M, x.device)
+    vec_strides = [t.stride(0) if t is not None else 0 for t in (weight, bias, running_mean, running_var)]
     launch(bn_fwd_kernel, (triton.cdiv(C, block_r),), x, y, weight if weight is not None else x,
            bias if bias is not None else x, running_mean if running_mean is not None else mean,
            running_var if running_var is not None else rstd, mean, rstd, C, M, x.stride(1),
-           y.stride(1), *(t.stride(0) if t is not None else 0
-                          for t in (weight, bias, running_mean, running_var)), cshape, x_cs, y_cs, f64_bits(eps), f64_bits(momentum), TRAINING=training,
-           UPDATE=update, HAS_W=weight is not None, HAS_B=bias is not None, ND=len(cshape),
+           y.stride(1), *vec_strides, cshape, x_cs, y_cs, f64_bits(eps), f64_bits(momentum),
+           TRAINING=training, UPDATE=update, HAS_W=weight is not None, HAS_B=bias is not None, ND=len(cshape),
            COMPUTE=compute_dtype(acc), BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
     return y, mean, rstd
 
 
-def batch_norm_backward(x, g, weight, mean, rstd, training, need_dx, need_dwb, dw_dtype=None, db_dtype=None):
+def batch_norm_backward(x, g, weight, mean, rstd, training, need_dx, need_dwb, dw_dtype=None,
+                        db_dtype=None):
     """(dx, dw, db) from the forward's x, mean, rstd and g = dL/dy (any strides); dx contiguous of
     g's dtype (None unless need_dx), dw and db (C,) of the given dtypes, default x's (None unless
     need_dwb)."""
@@ -206,7 +207,8 @@ def batch_norm_backward(x, g, weight, mean, rstd, training, need_dx, need_dwb, d
     launch(bn_bwd_kernel, (triton.cdiv(C, block_r),), x, g, dx if need_dx else x,
            weight if weight is not None else x, mean, rstd, dw if need_dwb else mean,
            db if need_dwb else mean, C, M, x.stride(1), g.stride(1),
-           dx.stride(1) if need_dx else 0, weight.stride(0) if weight is not None else 0, cshape, x_cs, g_cs, dx_cs, TRAINING=training,
-           HAS_W=weight is not None, NEED_DX=need_dx, NEED_DWB=need_dwb, ND=len(cshape),
+           dx.stride(1) if need_dx else 0, weight.stride(0) if weight is not None else 0, cshape, x_cs,
+           g_cs, dx_cs, TRAINING=training, HAS_W=weight is not None, NEED_DX=need_dx, NEED_DWB=need_dwb,
+           ND=len(cshape),
            COMPUTE=compute_dtype(_acc(x.dtype)), BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
     return dx, dw, db

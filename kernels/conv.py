@@ -19,7 +19,9 @@ program's dot product (no atomics; the result is the same bit for bit on every r
 all N*OH*OW pixels; on a GPU that long K is split over programs that write fp32/fp64 partial
 products, added in a fixed order by ``kernels.reduce`` (deterministic too).
 
-All products accumulate in fp32 (fp64 for fp64) through ``tl.dot``, whose blocks are >= 16 wide.
+Products accumulate through ``tl.dot`` (blocks >= 16 wide) in fp32, fp64 for fp64; fp32 inputs
+multiply in full IEEE precision (no TF32). Interpreted on the CPU they accumulate in fp64 (see
+``_acc``).
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ __all__ = ["conv2d_forward", "conv2d_grad_input", "conv2d_grad_weight"]
 def conv_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, OH, OW, M, K, KH, KW, CG, OCG, OC,
                     sxn, sxc, sxh, sxw, swo, swc, swh, sww, sb,
                     STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W,
-                    HAS_BIAS: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                    HAS_BIAS: tl.constexpr, ACC: tl.constexpr, UPCAST: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -54,7 +56,7 @@ def conv_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, OH, OW, M, K, KH, KW, CG, 
     ow = pix % OW
     ih0 = oh * STRIDE_H - PAD_H
     iw0 = ow * STRIDE_W - PAD_W
-    x_row = n * sxn + (group * CG) * sxc
+    x_row = n * sxn + (group * CG).to(tl.int64) * sxc
     oc = group * OCG + rn
     w_col = oc.to(tl.int64) * swo
 
@@ -77,7 +79,7 @@ def conv_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, OH, OW, M, K, KH, KW, CG, 
         if UPCAST:
             a = a.to(ACC)
             b = b.to(ACC)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
+        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=ACC)
 
     if HAS_BIAS:
         acc += tl.load(b_ptr + oc * sb, mask=mask_n, other=0.0).to(ACC)[None, :]
@@ -89,7 +91,7 @@ def conv_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, OH, OW, M, K, KH, KW, CG, 
 def conv_dgrad_kernel(g_ptr, w_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, CG, OCG, C,
                       sgn, sgc, sgh, sgw, swo, swc, swh, sww,
                       STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W,
-                      ACC: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                      ACC: tl.constexpr, UPCAST: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """dx[n, c, ih, iw] = sum_{o, kh, kw} g[n, o, oh, ow] w[o, c, kh, kw] over the (oh, ow) with
     oh*s - p + kh*d = ih (and the same for w): the transposed convolution as a gather."""
@@ -106,7 +108,7 @@ def conv_dgrad_kernel(g_ptr, w_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, CG, OCG,
     pix = rm % (H * W)
     th0 = pix // W + PAD_H  # oh*s + kh*d for the (oh, kh) that reach this row
     tw0 = pix % W + PAD_W
-    g_row = n * sgn + (group * OCG) * sgc
+    g_row = n * sgn + (group * OCG).to(tl.int64) * sgc
     ci = group * CG + rn
     w_col = rn.to(tl.int64) * swc
 
@@ -133,7 +135,7 @@ def conv_dgrad_kernel(g_ptr, w_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, CG, OCG,
         if UPCAST:
             a = a.to(ACC)
             b = b.to(ACC)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
+        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=ACC)
 
     dx_off = (n * C * H * W + pix)[:, None] + (ci.to(tl.int64) * (H * W))[None, :]
     tl.store(dx_ptr + dx_off, acc.to(dx_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
@@ -143,7 +145,7 @@ def conv_dgrad_kernel(g_ptr, w_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, CG, OCG,
 def conv_wgrad_kernel(x_ptr, g_ptr, dw_ptr, H, W, OH, OW, P, CKK, KH, KW, CG, OCG, OC, K_PER_SPLIT,
                       sxn, sxc, sxh, sxw, sgn, sgc, sgh, sgw,
                       STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W,
-                      ACC: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                      ACC: tl.constexpr, UPCAST: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """dw[o, c, kh, kw] = sum_{n, oh, ow} g[n, o, oh, ow] x[n, c, oh*s - p + kh*d, ow*s - p + kw*d],
     over the pixels [split*K_PER_SPLIT, (split+1)*K_PER_SPLIT) of program axis 1, stored in slice
@@ -186,7 +188,7 @@ def conv_wgrad_kernel(x_ptr, g_ptr, dw_ptr, H, W, OH, OW, P, CKK, KH, KW, CG, OC
         if UPCAST:
             a = a.to(ACC)
             b = b.to(ACC)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
+        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=ACC)
 
     dw_off = split.to(tl.int64) * OC * CKK + oc.to(tl.int64)[:, None] * CKK + rn[None, :]
     tl.store(dw_ptr + dw_off, acc.to(dw_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
@@ -219,11 +221,7 @@ def _gemm_blocks(M: int, N: int, K: int, dtype: torch.dtype, device: torch.devic
     return _pow2(M, 16, 64), _pow2(N, 16, 64), _pow2(K, 16, bk), 4
 
 
-def _precision(dtype: torch.dtype, allow_tf32: bool) -> str:
-    return "tf32" if allow_tf32 and dtype == torch.float32 else "ieee"
-
-
-def conv2d_forward(x, w, bias, stride, padding, dilation, groups, out_hw, allow_tf32=False):
+def conv2d_forward(x, w, bias, stride, padding, dilation, groups, out_hw):
     """y = conv2d(x, w) + bias for x (N, C, H, W), w (OC, C/groups, KH, KW), any strides, with
     (top, left) ``padding`` and output size ``out_hw`` (the caller's, so asymmetric 'same' padding
     works). Returns a contiguous (N, OC, OH, OW) tensor of x's dtype."""
@@ -236,16 +234,17 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, groups, out_hw, allow_
     if M == 0 or OC == 0:
         return y
     bm, bn, bk, warps = _gemm_blocks(M, OCG, K, x.dtype, x.device)
+    acc, upcast = _acc(x.dtype, x.device)
     grid = (groups * triton.cdiv(M, bm) * triton.cdiv(OCG, bn),)
     launch(conv_fwd_kernel, grid, x, w, y if bias is None else bias, y, H, W, OH, OW, M, K, KH, KW,
            CG, OCG, OC, *x.stride(), *w.stride(), 0 if bias is None else bias.stride(0),
-           *stride, *padding, *dilation, HAS_BIAS=bias is not None, ACC=_acc(x.dtype, x.device)[0], UPCAST=_acc(x.dtype, x.device)[1],
-           PRECISION=_precision(x.dtype, allow_tf32), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+           *stride, *padding, *dilation, HAS_BIAS=bias is not None, ACC=acc, UPCAST=upcast,
+           BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
            num_warps=warps, num_stages=2)
     return y
 
 
-def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups, allow_tf32=False):
+def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups):
     """dL/dx (contiguous, of g's dtype and ``x_shape``) from g = dL/dy (N, OC, OH, OW), any strides."""
     N, C, H, W = x_shape
     OC, CG, KH, KW = w.shape
@@ -258,15 +257,16 @@ def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups, allow_tf
     if K == 0 or OH == 0 or OW == 0:
         return dx.fill_(0)
     bm, bn, bk, warps = _gemm_blocks(M, CG, K, g.dtype, g.device)
+    acc, upcast = _acc(g.dtype, g.device)
     grid = (groups * triton.cdiv(M, bm) * triton.cdiv(CG, bn),)
     launch(conv_dgrad_kernel, grid, g, w, dx, H, W, OH, OW, M, K, KH, KW, CG, OCG, C,
-           *g.stride(), *w.stride(), *stride, *padding, *dilation, ACC=_acc(g.dtype, g.device)[0], UPCAST=_acc(g.dtype, g.device)[1],
-           PRECISION=_precision(g.dtype, allow_tf32), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+           *g.stride(), *w.stride(), *stride, *padding, *dilation, ACC=acc, UPCAST=upcast,
+           BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
            num_warps=warps, num_stages=2)
     return dx
 
 
-def conv2d_grad_weight(x, g, w_shape, stride, padding, dilation, groups, allow_tf32=False, splits=None):
+def conv2d_grad_weight(x, g, w_shape, stride, padding, dilation, groups, splits=None):
     """dL/dw (contiguous, of ``w_shape`` and x's dtype) from x (N, C, H, W) and g = dL/dy.
     ``splits`` (default: 1 on the CPU, enough for ~256 programs on a GPU) is how many programs
     share each tile's pixel sum."""
@@ -280,6 +280,7 @@ def conv2d_grad_weight(x, g, w_shape, stride, padding, dilation, groups, allow_t
     if P == 0:
         return dw.fill_(0)
     bm, bn, bk, warps = _gemm_blocks(OCG, CKK, P, x.dtype, x.device)
+    acc, upcast = _acc(x.dtype, x.device)
     tiles = groups * triton.cdiv(OCG, bm) * triton.cdiv(CKK, bn)
     if splits is None:
         splits = 1
@@ -290,8 +291,8 @@ def conv2d_grad_weight(x, g, w_shape, stride, padding, dilation, groups, allow_t
     acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     out = dw if splits == 1 else torch.empty((splits, OC, CG, KH, KW), dtype=acc_dtype, device=x.device)
     launch(conv_wgrad_kernel, (tiles, splits), x, g, out, H, W, OH, OW, P, CKK, KH, KW, CG, OCG, OC,
-           k_per_split, *x.stride(), *g.stride(), *stride, *padding, *dilation, ACC=_acc(x.dtype, x.device)[0], UPCAST=_acc(x.dtype, x.device)[1],
-           PRECISION=_precision(x.dtype, allow_tf32), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+           k_per_split, *x.stride(), *g.stride(), *stride, *padding, *dilation, ACC=acc, UPCAST=upcast,
+           BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
            num_warps=warps, num_stages=2)
     if splits > 1:
         return reduce(out, (0,), "sum", out_dtype=x.dtype)

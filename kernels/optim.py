@@ -36,14 +36,14 @@ from .scalars import as_f64, f64_bits
 __all__ = ["ALGORITHMS", "fused_step"]
 
 ALGORITHMS = {"sgd": 0, "adam": 1, "rmsprop": 2, "adagrad": 3}
-_ROW = 9
+ROW = tl.constexpr(9)  # int64 entries per table row (layout in the module docstring)
 _COMPUTE = {torch.float32: tl.float32, torch.float16: tl.float32, torch.bfloat16: tl.float32,
             torch.float64: tl.float64}
 
 
 @triton.jit
 def _ptr(table, row, col: tl.constexpr, like):
-    return tl.load(table + row * 9 + col).to(tl.pointer_type(like.dtype.element_ty))
+    return tl.load(table + row * ROW + col).to(tl.pointer_type(like.dtype.element_ty))
 
 
 @triton.jit
@@ -74,10 +74,10 @@ def _optim_kernel(table, like, h0, h1, h2, h3, h4, h5,
     s0_ptr = _ptr(table, row, 2, like)
     s1_ptr = _ptr(table, row, 3, like)
     s2_ptr = _ptr(table, row, 4, like)
-    n = tl.load(table + row * 9 + 5)
-    c0 = as_f64(tl.load(table + row * 9 + 6)).to(COMPUTE)
-    c1 = as_f64(tl.load(table + row * 9 + 7)).to(COMPUTE)
-    first = tl.load(table + row * 9 + 8) != 0
+    n = tl.load(table + row * ROW + 5)
+    c0 = as_f64(tl.load(table + row * ROW + 6)).to(COMPUTE)
+    c1 = as_f64(tl.load(table + row * ROW + 7)).to(COMPUTE)
+    first = tl.load(table + row * ROW + 8) != 0
     k0 = as_f64(h0).to(COMPUTE)
     k1 = as_f64(h1).to(COMPUTE)
     k2 = as_f64(h2).to(COMPUTE)
@@ -165,12 +165,14 @@ def _optim_kernel(table, like, h0, h1, h2, h3, h4, h5,
         tl.store(p_ptr + offs, p.to(p_ptr.dtype.element_ty), mask=mask)
 
 
-def _chunk(device: torch.device) -> tuple[int, int]:
-    """(elements per table row, elements per loop iteration). The interpreter pays per program and
-    per op, so a row covers up to 2^16 elements in one block; compiled, rows of 16K elements walked
-    in 1K blocks keep the table short and every SM busy."""
+def _chunk(device: torch.device, longest: int) -> tuple[int, int]:
+    """(elements per table row, elements per loop iteration) for a launch whose largest parameter
+    has ``longest`` elements. The interpreter pays per program and per op, so a row is one block
+    of up to 2^16 elements, no wider than needed; compiled, rows of 16K elements walked in 1K
+    blocks keep the table short and every SM busy."""
     if device.type == "cpu":
-        return 1 << 16, 1 << 16
+        block = min(triton.next_power_of_2(max(longest, 16)), 1 << 16)
+        return block, block
     return 1 << 14, 1 << 10
 
 
@@ -192,9 +194,12 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
     for (device, dtype), idx in buckets.items():
         if dtype not in _COMPUTE:
             raise TypeError(f"optimizers update floating-point parameters, got {dtype}")
+        if dtype == torch.bfloat16 and device.type == "cpu":  # the interpreter's bf16 arithmetic is wrong
+            raise RuntimeError("bfloat16 parameters cannot be optimized on the CPU: Triton's interpreter computes "
+                               "bfloat16 wrongly. Use float32 on the CPU, or a CUDA device for bfloat16.")
         rows, keep, write_back = [], [], []
-        chunk, block = _chunk(device)
-        item = torch.empty((), dtype=dtype).element_size()
+        chunk, block = _chunk(device, max(params[i].numel() for i in idx))
+        item = params[idx[0]].element_size()
         for i in idx:
             tensors = [params[i], grads[i]] + list(states[i]) + [None] * (3 - len(states[i]))
             ptrs = []
@@ -222,7 +227,7 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
         if not rows:
             continue
         table = torch.tensor(rows, dtype=torch.int64).to(device)
-        launch(_optim_kernel, (len(rows) // _ROW,), table, keep[0], *h, ALGO=code, MAXIMIZE=bool(maximize),
+        launch(_optim_kernel, (len(rows) // ROW.value,), table, keep[0], *h, ALGO=code, MAXIMIZE=bool(maximize),
                WEIGHT_DECAY=bool(weight_decay), MOMENTUM=bool(momentum), NESTEROV=bool(nesterov),
                AMSGRAD=bool(amsgrad), DECOUPLED=bool(decoupled), CENTERED=bool(centered),
                COMPUTE=_COMPUTE[dtype], BLOCK=block, num_warps=4)

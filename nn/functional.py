@@ -422,9 +422,7 @@ def one_hot(tensor, num_classes=-1):
 from .functional_loss import *  # noqa: E402,F401,F403
 from .functional_loss import __all__ as _loss_all  # noqa: E402
 
-__all__ += _loss_all
+from .functional_conv import *  # noqa: E402,F401,F403  (conv2d, max_pool2d, avg_pool2d, batch_norm)
+from .functional_conv import __all__ as _conv_all  # noqa: E402
 
-try:  # conv2d, max_pool2d, avg_pool2d, batch_norm (written alongside)
-    from .functional_conv import *  # noqa: E402,F401,F403
-except ImportError:
-    pass
+__all__ += _loss_all + _conv_all

@@ -77,6 +77,11 @@ def _type_name(t):
     return f"tgrad.{'cuda.' if t.is_cuda else ''}{t.dtype.legacy}"
 
 
+def _scalar_name(t):
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16"}.get(t.dtype.name, t.dtype.name)
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d cross-correlation of input (N, C, H, W) or (C, H, W) with weight (OC, C/groups, KH, KW):
     y[n, o, i, j] = bias[o] + sum_{c,kh,kw} x[n, g*C/groups + c, i*s - p + kh*d, j*s - p + kw*d] w[o, c, kh, kw],
@@ -142,11 +147,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                            f"({effective[0]} x {effective[1]}). Kernel size can't be greater than actual input size")
     out_hw = tuple((padded[i] - effective[i]) // stride[i] + 1 for i in range(2))
     return Convolution.apply(input, weight, bias, stride, pad, dilation, groups, out_hw)
-
-
-def _scalar_name(t):
-    return {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16"}.get(t.dtype.name, t.dtype.name)
 
 
 # ----------------------------------------------------------------------------- pooling
@@ -315,13 +315,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                            f"{list(input.shape)}")
     _float_only(input, "batch_norm")
     C = input.shape[1]
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
     if training:
         per_channel = input.shape[0] * math.prod(input.shape[2:])
         if per_channel <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"tgrad.Size({list(input.shape)})")
-    elif running_mean is None or running_var is None:
-        raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in evaluation mode")
+    elif running_mean is None:
+        raise RuntimeError("running_mean must be defined in evaluation mode")
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                     ("bias", bias)):
         if t is not None:

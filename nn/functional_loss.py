@@ -243,6 +243,10 @@ class _CrossEntropy(Function):
                 None, None, None, None, None, None)
 
 
+class _NllLoss(_CrossEntropy):
+    piecewise_constant = True  # dL/dx = -w_t / den is constant in x: no history to keep
+
+
 class _CrossEntropyProb(_CrossEntropy):
     node_name = "CrossEntropyLossBackward0"
     edge_args = (0, 1, 2)
@@ -344,4 +348,4 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _reduction(reduction, size_average, reduce)
     nci, _ = _nll_setup(input, target, weight, True, "nll_loss")
     _no_grad_for("nll_loss_forward", "weight", weight)
-    return _CrossEntropy.apply(input, target, weight, int(ignore_index), 0.0, reduction, False, nci)
+    return _NllLoss.apply(input, target, weight, int(ignore_index), 0.0, reduction, False, nci)

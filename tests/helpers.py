@@ -62,3 +62,27 @@ def assert_close(got, expected: torch.Tensor, dtype=None, rtol=None, atol=None, 
     r, a = TOL[_torch_dtype(dtype)]
     torch.testing.assert_close(g, e, rtol=rtol if rtol is not None else r, atol=atol if atol is not None else a,
                                equal_nan=True, msg=lambda m: f"{m} {msg}")
+
+
+def node_signature(t):
+    """``t.grad_fn``'s type name and its edges as (type name or None, output_nr), comparable between
+    tgrad and torch: ('AddBackward0', (('AccumulateGrad', 0), (None, 0)))."""
+    fn = t.grad_fn
+    return type(fn).__name__, tuple((type(n).__name__ if n is not None else None, nr) for n, nr in fn.next_functions)
+
+
+def check_vs_torch(y, yr, inputs, refs, dtype=None, seed=99, edges=True):
+    """Output ``y`` of tgrad against ``yr`` of torch (float64, same numbers): values, grad_fn and its
+    edges (only the name when ``edges`` is False), then backward with one random upstream gradient
+    and every input's gradient (values, shape, and the input's own dtype). Inputs whose reference
+    is not a torch tensor that requires grad are skipped."""
+    assert_close(y, yr, dtype)
+    assert y.requires_grad
+    assert node_signature(y) == node_signature(yr) if edges else node_signature(y)[0] == node_signature(yr)[0]
+    g, gr = make_pair(y.shape, y.dtype, -1.0, 1.0, requires_grad=False, seed=seed)
+    y.backward(g)
+    yr.backward(gr)
+    for x, r in zip(inputs, refs):
+        if isinstance(r, torch.Tensor) and r.requires_grad:
+            assert x.grad is not None and x.grad.dtype is x.dtype
+            assert_close(x.grad, r.grad, x.dtype)

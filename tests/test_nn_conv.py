@@ -32,9 +32,9 @@ def upstream(shape, dtype, seed=11):
 def run_and_compare(out, ref, pairs, dtype):
     """Compare ``out`` with ``ref``, backprop one random gradient through both, compare the grads of
     every (tgrad leaf, torch leaf) in ``pairs``."""
-    assert_close(out, ref, msg="output")
+    assert_close(out.cpu(), ref, msg="output")
     g, gr = upstream(tuple(ref.shape), dtype)
-    out.backward(g)
+    out.backward(g.to(out.device))
     ref.backward(gr)
     for i, (t, r) in enumerate(pairs):
         assert_close(t.grad, r.grad, msg=f"grad of argument {i}")
@@ -58,12 +58,12 @@ CONV_CASES = {  # name: (input shape, weight shape, bias?, kwargs)
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", list(CONV_CASES))
-def test_conv2d_matches_torch(case, dtype):
+def test_conv2d_matches_torch(case, dtype, device):
     xs, ws, has_bias, kw = CONV_CASES[case]
     x, xr = make_pair(xs, dtype, seed=1)
     w, wr = make_pair(ws, dtype, seed=2)
     b, br = make_pair((ws[0],), dtype, seed=3) if has_bias else (None, None)
-    out = conv2d(x, w, b, **kw)
+    out = conv2d(x.to(device), w.to(device), b.to(device) if has_bias else None, **kw)
     assert out.grad_fn.name() == "ConvolutionBackward0"
     ref = F.conv2d(xr, wr, br, **kw)
     run_and_compare(out, ref, [(x, xr), (w, wr)] + ([(b, br)] if has_bias else []), dtype)
@@ -152,14 +152,14 @@ MAX_CASES = {  # name: (input shape, kwargs)
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", list(MAX_CASES))
-def test_max_pool2d_matches_torch(case, dtype):
+def test_max_pool2d_matches_torch(case, dtype, device):
     shape, kw = MAX_CASES[case]
     x, xr = make_pair(shape, dtype, seed=12)
-    out, idx = max_pool2d(x, return_indices=True, **kw)
+    out, idx = max_pool2d(x.to(device), return_indices=True, **kw)
     ref, ref_idx = F.max_pool2d(xr, return_indices=True, **kw)
     assert out.grad_fn.name() == "MaxPool2DWithIndicesBackward0"
     assert idx.dtype == tgrad.int64 and not idx.requires_grad
-    assert torch.equal(idx.torch(), ref_idx)
+    assert torch.equal(idx.torch().cpu(), ref_idx)
     run_and_compare(out, ref, [(x, xr)], dtype)
 
 
@@ -189,10 +189,10 @@ AVG_CASES = {
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", list(AVG_CASES))
-def test_avg_pool2d_matches_torch(case, dtype):
+def test_avg_pool2d_matches_torch(case, dtype, device):
     shape, kw = AVG_CASES[case]
     x, xr = make_pair(shape, dtype, seed=14)
-    out = avg_pool2d(x, **kw)
+    out = avg_pool2d(x.to(device), **kw)
     assert out.grad_fn.name() == "AvgPool2DBackward0"
     run_and_compare(out, F.avg_pool2d(xr, **kw), [(x, xr)], dtype)
 
@@ -236,20 +236,20 @@ def test_pool_bad_arguments():
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
 @pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 4, 5)], ids=["2d", "3d", "4d"])
-def test_batch_norm_matches_torch(shape, training, dtype):
+def test_batch_norm_matches_torch(shape, training, dtype, device):
     x, xr = make_pair(shape, dtype, seed=20)
     w, wr = make_pair((3,), dtype, seed=21)
     b, br = make_pair((3,), dtype, seed=22)
     rm0 = uniform64((3,), -1, 1, seed=23).to(dtype.torch)
     rv0 = uniform64((3,), 0.5, 2, seed=24).to(dtype.torch)
-    rm, rv = tgrad.from_torch(rm0.clone()), tgrad.from_torch(rv0.clone())
+    rm, rv = tgrad.from_torch(rm0.clone().to(device)), tgrad.from_torch(rv0.clone().to(device))
     rmr, rvr = rm0.double(), rv0.double()
-    out = batch_norm(x, rm, rv, w, b, training=training, momentum=0.3, eps=1e-3)
+    out = batch_norm(x.to(device), rm, rv, w.to(device), b.to(device), training=training, momentum=0.3, eps=1e-3)
     ref = F.batch_norm(xr, rmr, rvr, wr, br, training=training, momentum=0.3, eps=1e-3)
     assert out.grad_fn.name() == "NativeBatchNormBackward0"
     run_and_compare(out, ref, [(x, xr), (w, wr), (b, br)], dtype)
-    assert_close(rm, rmr, msg="running_mean")
-    assert_close(rv, rvr, msg="running_var")
+    assert_close(rm.cpu(), rmr, msg="running_mean")
+    assert_close(rv.cpu(), rvr, msg="running_var")
 
 
 def test_batch_norm_without_affine_or_running_stats_on_strided_input():
@@ -276,6 +276,8 @@ def test_batch_norm_bad_arguments():
         batch_norm(tgrad.ones(4, 3), tgrad.zeros(4), tgrad.ones(4), training=True)
     with raises(RuntimeError, "weight should contain 3 elements not 4"):
         batch_norm(tgrad.ones(4, 3), tgrad.zeros(3), tgrad.ones(3), weight=tgrad.ones(4))
+    with raises(ValueError, "running_mean and running_var must either both be None or neither be None"):
+        batch_norm(tgrad.ones(4, 3), tgrad.zeros(3), None, training=True)
     with raises(RuntimeError, "running_mean must be defined in evaluation mode"):
         batch_norm(tgrad.ones(4, 3), None, None, training=False)
     with raises(TypeError, "batch_norm(): argument 'momentum' (position 7) must be float, not NoneType"):

@@ -10,6 +10,7 @@ import torch.nn.functional as TF
 
 import tgrad
 import tgrad.nn.functional as F
+from tgrad.kernels import embedding as KE
 from tgrad.kernels import layer_norm as KLN
 from tgrad.kernels import random as KR
 from helpers import assert_close, make_pair, uniform64
@@ -143,7 +144,7 @@ def test_layer_norm_chunked_rows_and_partial_sums(dtype, monkeypatch):
 
 
 def test_layer_norm_launches_and_determinism():
-    x, w, b = tgrad.randn(6, 10, requires_grad=True), tgrad.randn(10, requires_grad=True), tgrad.randn(10, requires_grad=True)
+    x, w, b = (tgrad.randn(*s, requires_grad=True) for s in ((6, 10), (10,), (10,)))
     g = tgrad.randn(6, 10)
     grads = []
     for _ in range(2):
@@ -281,11 +282,13 @@ def test_embedding_matches_torch(dtype, padding_idx):
     backprop_and_compare(out, ref, [(w, wr)], dtype)
 
 
-def test_embedding_int32_strided_indices_and_transposed_weight():
-    w, wr = noncontiguous_pair((9, 4), tgrad.float64)
+def test_embedding_int32_strided_indices_transposed_weight_small_blocks(monkeypatch):
+    monkeypatch.setattr(KE, "block_shape_2d", lambda r, c, d: (4, 2, 4))  # 2 programs x 2 chunks
+    w, wr = noncontiguous_pair((9, 3), tgrad.float64)
     idx = torch.tensor([[8, 0, 2], [2, 2, 7]], dtype=torch.int32).t()
     out = F.embedding(tgrad.from_torch(idx), w)
     backprop_and_compare(out, TF.embedding(idx, wr), [(w, wr)], tgrad.float64)
+    assert torch.equal(F.one_hot(tgrad.from_torch(idx.long()), 9).torch(), TF.one_hot(idx.long(), 9))
 
 
 @pytest.mark.parametrize("bad", [7, -1])
@@ -385,3 +388,60 @@ def test_torch_computes_nothing_in_a_functional_training_step():
     assert rec.ops["empty"] > 0
     assert rec.computed() == {}, f"torch computed: {rec.computed()}"
     assert all(t.grad is not None for t in (w, b, emb))
+
+
+# ------------------------------------------------------------------------------ compiles for CUDA
+
+def _workload(monkeypatch):
+    """One fp32 pass through every kernel of nn.functional, then again with small blocks and
+    several programs, so the chunked and partial-sum branches are launched too."""
+    from tgrad.kernels import cross_entropy as KCE
+    from tgrad.kernels import losses as KL
+    for small in (False, True):
+        if small:
+            monkeypatch.setattr(KLN, "block_shape_2d", lambda r, c, d: (2, 4, 4))
+            monkeypatch.setattr(KCE, "block_shape_2d", lambda r, c, d: (2, 4, 4))
+            monkeypatch.setattr(KLN, "_programs", lambda m, br, d: 2)
+            monkeypatch.setattr(KCE, "programs_for", lambda n, d: 2)
+            monkeypatch.setattr(KL, "programs_for", lambda n, d: 2)
+            monkeypatch.setattr(KL, "block_for", lambda n, d: 8)
+        x = tgrad.randn(5, 7, requires_grad=True)
+        w, t = tgrad.rand(7, requires_grad=True), tgrad.tensor([0, 1, 2, 3, 4])
+        F.layer_norm(x, (7,), w, w).sum().backward()
+        F.cross_entropy(x, t, label_smoothing=0.1, weight=w.detach()).backward()
+        F.cross_entropy(x, tgrad.rand(5, 7), reduction="none").sum().backward()
+        F.nll_loss(x, t).backward()
+        F.binary_cross_entropy_with_logits(x, x.detach().sigmoid(), w.detach(), pos_weight=w.detach()).backward()
+        F.binary_cross_entropy(x.sigmoid(), x.detach().sigmoid(), reduction="none").sum().backward()
+    F.dropout(x, 0.3).sum().backward()
+    F.embedding(t, x).sum().backward()
+    F.one_hot(t)
+
+
+def test_every_functional_kernel_compiles_for_sm90(monkeypatch):
+    """As test_cuda_compile.py does for the core: each configuration launched above compiles to
+    a cubin for sm_90 with Triton's bundled ptxas (no GPU needed); the interpreter accepts code the
+    compiler rejects."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from tgrad.kernels.launch import launch_observers
+    from test_cuda_compile import _record
+    launches = {}
+    observer = _record(launches)
+    launch_observers.append(observer)
+    try:
+        _workload(monkeypatch)
+    finally:
+        launch_observers.remove(observer)
+    ours = {k: v for k, v in launches.items() if v[0].fn.__module__.split(".")[-1] in
+            ("layer_norm", "cross_entropy", "losses", "dropout", "embedding")}
+    assert len({k[0] for k in ours}) == 12, sorted({k[0] for k in ours})
+    failures = []
+    for (name, _, consts), (kernel, signature, constants, options) in ours.items():
+        try:
+            assert triton.compile(ASTSource(kernel, signature, constants), target=GPUTarget("cuda", 90, 32),
+                                  options=options).asm["cubin"]
+        except Exception as e:  # collect all, report together
+            failures.append(f"{name} {consts[:200]}: {type(e).__name__}: {str(e)[:300]}")
+    assert not failures, "kernels that do not compile for sm_90:\n" + "\n".join(failures)

@@ -238,7 +238,8 @@ def test_setitem_errors():
     x = tgrad.zeros(3)
     with pytest.raises(RuntimeError) as err:
         x[_tg(I(0, 1))] = tgrad.ones(3)
-    assert str(err.value) == "shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape [2]"
+    assert str(err.value) == ("shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of "
+                              "shape [2]")
     with pytest.raises(RuntimeError) as err:
         x[_tg(I(0))] = tgrad.ones(1, dtype=tgrad.float64)
     assert str(err.value) == ("Index put requires the source and destination dtypes match, got Float for the "

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tgrad
-from helpers import make_pair, to_torch, uniform64
+from helpers import make_pair, node_signature as signature, to_torch, uniform64
 
 TOL = {torch.float32: 4e-6, torch.float64: 1e-13}
 DTYPES = [tgrad.float32, tgrad.float64]
@@ -119,11 +119,6 @@ def test_float16_forward():
     assert y.dtype is tgrad.float16  # accumulated in fp32, rounded once to half precision
     err = (to_torch(y) - (ar @ br).detach()).abs()
     assert bool((err <= 1e-3 * (ar.abs() @ br.abs()).detach()).all())
-
-
-def signature(t):
-    fn = t.grad_fn
-    return type(fn).__name__, tuple((type(n).__name__ if n is not None else None, nr) for n, nr in fn.next_functions)
 
 
 @pytest.mark.parametrize("expr,name", [("a2 @ b2", "MmBackward0"), ("tgrad.matmul(a2, b2)", "MmBackward0"),

@@ -202,7 +202,8 @@ def _stepped(cls, kwargs, steps=3, seed=0):
     return tp, gp, topt, gopt
 
 
-@pytest.mark.parametrize("cls,kwargs", [(optim.SGD, dict(lr=0.1, momentum=0.9)), (optim.Adam, dict(lr=0.1, amsgrad=True)),
+@pytest.mark.parametrize("cls,kwargs", [(optim.SGD, dict(lr=0.1, momentum=0.9)),
+                                        (optim.Adam, dict(lr=0.1, amsgrad=True)),
                                         (optim.RMSprop, dict(lr=0.01, centered=True)), (optim.Adagrad, dict(lr=0.1))],
                          ids=lambda v: getattr(v, "__name__", ""))
 def test_state_dict_has_torchs_structure_and_round_trips(cls, kwargs):
@@ -309,14 +310,49 @@ def test_optimizer_kernels_compile_for_sm90():
     launch_observers.append(observer)
     try:
         for cls, kwargs in [(optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
-                            (optim.AdamW, dict(lr=0.1, amsgrad=True)), (optim.RMSprop, dict(centered=True, momentum=0.5)),
+                            (optim.AdamW, dict(lr=0.1, amsgrad=True)),
+                            (optim.RMSprop, dict(centered=True, momentum=0.5)),
                             (optim.Adagrad, dict(weight_decay=0.1))]:
             _stepped(cls, kwargs, steps=1)
     finally:
         launch_observers.remove(observer)
     kernels = [v for k, v in launches.items() if k[0] == "_optim_kernel"]
     assert len(kernels) == 4
+    # and the loop-over-blocks configuration CUDA launches use (1K blocks of 16K-element rows)
+    kernel, signature, constants, options = kernels[1]
+    kernels.append((kernel, signature, {**constants, "BLOCK": 1024}, options))
     for kernel, signature, constants, options in kernels:
         compiled = triton.compile(ASTSource(kernel, signature, constants), target=GPUTarget("cuda", 90, 32),
                                   options=options)
         assert compiled.asm["cubin"]
+
+
+def test_training_steps_with_every_optimizer_compute_nothing_in_torch():
+    """The storage-only audit (tests/test_no_torch_compute.py) over a CNN training step with each
+    optimizer, a shuffled DataLoader batch, a scheduler step and a checkpoint round trip."""
+    import io
+    from test_no_torch_compute import AtenRecorder
+    import tgrad.nn as nn
+    from tgrad.utils.data import DataLoader, TensorDataset
+    tgrad.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(16, 3))
+    data = TensorDataset(tgrad.randn(8, 1, 4, 4), tgrad.randint(0, 3, (8,)))
+    with AtenRecorder() as rec:
+        batches = list(DataLoader(data, batch_size=4, shuffle=True))
+        for i, (cls, kwargs) in enumerate([(optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-4)),
+                                           (optim.Adam, dict(amsgrad=True)), (optim.AdamW, {}),
+                                           (optim.RMSprop, dict(momentum=0.9, centered=True)), (optim.Adagrad, {})]):
+            opt = cls(model.parameters(), **kwargs)
+            sched = optim.lr_scheduler.StepLR(opt, step_size=1)
+            x, y = batches[i % 2]
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            sched.step()
+        buf = io.BytesIO()
+        tgrad.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, buf)
+        buf.seek(0)
+        opt.load_state_dict(tgrad.load(buf)["optimizer"])
+    assert rec.ops["empty"] > 0
+    assert rec.computed() == {}, f"torch computed: {rec.computed()}"

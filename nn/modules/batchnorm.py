@@ -49,6 +49,14 @@ class _BatchNorm(Module):
             init.ones_(self.weight)
             init.zeros_(self.bias)
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # checkpoints written before the buffer existed lack it: keep the current count (PyTorch's
+        # rule for state dicts without version metadata, which tgrad's never carry)
+        key = prefix + "num_batches_tracked"
+        if self.track_running_stats and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def _check_input_dim(self, input):  # pragma: no cover - abstract
         raise NotImplementedError
 

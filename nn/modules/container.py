@@ -17,6 +17,20 @@ def _index(idx, n):
     return idx % n
 
 
+def _renumber(container, modules):
+    """Make ``modules`` the container's children under the keys "0".."n-1" (what PyTorch leaves
+    after a deletion or insertion, so state-dict keys stay dense)."""
+    container._modules.clear()
+    for i, m in enumerate(modules):
+        container.add_module(str(i), m)
+
+
+def _delete(container, idx):
+    keys = list(container._modules)
+    doomed = set(keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]])
+    _renumber(container, [m for k, m in container._modules.items() if k not in doomed])
+
+
 class Sequential(Module):
     """Calls its children in order, each on the previous one's output."""
 
@@ -39,14 +53,7 @@ class Sequential(Module):
         setattr(self, key, module)
 
     def __delitem__(self, idx):
-        keys = list(self._modules)
-        for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self))]]):
-            del self._modules[key]
-        # renumber, as PyTorch does, so the keys stay 0..n-1
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _delete(self, idx)
 
     def __len__(self):
         return len(self._modules)
@@ -70,9 +77,7 @@ class Sequential(Module):
         index = index % (n + 1) if index < 0 else index
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        _renumber(self, items)
         return self
 
     def forward(self, input):
@@ -98,13 +103,7 @@ class ModuleList(Module):
         self.add_module(str(_index(idx, len(self))), module)
 
     def __delitem__(self, idx):
-        keys = list(self._modules)
-        for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self))]]):
-            del self._modules[key]
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _delete(self, idx)
 
     def __len__(self):
         return len(self._modules)
@@ -127,9 +126,7 @@ class ModuleList(Module):
     def insert(self, index, module):
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        _renumber(self, items)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward: iterate over it and call its modules")

@@ -305,10 +305,10 @@ class Div(_Binary):
         return da, db, None
 
 
-def int_pow(a: Tensor, b: Tensor, dtype, params=(1.0, 1.0), formula=M.pow_):
+def int_pow(a: Tensor, b: Tensor, dtype):
     """Powers with an integer result (never differentiable): fp64 exp/log, rounded back (3**5 is 243)."""
     a, b = (t.to(dtype) if t.dtype is _dtype.bool else t for t in (a, b))
-    return map_(formula, [a, b], dtype, params, compute=_dtype.float64)
+    return map_(M.pow_, [a, b], dtype, (1.0, 1.0), compute=_dtype.float64)
 
 
 class Pow(_Binary):
