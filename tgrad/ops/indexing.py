@@ -1,7 +1,7 @@
 """``x[index]`` and ``x[index] = value``.
 
 Basic indices (ints, slices with steps, None, ...) make views. Integer-tensor and boolean-mask
-indices gather through a kernel (see ``gather_index``)."""
+indices gather through a kernel (see ``ops/advanced.py``)."""
 from __future__ import annotations
 
 import operator

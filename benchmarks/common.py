@@ -1,0 +1,44 @@
+"""Timing helpers shared by the benchmarks: medians after warm-up, the same way for tgrad and torch."""
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+
+import torch
+import triton
+
+
+def sync(device: str):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_ms(fn, device: str, repeats: int = 10, warmup: int = 2) -> float:
+    """Median wall time of ``fn()`` in ms. On CUDA, triton.testing.do_bench (it flushes L2 and
+    synchronises); on the CPU, perf_counter around each call."""
+    if device == "cuda":
+        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples)
+
+
+def machine() -> str:
+    import tgrad  # noqa: F401 (version below)
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+    return (f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, {gpu}; "
+            f"python {platform.python_version()}, torch {torch.__version__}, triton {triton.__version__}")
+
+
+def table(rows, header):
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = " | ".join(h.ljust(w) for h, w in zip(header, widths))
+    out = [line, "-|-".join("-" * w for w in widths)]
+    out += [" | ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(out)
