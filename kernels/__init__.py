@@ -1,3 +1,4 @@
 """Triton kernels of tgrad. They take and return torch tensors used purely as storage and know
-nothing of ``tgrad.Tensor``; ``launch`` runs each one compiled on CUDA or interpreted on the CPU."""
-from .launch import count_launches, launch, launch_counts  # noqa: F401
+nothing of ``tgrad.Tensor``; ``tgrad.kernels.launch.launch`` runs each one compiled on CUDA or
+interpreted on the CPU."""
+from .launch import count_launches, launch_counts  # noqa: F401
