@@ -233,6 +233,7 @@ SPLITS = {  # id -> (shape, op)
     "chunk": ((7, 3), lambda x: x.chunk(3)),
     "chunk_more_than_size": ((3, 2), lambda x: x.chunk(5)),
     "chunk_dim1": ((2, 6), lambda x: torch.chunk(x, 4, 1) if isinstance(x, torch.Tensor) else tgrad.chunk(x, 4, 1)),
+    "chunk_empty_dim": ((0, 2), lambda x: x.chunk(3)),
     "unbind": ((3, 4), lambda x: x.unbind()),
     "unbind_dim1": ((2, 3, 2), lambda x: x.unbind(1)),
 }
@@ -454,6 +455,8 @@ def test_join_and_split_errors():
     _raises(RuntimeError, "split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension "
                           "2), but got split_sizes=[1, 2]", lambda: x.split([1, 2], 2))
     _raises(RuntimeError, "chunk expects `chunks` to be greater than 0, got: 0", lambda: x.chunk(0))
+    _raises(RuntimeError, "split expects at least a 1-dimensional tensor", lambda: tgrad.tensor(1.0).split(1))
+    _raises(RuntimeError, "chunk expects at least a 1-dimensional tensor", lambda: tgrad.tensor(1.0).chunk(1))
     _raises(RuntimeError, "start (3) + length (2) exceeds dimension size (4).", lambda: x.narrow(2, 3, 2))
     _raises(IndexError, "start out of range (expected to be in range of [-4, 4], but got -5)",
             lambda: x.narrow(2, -5, 1))

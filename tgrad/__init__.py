@@ -10,10 +10,11 @@ from ._dtype import (Size, bfloat16, bool, double, dtype, float, float16, float3
 from .tensor import Tensor  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, is_inference_mode_enabled  # noqa: F401
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
-from . import backends, return_types  # noqa: F401
+from . import backends, return_types, viz  # noqa: F401
 from tgrad.kernels.launch import count_launches  # noqa: F401
 from .ops.random import Generator  # noqa: F401
 from .serialization import load, save  # noqa: F401

@@ -17,12 +17,15 @@ from .autograd.grad_mode import _inference_mode_enabled, is_grad_enabled
 
 
 class _Version:
-    """The version counter shared by a tensor, its views and its ``detach()`` aliases."""
+    """The version counter shared by a tensor, its views and its ``detach()`` aliases. It also
+    says whether that storage's tensors are inference tensors: made inside inference_mode, they
+    and all their views are, wherever the views are taken (spec E.24)."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "inference")
 
     def __init__(self):
         self.value = 0
+        self.inference = _inference_mode_enabled()
 
 
 class _VersionRef(int):
@@ -84,7 +87,7 @@ class Tensor:
         t._hooks_leaf = None
         t._post_acc_hooks = None
         t._retains_grad = False
-        t._is_inference = _inference_mode_enabled()  # results computed inside inference_mode too
+        t._is_inference = t._vc.inference  # the one place results and views learn it
         return t
 
     @classmethod
@@ -415,12 +418,11 @@ def _format(t: Tensor) -> str:
 def check_inplace(t: Tensor):
     """The checks every in-place op makes before writing into ``t`` (spec F.25, E.24)."""
     if t._is_inference:
-        from .autograd.grad_mode import _inference_mode_enabled
         if not _inference_mode_enabled():
             raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make "
                                "a clone to get a normal tensor before doing inplace update.See "
                                "https://github.com/pytorch/rfcs/pull/17 for more details.")
-    if not is_grad_enabled():
+    if not is_grad_enabled() or _inference_mode_enabled():  # inference mode skips autograd's checks
         return
     if t._grad_fn is None and t._requires_grad:
         if t._base is not None:

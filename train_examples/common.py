@@ -21,7 +21,9 @@ from tqdm.auto import tqdm  # noqa: E402
 
 import tgrad  # noqa: E402
 
-__all__ = ["parse_args", "setup", "progress", "Stopwatch", "save_outputs", "report"]
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
+
+__all__ = ["parse_args", "setup", "progress", "Stopwatch", "plot_regions", "save_outputs", "report"]
 
 
 def parse_args(argv, description, *, steps=None, epochs=None, extra=None):
@@ -35,7 +37,7 @@ def parse_args(argv, description, *, steps=None, epochs=None, extra=None):
     if epochs is not None:
         p.add_argument("--epochs", type=int, default=None, help=f"training epochs (default {epochs})")
     p.add_argument("--seed", type=int, default=0, help="seeds the data, the initial weights and the batches")
-    p.add_argument("--out", default="train_examples/out", help="folder for the plot and the checkpoint")
+    p.add_argument("--out", default=OUT, help=f"folder for the plot and the checkpoint (default {OUT})")
     p.add_argument("--quick", action="store_true", help="a short configuration (what the tests run)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     if extra is not None:
@@ -90,6 +92,22 @@ class Stopwatch:
     @property
     def launches_per_step(self):
         return sum(self.launches.values()) / max(self.steps, 1)
+
+
+def plot_regions(predict, X, y, title):
+    """A figure of the classes ``predict`` (an (n, 2) numpy array -> n labels) gives each point of
+    the plane around the 2-D points ``X``, with the points coloured by their labels ``y``."""
+    import matplotlib.pyplot as plt
+
+    pad, h = 0.5, 0.02 * float(np.ptp(X))
+    xx, yy = np.meshgrid(np.arange(X[:, 0].min() - pad, X[:, 0].max() + pad, h),
+                         np.arange(X[:, 1].min() - pad, X[:, 1].max() + pad, h))
+    z = predict(np.c_[xx.ravel(), yy.ravel()].astype(np.float32)).reshape(xx.shape)
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.contourf(xx, yy, z, cmap=plt.cm.Spectral, alpha=0.8)
+    ax.scatter(X[:, 0], X[:, 1], c=y, s=20, cmap=plt.cm.Spectral, edgecolors="k", linewidths=0.5)
+    ax.set_title(title)
+    return fig
 
 
 def save_outputs(args, name, fig, checkpoint):

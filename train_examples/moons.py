@@ -23,7 +23,7 @@ import tgrad.optim
 from tgrad import nn
 from tgrad.nn import functional as F
 
-from common import Stopwatch, parse_args, progress, report, save_outputs, setup
+from common import Stopwatch, parse_args, plot_regions, progress, report, save_outputs, setup
 
 ALPHA = 1e-4
 
@@ -41,28 +41,18 @@ class MLP(nn.Module):
         return self.l3(x).view(-1)
 
 
-def l2_penalty(model):
-    """alpha sum_p p^2 as a number: all parameters in one vector (a storage copy), one dot."""
+def flatten_parameters(model):
+    """Move all parameters into one contiguous vector, each parameter becoming a view of it (the
+    optimizer updates them in place, so the vector stays current): the L2 penalty's value is then
+    one dot product instead of a square and a sum per parameter."""
+    params = list(model.parameters())
     with tgrad.no_grad():
-        flat = tgrad.cat([p.reshape(-1) for p in model.parameters()])
-        return ALPHA * flat.dot(flat).item()
-
-
-def plot(model, X, y, device, acc):
-    import matplotlib.pyplot as plt
-
-    h = 0.05
-    xs = np.arange(X[:, 0].min() - 0.5, X[:, 0].max() + 0.5, h)
-    ys = np.arange(X[:, 1].min() - 0.5, X[:, 1].max() + 0.5, h)
-    xx, yy = np.meshgrid(xs, ys)
-    grid = tgrad.tensor(np.c_[xx.ravel(), yy.ravel()], dtype=tgrad.float32, device=device)
-    with tgrad.no_grad():
-        z = (model(grid) > 0).cpu().numpy().reshape(xx.shape)
-    fig, ax = plt.subplots(figsize=(5, 4))
-    ax.contourf(xx, yy, z, cmap=plt.cm.Spectral, alpha=0.8)
-    ax.scatter(X[:, 0], X[:, 1], c=y, s=30, cmap=plt.cm.Spectral, edgecolors="k")
-    ax.set_title(f"tgrad two moons: decision boundary, train acc {acc:.0%}")
-    return fig
+        flat = tgrad.cat([p.reshape(-1) for p in params])
+    offset = 0
+    for p in params:
+        p.data = flat[offset:offset + p.numel()].view(p.shape)
+        offset += p.numel()
+    return flat
 
 
 def main(argv=None):
@@ -75,14 +65,18 @@ def main(argv=None):
     y = tgrad.tensor(y_np, dtype=tgrad.float32, device=args.device)
 
     model = MLP().to(args.device)
+    flat = flatten_parameters(model)
     opt = tgrad.optim.SGD(model.parameters(), lr=1.0, weight_decay=2 * ALPHA)  # d/dp alpha p^2 = 2 alpha p
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"two moons: {len(y_np)} points, MLP 2-16-16-1 ({n_params} parameters), {steps} SGD steps "
+          f"on {args.device}")
     watch = Stopwatch(args.device)
     bar = progress(args, steps, "moons")
     for k in bar:
         with watch:  # everything a step costs, the numbers for the bar included
             for group in opt.param_groups:
                 group["lr"] = 1.0 - 0.9 * k / steps
-            penalty = l2_penalty(model)  # of the weights this step's hinge term sees
+            penalty = ALPHA * flat.dot(flat).item()  # of the weights this step's hinge term sees
             margins = y * model(X)
             data_loss = F.relu(1 - margins).mean()
             opt.zero_grad()
@@ -95,8 +89,13 @@ def main(argv=None):
 
     with tgrad.no_grad():
         final_acc = ((y * model(X)) > 0).sum().item() / len(y_np)
-        final_loss = F.relu(1 - y * model(X)).mean().item() + l2_penalty(model)
-    fig = plot(model, X_np, y_np, args.device, final_acc)
+        final_loss = F.relu(1 - y * model(X)).mean().item() + ALPHA * flat.dot(flat).item()
+
+    def predict(points):
+        with tgrad.no_grad():
+            return (model(tgrad.tensor(points, device=args.device)) > 0).cpu().numpy()
+
+    fig = plot_regions(predict, X_np, y_np, f"tgrad two moons: training accuracy {final_acc:.0%}")
     png, ckpt = save_outputs(args, "moons", fig, model.state_dict())
     report(watch, [f"final: loss {final_loss:.4f}, training accuracy {final_acc:.0%}"], png, ckpt)
     return {"accuracy": final_acc, "loss": final_loss, "ms_per_step": watch.ms_per_step,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import warnings
 
+from . import anomaly_mode
 from .function import AccumulateGrad, BackwardNode, edge_of
 from .grad_mode import set_grad_enabled
 
@@ -40,15 +41,19 @@ def _validate_root(i, t, g):
 
 def _check_grads(node, grads):
     """Gradients a node returned: one per input, of the input's shape, cast to its dtype."""
+    from ..tensor import Tensor
     n_in = len(node._next)
     if not isinstance(grads, tuple):
         grads = (grads,)
-    if isinstance(node, BackwardNode) and node._forward_cls.__module__.split(".")[0] != "tgrad":
+    user = isinstance(node, BackwardNode) and node._forward_cls.__module__.split(".")[0] != "tgrad"
+    if user:
         name = node.name()
         if len(grads) < n_in or any(g is not None for g in grads[n_in:]):
             raise RuntimeError(f"function {name} returned an incorrect number of gradients "
                                f"(expected {n_in}, got {len(grads)})")
         for i, (g, meta) in enumerate(zip(grads, node._input_meta)):
+            if g is not None and not isinstance(g, Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
             if g is not None and meta is None:
                 raise RuntimeError(f"function {name} returned a gradient different than None at position "
                                    f"{i + 1}, but the corresponding forward input was not a Variable")
@@ -58,7 +63,10 @@ def _check_grads(node, grads):
         if g is not None and meta is not None:
             shape, dtype, _ = meta
             if tuple(g.shape) != tuple(shape):
-                if g.numel() == _sizes(shape).numel():
+                if user and _expandable(shape, g.shape):  # PyTorch sums such a gradient back to the input
+                    from ..ops._common import sum_to_shape
+                    g = sum_to_shape(g, shape)
+                elif not user and g.numel() == _sizes(shape).numel():
                     g = g.reshape(shape)
                 else:
                     raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - "
@@ -67,6 +75,29 @@ def _check_grads(node, grads):
                 g = g.to(dtype)
         out.append(g)
     return out
+
+
+def _expandable(shape, to):
+    """Whether ``shape`` broadcasts to ``to``."""
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(tuple(shape)), reversed(tuple(to))))
+
+
+def _run_node(node, grads):
+    """Call a node's backward and validate what it returns; in anomaly mode, also check for NaN
+    and show where the failing node's forward ran before the error propagates."""
+    if not anomaly_mode.is_anomaly_enabled():
+        return _check_grads(node, node.apply(*grads))
+    try:
+        raw = node.apply(*grads)
+        outs = _check_grads(node, raw)
+        if anomaly_mode.is_anomaly_check_nan_enabled():
+            anomaly_mode.check_nan(node, raw if isinstance(raw, tuple) else (raw,))
+        return outs
+    except Exception:
+        anomaly_mode.warn_backward_error(node)
+        raise
 
 
 def _run_tensor_hooks(node, nr, grad):
@@ -95,7 +126,10 @@ def _new_grad(grad, create_graph):
     """What a first accumulation stores in ``.grad``: a copy, which under create_graph keeps its
     history through a copy node (``grad_fn=<CopyBackwards>``, as PyTorch shows it)."""
     if not create_graph:
-        return grad.detach().clone()
+        # a storage copy, not a kernel: one interpreted launch per parameter per step otherwise
+        from ..tensor import Tensor
+        import torch
+        return Tensor._wrap(grad._data.clone(memory_format=torch.contiguous_format))
     if not grad._requires_grad:
         return grad
     from .. import ops
@@ -203,7 +237,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 outs = [None] * len(node._next)
             else:
                 grads = _materialize(node, grads)
-                outs = _check_grads(node, node.apply(*grads))
+                outs = _run_node(node, grads)
                 if create_graph:
                     _check_history(node, grads, outs)
             if not retain_graph:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import itertools
 import weakref
 
-from .grad_mode import is_grad_enabled, no_grad
+from . import anomaly_mode
+from .grad_mode import _inference_mode_enabled, is_grad_enabled, no_grad
 
 _sequence = itertools.count()
 
@@ -41,6 +42,8 @@ class Node:
         self._output_meta = ()       # (shape, dtype, device) per output: zero grads for unused outputs
         self._input_meta = ()        # (shape, dtype, device) or None per input: gradient validation
         self.metadata = {}
+        if anomaly_mode.is_anomaly_enabled() and is_grad_enabled():
+            anomaly_mode.record_forward_stack(self)
 
     @property
     def next_functions(self):
@@ -236,23 +239,35 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         Tensor = _tensor_cls()
+        builtin = cls.__module__.split(".")[0] == "tgrad"
+        if kwargs and not builtin:  # keyword arguments count as forward arguments (needs_input_grad, grads)
+            import inspect
+            bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
+            args, kwargs = bound.args[1:], bound.kwargs
         ctx = cls._backward_cls()
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         ctx.needs_input_grad = needs
-        track = any(needs) and is_grad_enabled()
+        # inference mode records no graph even under a nested enable_grad()
+        track = any(needs) and is_grad_enabled() and not _inference_mode_enabled()
         with no_grad():
             outputs = cls.forward(ctx, *args, **kwargs)
         if not track:
-            return outputs
+            if builtin:
+                return outputs
+            # a user's Function hands back a new tensor for an input returned unchanged, graph or not
+            ids, dirty = {id(a) for a in args if isinstance(a, Tensor)}, getattr(ctx, "_dirty", ())
+            fresh = tuple(o._alias() if isinstance(o, Tensor) and id(o) in ids and id(o) not in dirty else o
+                          for o in (outputs if isinstance(outputs, tuple) else (outputs,)))
+            return fresh if isinstance(outputs, tuple) else fresh[0]
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         non_diff = getattr(ctx, "_non_differentiable", ())
         dirty = getattr(ctx, "_dirty", ())
         inputs_by_id = {id(a) for a in args if isinstance(a, Tensor)}
         ctx._next = tuple(edge_of(a) if n else (None, 0) for a, n in zip(args, needs))
-        if cls.__module__.split(".")[0] == "tgrad":
-            ctx._edge_pos = cls.edge_args if cls.edge_args is not None else tuple(
-                i for i, a in enumerate(args) if isinstance(a, Tensor))
+        # next_functions shows the tensor arguments only (PyTorch: non-tensors are not edges)
+        ctx._edge_pos = cls.edge_args if builtin and cls.edge_args is not None else tuple(
+            i for i, a in enumerate(args) if isinstance(a, Tensor))
         ctx._input_meta = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args)
         new_outs = []
         for i, o in enumerate(outs):
@@ -260,6 +275,9 @@ class Function(metaclass=_FunctionMeta):
                 if id(o) in inputs_by_id and id(o) not in dirty:
                     o = o._alias()  # an input returned unchanged still gets a fresh output with history
                 if id(o) in dirty:
+                    if not builtin and o._grad_fn is None and o._requires_grad and o._base is None:
+                        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                                           "operation.")  # PyTorch's wording for a dirty leaf
                     from ..tensor import check_inplace
                     check_inplace(o)
                 if id(outs[i]) in non_diff or not o.dtype.is_floating_point:

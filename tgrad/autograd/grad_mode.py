@@ -69,9 +69,19 @@ def _inference_mode_enabled() -> bool:
     return getattr(_state, "inference", False)
 
 
+def is_inference_mode_enabled() -> bool:
+    return _inference_mode_enabled()
+
+
 class inference_mode(_GradMode):
     """Like ``no_grad``; tensors made inside are inference tensors (``is_inference()``), which
-    autograd refuses to use afterwards (spec E.24)."""
+    autograd refuses to use afterwards (spec E.24). No graph is recorded inside, even under a
+    nested ``enable_grad()``. ``inference_mode(False)`` turns grad mode on for the block."""
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):  # bare ``@inference_mode`` decorator
+            return cls()(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)

@@ -326,6 +326,8 @@ class SplitWithSizes(Split):
 
 
 def split(x, split_size_or_sections, dim=0):
+    if x.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = x._dim(dim)
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -345,7 +347,11 @@ def split(x, split_size_or_sections, dim=0):
 def chunk(x, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if x.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     n = x.shape[x._dim(dim)]
+    if n == 0:  # an empty dim still gives `chunks` (empty) pieces
+        return split(x, [0] * chunks, dim)
     return split(x, builtins.max(1, -(-n // chunks)), dim)
 
 
