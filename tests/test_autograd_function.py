@@ -138,8 +138,8 @@ def test_I31_node_name_repr_and_next_functions():
     assert node_signature(o) == node_signature(R["MyMul"].apply(xr, yr, 2.0)) == (
         "MyMulBackward", (("AccumulateGrad", 0), (None, 0)))
     assert o.grad_fn.next_functions[0][0].variable is x
-    # a non-leaf input points at its producer; a Python number between tensors is not an edge
-    z = T["MyMul"].apply(x * 2, 2.0, tgrad.ones(2)) if False else T["MyMul"].apply(x * 2, y, 2.0)
+    # a non-leaf input points at its producer
+    z = T["MyMul"].apply(x * 2, y, 2.0)
     assert node_signature(z) == ("MyMulBackward", (("MulBackward0", 0), (None, 0)))
 
 
@@ -260,9 +260,8 @@ def test_I33_saved_output_modified_in_place_is_caught():
 
 
 # ---------------------------------------------------------------------------------------- 34
-def returning(name, grads, n_args=1):
-    """A Function of ``n_args`` arguments (the first a tensor, the rest numbers) whose backward
-    returns ``grads(g)``."""
+def returning(name, grads):
+    """A Function of a tensor and any numbers, ``x * 2``, whose backward returns ``grads(g)``."""
     def forward(ctx, x, *rest):
         return x * 2
     return type(name, (tgrad.autograd.Function,), {"forward": staticmethod(forward),
@@ -502,7 +501,7 @@ def test_swish_kernels_compile_for_cuda():
 
 
 def test_swish_example_trains(tmp_path):
-    metrics = EXAMPLE.main(["--steps", "12", "--no-progress", "--out", str(tmp_path)])
-    assert metrics["loss"] < 0.5 * metrics["first_loss"]
+    metrics = EXAMPLE.main(["--quick", "--no-progress", "--out", str(tmp_path)])
+    assert metrics["loss"] < 0.1 * metrics["first_loss"]
     assert metrics["beta"] != 1.0  # beta is learned through the kernel's own reduction
     assert Path(metrics["png"]).exists()

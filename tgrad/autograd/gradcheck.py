@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from .engine import grad as autograd_grad
-from .grad_mode import no_grad
+from .grad_mode import enable_grad, no_grad
 
 
 class GradcheckError(RuntimeError):
@@ -168,10 +168,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
 
     def first_derivatives(*args):
         ins, gos = args[:n_in], args[n_in:]
-        outs = [o for o in _outputs(func, ins)]
-        pairs = [(o, g) for o, g in zip(outs, gos) if o.requires_grad]
-        grads = autograd_grad([o for o, _ in pairs], [ins[i] for i in diff], [g for _, g in pairs],
-                              create_graph=True, allow_unused=True)
+        with enable_grad():  # the numerical side calls this under no_grad; first derivatives need a graph
+            outs = [o for o in _outputs(func, ins)]
+            pairs = [(o, g) for o, g in zip(outs, gos) if o.requires_grad]
+            grads = autograd_grad([o for o, _ in pairs], [ins[i] for i in diff], [g for _, g in pairs],
+                                  create_graph=True, allow_unused=True)
         return tuple(g if g is not None else ops.zeros(ins[i].shape, dtype=ins[i].dtype) for i, g in zip(diff, grads))
 
     return gradcheck(first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,

@@ -1,0 +1,154 @@
+"""The micrograd moons demo, written the same way in tgrad, PyTorch and micrograd: ms per step.
+
+    python benchmarks/moons.py [--steps 100] [--device cpu|cuda] [--skip-micrograd]
+
+The step is micrograd's ``demo.ipynb`` as a user would write it in each library: an MLP 2-16-16-1
+with ReLU, labels y = +-1, the SVM max-margin loss plus an L2 term written in user code,
+
+    loss = mean_i relu(1 - y_i s_i) + 1e-4 * sum((p*p).sum() for p in params)
+
+then zero_grad, backward, one full-batch SGD step with lr_k = 1.0 - 0.9 k / steps, and the
+step's loss and accuracy read back (``.item()``), as the demo prints them. The data is
+``make_moons(100, noise=0.1)``. tgrad and PyTorch use the library's own ``nn.Sequential`` /
+``nn.Linear`` / ``nn.ReLU`` / ``optim.SGD``; micrograd uses its ``MLP`` and updates ``p.data``
+by hand, as its demo does. Each library trains its own model from its own initialisation; what is
+compared is the time per step (median over steps after warm-up) and, for tgrad, the kernel
+launches per step (``tgrad.count_launches``).
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine, sync, table  # noqa: E402
+
+import tgrad  # noqa: E402
+import tgrad.nn  # noqa: E402
+import tgrad.optim  # noqa: E402
+
+ALPHA = 1e-4
+
+
+def moons(n=100, seed=0):
+    from sklearn.datasets import make_moons
+    X, y = make_moons(n_samples=n, noise=0.1, random_state=seed)
+    return X.astype(np.float32), (y * 2 - 1).astype(np.float32)
+
+
+def _framework_trainer(lib, X_np, y_np, device, steps):
+    """One step of the demo in ``lib`` (tgrad or torch): the same source text for both."""
+    nn = lib.nn
+    lib.manual_seed(1337)
+    model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1)).to(device)
+    params = list(model.parameters())
+    opt = lib.optim.SGD(params, lr=1.0)
+    X = lib.tensor(X_np, device=device)
+    y = lib.tensor(y_np, device=device)
+
+    def step(k):
+        scores = model(X).squeeze(1)
+        data_loss = (1 - y * scores).relu().mean()
+        reg_loss = ALPHA * sum((p * p).sum() for p in params)
+        total_loss = data_loss + reg_loss
+        accuracy = ((y > 0) == (scores > 0)).float().mean()
+        opt.zero_grad()
+        total_loss.backward()
+        for group in opt.param_groups:
+            group["lr"] = 1.0 - 0.9 * k / steps
+        opt.step()
+        return total_loss.item(), accuracy.item()
+    return step
+
+
+def _micrograd_trainer(X_np, y_np, steps):
+    from micrograd.engine import Value
+    from micrograd.nn import MLP
+    random.seed(1337)
+    model = MLP(2, [16, 16, 1])
+
+    def step(k):  # micrograd's demo.ipynb loss() and training loop, verbatim in substance
+        inputs = [list(map(Value, xrow)) for xrow in X_np.tolist()]
+        scores = list(map(model, inputs))
+        losses = [(1 + -yi * scorei).relu() for yi, scorei in zip(y_np.tolist(), scores)]
+        data_loss = sum(losses) * (1.0 / len(losses))
+        reg_loss = ALPHA * sum((p * p for p in model.parameters()))
+        total_loss = data_loss + reg_loss
+        accuracy = [(yi > 0) == (scorei.data > 0) for yi, scorei in zip(y_np.tolist(), scores)]
+        model.zero_grad()
+        total_loss.backward()
+        learning_rate = 1.0 - 0.9 * k / steps
+        for p in model.parameters():
+            p.data -= learning_rate * p.grad
+        return total_loss.data, sum(accuracy) / len(accuracy)
+    return step
+
+
+def run(step, steps, device="cpu", warmup=2):
+    """Times every step; returns (median ms/step over the steps after ``warmup``, last loss, acc)."""
+    samples, loss, acc = [], None, None
+    for k in range(steps):
+        t0 = time.perf_counter()
+        loss, acc = step(k)
+        sync(device)
+        if k >= warmup or steps <= warmup:
+            samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples), loss, acc
+
+
+def launches_per_step(step, k=0):
+    with tgrad.count_launches() as counts:
+        step(k)
+    return sum(counts.values()), counts
+
+
+def bench(steps=100, device="cpu", micrograd_steps=None):
+    X, y = moons()
+    rows, results = [], {}
+    tg = _framework_trainer(tgrad, X, y, device, steps)
+    n_launch, by_kernel = launches_per_step(tg)  # step 0, before timing; the timed run starts over
+    tg = _framework_trainer(tgrad, X, y, device, steps)
+    results["tgrad"] = run(tg, steps, device)
+    results["PyTorch"] = run(_framework_trainer(torch, X, y, device, steps), steps, device)
+    try:
+        import micrograd  # noqa: F401
+        mg_steps = micrograd_steps or steps
+        results["micrograd"] = run(_micrograd_trainer(X, y, steps), mg_steps, "cpu", warmup=0)
+    except ImportError:
+        results["micrograd"] = None
+    base = results["tgrad"][0]
+    for name, r in results.items():
+        if r is None:
+            rows.append((name, "not installed (pip install micrograd==0.1.0)", "", "", "", ""))
+            continue
+        ms, loss, acc = r
+        rows.append((name, f"{ms:.2f}" if ms >= 0.1 else f"{ms:.3f}", f"{base / ms:.2f}x",
+                     str(n_launch) if name == "tgrad" else "", f"{loss:.4f}", f"{acc:.0%}"))
+    return rows, by_kernel
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--micrograd-steps", type=int, default=None,
+                   help="steps to time micrograd over (default: --steps; ~1.4 s each)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--by-kernel", action="store_true", help="also print tgrad's launches per step by kernel")
+    args = p.parse_args(argv)
+    print(f"# moons demo (MLP 2-16-16-1, 100 points, full-batch SGD) on {args.device}: {machine()}")
+    rows, by_kernel = bench(args.steps, args.device, args.micrograd_steps)
+    print(table(rows, ("library", "ms/step", "tgrad / it", "launches/step", "final loss", "final acc")))
+    if args.by_kernel:
+        print("tgrad launches in one step: " + ", ".join(f"{k} {v}" for k, v in by_kernel.most_common()))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
