@@ -24,12 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, sync, table  # noqa: E402
+from common import machine, sync, table  # noqa: E402  (first: it pins BLAS threads)
 
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 import tgrad  # noqa: E402
 import tgrad.nn  # noqa: E402
 import tgrad.optim  # noqa: E402
@@ -92,15 +91,18 @@ def _micrograd_trainer(X_np, y_np, steps):
 
 
 def run(step, steps, device="cpu", warmup=2):
-    """Times every step; returns (median ms/step over the steps after ``warmup``, last loss, acc)."""
-    samples, loss, acc = [], None, None
+    """Times every step; returns (median wall ms/step and median CPU ms/step over the steps after
+    ``warmup``, last loss, last accuracy). CPU time is this process's, all threads: on a shared
+    machine it moves less than wall time, which waits for the scheduler."""
+    wall, cpu, loss, acc = [], [], None, None
     for k in range(steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss, acc = step(k)
         sync(device)
         if k >= warmup or steps <= warmup:
-            samples.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(samples), loss, acc
+            wall.append((time.perf_counter() - t0) * 1e3)
+            cpu.append((time.process_time() - c0) * 1e3)
+    return statistics.median(wall), statistics.median(cpu), loss, acc
 
 
 def launches_per_step(step, k=0):
@@ -109,42 +111,52 @@ def launches_per_step(step, k=0):
     return sum(counts.values()), counts
 
 
-def bench(steps=100, device="cpu", micrograd_steps=None):
+def _fmt(ms):
+    return f"{ms:.2f}" if ms >= 0.1 else f"{ms:.3f}"
+
+
+def bench(steps=100, device="cpu", micrograd_steps=5):
     X, y = moons()
     rows, results = [], {}
     tg = _framework_trainer(tgrad, X, y, device, steps)
     n_launch, by_kernel = launches_per_step(tg)  # step 0, before timing; the timed run starts over
-    tg = _framework_trainer(tgrad, X, y, device, steps)
-    results["tgrad"] = run(tg, steps, device)
+    results["tgrad"] = run(_framework_trainer(tgrad, X, y, device, steps), steps, device)
     results["PyTorch"] = run(_framework_trainer(torch, X, y, device, steps), steps, device)
     try:
         import micrograd  # noqa: F401
-        mg_steps = micrograd_steps or steps
-        results["micrograd"] = run(_micrograd_trainer(X, y, steps), mg_steps, "cpu", warmup=0)
+        # ~1.4 s a step and the same work every step: a few steps give its median
+        results["micrograd"] = run(_micrograd_trainer(X, y, steps), min(micrograd_steps, steps), "cpu", warmup=0)
     except ImportError:
         results["micrograd"] = None
     base = results["tgrad"][0]
     for name, r in results.items():
         if r is None:
-            rows.append((name, "not installed (pip install micrograd==0.1.0)", "", "", "", ""))
+            rows.append((name, "not installed (pip install micrograd==0.1.0)", "", "", "", "", ""))
             continue
-        ms, loss, acc = r
-        rows.append((name, f"{ms:.2f}" if ms >= 0.1 else f"{ms:.3f}", f"{base / ms:.2f}x",
-                     str(n_launch) if name == "tgrad" else "", f"{loss:.4f}", f"{acc:.0%}"))
+        wall, cpu, loss, acc = r
+        steps_run = steps if name != "micrograd" else min(micrograd_steps, steps)
+        rows.append((name, _fmt(wall), _fmt(cpu), f"{base / wall:.3g}x",
+                     str(n_launch) if name == "tgrad" else "", f"{loss:.4f} ({steps_run} steps)", f"{acc:.0%}"))
     return rows, by_kernel
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--micrograd-steps", type=int, default=None,
-                   help="steps to time micrograd over (default: --steps; ~1.4 s each)")
+    p.add_argument("--micrograd-steps", type=int, default=5,
+                   help="steps to time micrograd over (default 5; ~1.4 s each)")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch intra-op threads (default 1: these tensors are far too small to split, and on "
+                        "a busy machine idle worker threads spinning cost PyTorch ~100x)")
     p.add_argument("--by-kernel", action="store_true", help="also print tgrad's launches per step by kernel")
     args = p.parse_args(argv)
-    print(f"# moons demo (MLP 2-16-16-1, 100 points, full-batch SGD) on {args.device}: {machine()}")
+    torch.set_num_threads(args.threads)
+    print(f"# moons demo (MLP 2-16-16-1, 100 points, full-batch SGD, {args.steps} steps) on {args.device}: "
+          f"{machine()}")
     rows, by_kernel = bench(args.steps, args.device, args.micrograd_steps)
-    print(table(rows, ("library", "ms/step", "tgrad / it", "launches/step", "final loss", "final acc")))
+    print(table(rows, ("library", "wall ms/step", "CPU ms/step", "tgrad / it", "launches/step", "final loss",
+                       "final acc")))
     if args.by_kernel:
         print("tgrad launches in one step: " + ", ".join(f"{k} {v}" for k, v in by_kernel.most_common()))
     return rows

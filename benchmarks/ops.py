@@ -10,11 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, table, time_ms  # noqa: E402
+from common import machine, table, time_ms  # noqa: E402  (first: it pins BLAS threads)
 
+import torch  # noqa: E402
 import tgrad  # noqa: E402
 import tgrad.nn.functional as TF  # noqa: E402
 

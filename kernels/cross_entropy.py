@@ -14,8 +14,10 @@ ignored for class targets and by the number of rows for probability targets. Wit
     dL/dx_c = g_r (A softmax_c - a_c)          (g_r: the row's upstream gradient, 0 if ignored)
     dL/dp_c = -g_r (1 - eps) w_c lp_c          (probability targets)
 
-The forward keeps only lse per row (and A for probability targets), never the softmax, which the
-backward recomputes. Rows longer than one block take one online pass: the max m, sum exp(x - m)
+The forward keeps per row only the max m and log s = log sum_c exp(x_c - m) (and A for probability
+targets), never the softmax, which the backward recomputes. lse = m + log s is never formed:
+lp_c = (x_c - m) - log s keeps its accuracy where lse would be rounded to the size of m (a logit of
+1e4 and a log-probability of 1e-4 in float32). Rows longer than one block take one online pass: the max m, sum exp(x - m)
 and S = sum a_c (x_c - m) are carried across chunks, rescaled whenever m grows (S by A * dm).
 
 Class targets are checked in the same launch: lanes with a target outside [0, C) (and not
@@ -102,7 +104,8 @@ def cross_entropy_fwd_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, aux_ptr, pa
             else:
                 w_t = tl.where(valid, 1.0, 0.0).to(COMPUTE)
             x_t = tl.load(x_ptr + (x_row + t * xs1), mask=valid, other=0).to(COMPUTE)
-        lse = tl.zeros([BLOCK_R], COMPUTE)
+        shift = tl.zeros([BLOCK_R], COMPUTE)  # lse = shift + log_s, kept apart (module doc)
+        log_s = tl.zeros([BLOCK_R], COMPUTE)
         s_lin = tl.zeros([BLOCK_R], COMPUTE)  # sum_c a_c lp_c (smoothing or probability targets)
         a_sum = tl.zeros([BLOCK_R], COMPUTE)
         if SOFTMAX:
@@ -113,14 +116,13 @@ def cross_entropy_fwd_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, aux_ptr, pa
                             other=float("-inf")).to(COMPUTE)
                 m = tl.max(tl.where(x == x, x, float("-inf")), 1)  # NaN is left to exp()
                 shift = tl.where(m == float("-inf"), 0.0, m)
-                lse = shift + tl.log(tl.sum(tl.exp(x - shift[:, None]), 1))
+                log_s = tl.log(tl.sum(tl.exp(x - shift[:, None]), 1))
                 if PROB or SMOOTH:
                     a = _coef(t_ptr, w_ptr, t_row, cols, mask, t, w_t, ts1, ws, eps, C,
                               PROB, HAS_W, SMOOTH, COMPUTE)
-                    s_lin = tl.sum(tl.where(mask, a * (x - lse[:, None]), 0.0), 1)
+                    s_lin = tl.sum(tl.where(mask, a * ((x - shift[:, None]) - log_s[:, None]), 0.0), 1)
                     a_sum = tl.sum(a, 1)
-            else:
-                shift = tl.zeros([BLOCK_R], COMPUTE)  # the running max (0 while all -inf)
+            else:  # shift: the running max (0 while all -inf)
                 s = tl.zeros([BLOCK_R], COMPUTE)      # sum exp(x - shift)
                 for start in range(0, C, BLOCK_C):
                     cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
@@ -138,15 +140,15 @@ def cross_entropy_fwd_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, aux_ptr, pa
                         a_sum += tl.sum(a, 1)
                     shift = new_shift
                 log_s = tl.log(s)
-                lse = shift + log_s
                 s_lin = s_lin - a_sum * log_s
-            tl.store(lse_ptr + rows, lse, mask=row_mask)
+            tl.store(lse_ptr + rows, shift, mask=row_mask)
+            tl.store(lse_ptr + R + rows, log_s, mask=row_mask)
         if PROB:
             tl.store(aux_ptr + rows, a_sum, mask=row_mask)
         if PROB or SMOOTH:  # s_lin holds the whole sum_c a_c lp_c, target term included
             loss = -s_lin
         else:
-            loss = -w_t * (x_t - lse)
+            loss = -w_t * ((x_t - shift) - log_s)
         loss = tl.where(valid, loss, 0.0)
         if REDUCE == 0:
             tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=row_mask)
@@ -209,9 +211,11 @@ def cross_entropy_bwd_kernel(x_ptr, t_ptr, w_ptr, lse_ptr, aux_ptr, g_ptr, tot_p
             else:
                 a_sum = a_sum + eps
     g = tl.where(valid, g, 0.0)
-    lse = tl.zeros([BLOCK_R], COMPUTE)
+    shift = tl.zeros([BLOCK_R], COMPUTE)
+    log_s = tl.zeros([BLOCK_R], COMPUTE)
     if SOFTMAX:
-        lse = tl.load(lse_ptr + rows, mask=row_mask, other=0).to(COMPUTE)
+        shift = tl.load(lse_ptr + rows, mask=row_mask, other=0).to(COMPUTE)
+        log_s = tl.load(lse_ptr + R + rows, mask=row_mask, other=0).to(COMPUTE)
     for start in range(0, C, BLOCK_C):
         cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
         col_mask = cols < C
@@ -222,7 +226,7 @@ def cross_entropy_bwd_kernel(x_ptr, t_ptr, w_ptr, lse_ptr, aux_ptr, g_ptr, tot_p
         if SOFTMAX:
             x = tl.load(x_ptr + (x_row[:, None] + cols[None, :] * xs1), mask=mask,
                         other=0).to(COMPUTE)
-            lp = x - lse[:, None]
+            lp = (x - shift[:, None]) - log_s[:, None]
             if NEED_DX:
                 dx = g[:, None] * (a_sum[:, None] * tl.exp(lp) - a)
                 tl.store(dx_ptr + out, tl.where(valid[:, None], dx, 0.0).to(dx_ptr.dtype.element_ty),
@@ -259,7 +263,7 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
     red = _REDUCE[reduction]
     dev = x.device
     loss = torch.empty((N, I) if red == 0 else (), dtype=x.dtype, device=dev)
-    lse = torch.empty((R,), dtype=acc, device=dev)
+    lse = torch.empty((2, R), dtype=acc, device=dev)  # per row: the max, then log sum exp(x - max)
     aux = torch.empty((R,) if prob else (1,), dtype=acc, device=dev)
     t3 = target if prob else target.unsqueeze(1)
     block_r, block_c, warps = block_shape_2d(R, C, dev)

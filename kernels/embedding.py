@@ -7,9 +7,10 @@ The gather masks every lane whose index lies outside [0, V) (nothing is read the
 the first such position with an atomic min, which the caller reads once and turns into PyTorch's
 ``IndexError('index out of range in self')``. The backward scatter-adds rows with ``tl.atomic_add``
 so repeated indices accumulate: simple and one launch, but the order of the adds is not fixed on
-CUDA, so the last bits of a row hit by many indices may differ between runs (a sort-based
-deterministic variant would cost a sort per step). fp16/bf16 gradients accumulate in an fp32
-buffer that is cast once at the end.
+CUDA, so the last bits of a row hit by many indices may differ between runs; there the backward
+takes the sort-based path of ``segment.py`` instead (a sort plus one launch), unless
+``tgrad.use_deterministic_algorithms(False)``. fp16/bf16 gradients accumulate in an fp32 buffer
+that is cast once at the end (in fp32 registers on the sort-based path).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from . import math_ops
+from . import math_ops, segment
 from .launch import launch
 from .pointwise import _collapse, _offset, block_for, pointwise
 from .reduce import block_shape_2d
@@ -114,6 +115,8 @@ def embedding_backward(idx: torch.Tensor, g: torch.Tensor, num_weights: int, pad
     """The (V, D) gradient of the weight: rows of ``g`` ((K, D), any strides) added at ``idx``
     (indices already checked), skipping ``padding_idx``."""
     K, D = g.shape
+    if K and D and segment.deterministic(g.device):
+        return segment.embedding_grad(idx, g, num_weights, padding_idx, g.dtype)
     acc = torch.float32 if g.dtype in (torch.float16, torch.bfloat16) else g.dtype
     dw = torch.zeros((num_weights, D), dtype=acc, device=g.device)
     if K and D:

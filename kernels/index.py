@@ -9,7 +9,9 @@ where ``x_off`` walks the dims of x that no index tensor replaces (stride 0 over
 index dims) and ``idx_k`` is the k-th index tensor broadcast over R by strides. Three modes read
 or write that address: ``gather`` (other[r] = *src), ``put`` (*src = other[r]) and ``add``
 (*src += other[r], with ``tl.atomic_add`` so duplicate indices accumulate; the order of the adds,
-and so the last bit of a float sum, is not deterministic on CUDA). Indices are checked *before*
+and so the last bit of a float sum, is not deterministic on CUDA, where ``add`` therefore takes the
+sort-based path of ``segment.py`` unless ``tgrad.use_deterministic_algorithms(False)``: a fourth
+mode, ``offsets``, writes each r's target offset for it to sort). Indices are checked *before*
 (``first_out_of_bounds``); the kernel still masks any lane whose index falls outside, so it never
 touches memory out of range.
 
@@ -33,12 +35,13 @@ import torch
 import triton
 import triton.language as tl
 
+from . import segment
 from .launch import launch
 from .pointwise import _collapse, _offset, block_for
 
 __all__ = ["index_op", "first_out_of_bounds", "nonzero", "sort", "sort_block_limit"]
 
-_MODES = ("gather", "put", "add")
+_MODES = ("gather", "put", "add", "offsets")
 
 
 # ----------------------------------------------------------------------------- indexing
@@ -71,6 +74,8 @@ def index_kernel(x_ptr, other_ptr, idx_ptrs, numel, shape, x_strides, other_stri
         tl.store(other, tl.load(src, mask=ok, other=0).to(other_ptr.dtype.element_ty), mask=mask)
     elif MODE == "put":
         tl.store(src, tl.load(other, mask=ok).to(x_ptr.dtype.element_ty), mask=ok)
+    elif MODE == "offsets":  # other is int64: where element r lands, in elements from x's start
+        tl.store(other, _offset(lin, shape, x_strides, NDIM) + idx_off, mask=mask)
     else:
         tl.atomic_add(src, tl.load(other, mask=ok).to(x_ptr.dtype.element_ty), mask=ok)
 
@@ -88,6 +93,12 @@ def index_op(mode: str, x: torch.Tensor, other: torch.Tensor, indices, shape, x_
         raise ValueError(f"index_op: unknown mode {mode!r}; expected one of {_MODES}")
     numel = math.prod(shape)
     if numel == 0:
+        return
+    if mode == "add" and segment.deterministic(x.device):
+        offsets = torch.empty(tuple(shape), dtype=torch.int64, device=x.device)
+        index_op("offsets", x, offsets, indices, shape, x_strides, offsets.stride(), idx_strides, sizes,
+                 dim_strides)
+        segment.index_add(x, offsets, other, shape, other_strides)
         return
     cshape, strides = _collapse(tuple(shape), [x_strides, other_strides, *idx_strides])
     block = block_for(numel, x.device)

@@ -21,6 +21,7 @@ BLAS: the interpreter's own ``np.matmul(a, b, dtype=acc)`` bypasses BLAS and run
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import threading
 from collections import Counter
@@ -30,9 +31,13 @@ import numpy as np
 import torch
 import triton
 from triton.runtime.interpreter import (_MISSING, InterpretedFunction, InterpreterError, TensorHandle,
-                                       _implicit_cvt, _patch_lang, interpreter_builder)
+                                       _get_np_dtype, _implicit_cvt, _patch_lang, _tuple_create,
+                                       interpreter_builder)
+from triton.runtime import interpreter as _interpreter_module
 from triton.runtime.jit import _normalize_ty
 from triton.runtime.jit import JITFunction
+
+_TENSOR = triton.language.tensor
 
 __all__ = ["launch", "launch_counts", "count_launches", "launch_observers"]
 
@@ -70,12 +75,28 @@ class _LanguageModules:
 _language_patch = None  # [(obj, name, original, interpreted)], computed on first use
 
 
+_np_dtypes: dict = {}
+
+
+def _np_dtype(tt_dtype):
+    """The interpreter's ``_get_np_dtype``, memoised: it rebuilds a 19-entry dict of Triton dtypes
+    on every call, and every interpreted op calls it (a tenth of an interpreted launch)."""
+    if isinstance(tt_dtype, triton.language.block_type):
+        tt_dtype = tt_dtype.element_ty  # the element type decides, as in the original
+    key = tt_dtype.name
+    np_dtype = _np_dtypes.get(key)
+    if np_dtype is None:
+        np_dtype = _np_dtypes[key] = _get_np_dtype(tt_dtype)
+    return np_dtype
+
+
 def _patch_table():
     global _language_patch
     if _language_patch is None:
         scope = _patch_lang(_LanguageModules)
         table = [(obj, name, original, getattr(obj, name)) for obj, name, original in scope._changes]
         scope.restore()
+        table.append((_interpreter_module, "_get_np_dtype", _get_np_dtype, _np_dtype))
         _language_patch = table
     return _language_patch
 
@@ -89,6 +110,16 @@ def _blas_dot(a, b, acc, input_precision=None, max_num_imprecise_acc=None):
     return TensorHandle(np.matmul(a_data, b_data) + acc.data, acc.dtype.scalar)
 
 
+_lean_options: dict = {}
+
+
+def _without_sanitizer(options):
+    lean = _lean_options.get(id(options))
+    if lean is None or lean[0] is not options:
+        lean = _lean_options[id(options)] = (options, dataclasses.replace(options, sanitize_overflow=False))
+    return lean[1]
+
+
 @contextmanager
 def _interpreting():
     with _lock:  # the patch is process-wide; one interpreted launch at a time
@@ -99,9 +130,16 @@ def _interpreting():
         for obj, name, _, new in table:
             setattr(obj, name, new)
         interpreter_builder.create_dot = _blas_dot  # an instance attribute, shadowing the method
+        saved_options = interpreter_builder.options
+        if not saved_options.debug and saved_options.sanitize_overflow:
+            # The overflow sanitizer wraps every int32 add/sub/mul in ~9 more interpreted ops that
+            # end in a device_assert, which is a no-op without debug: pure cost (most of a small
+            # kernel's time). Compiled kernels skip it the same way unless debugging.
+            interpreter_builder.options = _without_sanitizer(saved_options)
         try:
             yield
         finally:
+            interpreter_builder.options = saved_options
             del interpreter_builder.create_dot
             for obj, name, original, _ in reversed(table):
                 if original is _MISSING:
@@ -112,20 +150,78 @@ def _interpreting():
             triton.knobs.runtime.interpret = saved_knob
 
 
+_arg_templates: dict = {}  # argument kind -> a converted example, whose type the next ones share
+_converted: dict = {}  # int or tuple of ints -> its interpreter tensor (immutable; shared by launches)
+
+
+def _pointer(arg):
+    """A tensor argument as the interpreter's pointer scalar. ``tl.tensor.__init__`` re-derives
+    shape and type each time; every pointer of a dtype has the same ones, so they are copied
+    from a template (the interpreter reads only these attributes)."""
+    template = _arg_templates.get(arg.dtype)
+    if template is None:
+        template = _arg_templates[arg.dtype] = _implicit_cvt(arg).__dict__
+    t = _TENSOR.__new__(_TENSOR)
+    t.__dict__.update(template)
+    t.handle = TensorHandle(np.array([arg.data_ptr()], dtype=np.uint64), template["type"])
+    return t
+
+
+def _convert(arg):
+    """``_implicit_cvt`` for the arguments kernels take (ints, bools, tensors, tuples of them),
+    without its per-argument cost (a tenth of a small launch): ints and tuples of ints convert
+    once and are reused (nothing in the interpreter writes to an argument's data), pointers are
+    built from a per-dtype template."""
+    kind = type(arg)
+    # only exact ints, flat: True == 1 and (True,) == (1,) as keys, but they convert differently
+    if kind is int or (kind is tuple and all(type(a) is int for a in arg)):
+        t = _converted.get(arg)
+        if t is None:
+            if len(_converted) > 4096:  # shapes and strides vary without bound in a long run
+                _converted.clear()
+            t = _converted[arg] = _implicit_cvt(arg)
+        return t
+    if kind is tuple:
+        return _tuple_create(arg, [_convert(a) for a in arg])
+    if isinstance(arg, torch.Tensor):
+        return _pointer(arg)
+    return _implicit_cvt(arg)
+
+
 class _Interpreted:
-    """A kernel's interpreted form: the rewritten Python function and which arguments are
-    compile-time constants (passed through as they are, not converted to interpreter tensors)."""
+    """A kernel's interpreted form: the rewritten Python function and, computed once, how a call's
+    positional and keyword arguments map onto its parameters and which are compile-time constants
+    (passed through as they are, not converted to interpreter tensors)."""
 
     def __init__(self, kernel: JITFunction):
         self.fn = _interpreted_twin(kernel).rewrite()
         self.signature = inspect.signature(kernel.fn)
         annotations = {k: _normalize_ty(v) for k, v in inspect.get_annotations(kernel.fn).items()}
         self.constexprs = {k for k, v in annotations.items() if v == "constexpr"}
+        self.names = tuple(self.signature.parameters)
+        self.defaults = {k: p.default for k, p in self.signature.parameters.items()
+                         if p.default is not inspect.Parameter.empty}
+
+    def _arguments(self, args, meta):
+        names = self.names
+        if len(args) > len(names) or any(k not in names for k in meta):
+            self.signature.bind(*args, **meta)  # raises the TypeError naming the problem
+        call = dict(zip(names, args))
+        for k, v in meta.items():
+            if k in call:
+                raise TypeError(f"multiple values for argument '{k}'")
+            call[k] = v
+        if len(call) < len(names):
+            for k in names:
+                if k not in call:
+                    if k not in self.defaults:
+                        raise TypeError(f"missing a required argument: '{k}'")
+                    call[k] = self.defaults[k]
+        constexprs = self.constexprs
+        return {k: v if k in constexprs else _convert(v) for k, v in call.items()}
 
     def run(self, grid, args, meta):
-        bound = self.signature.bind(*args, **meta)
-        bound.apply_defaults()
-        call = {k: v if k in self.constexprs else _implicit_cvt(v) for k, v in bound.arguments.items()}
+        call = self._arguments(args, meta)
         grid = tuple(grid) + (1,) * (3 - len(grid))
         interpreter_builder.set_grid_dim(*grid)
         for x in range(grid[0]):

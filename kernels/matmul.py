@@ -37,77 +37,172 @@ _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, M, N, K,
+def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
                   batch_shape, a_bstrides, b_bstrides, c_bstrides, p_bstrides,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  stride_pm, stride_pn, stride_bias,
+                  stride_pm, stride_pn, stride_bias, stride_rs,
                   BATCH_NDIM: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
                   STORE_PREACT: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr,
                   UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    # Batch and tile share axis 0: CUDA caps axes 1 and 2 at 65535, and batches of heads exceed it.
-    pid = tl.program_id(0)
-    # Helpers such as tl.cdiv and _offset are avoided: each @jit call costs the interpreter ~1 ms.
-    grid_m = (M + BLOCK_M - 1) // BLOCK_M
-    grid_n = (N + BLOCK_N - 1) // BLOCK_N
-    tiles = grid_m * grid_n
-    batch = (pid // tiles).to(tl.int64)
-    tile = pid % tiles
-    if GROUP_M > 1:  # GROUP_M row-tiles sweep the columns together so their A rows stay in L2
-        group = tile // (GROUP_M * grid_n)
-        first_m = group * GROUP_M
-        group_m = tl.minimum(grid_m - first_m, GROUP_M)
-        pid_m = first_m + (tile % (GROUP_M * grid_n)) % group_m
-        pid_n = (tile % (GROUP_M * grid_n)) // group_m
-    else:  # the interpreter has no cache to help, and pays per op
-        pid_m = tile // grid_n
-        pid_n = tile % grid_n
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ONE_TILE: tl.constexpr,
+                  ONE_K: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr,
+                  EVEN_K: tl.constexpr, ROWSUM: tl.constexpr):
+    # The interpreter pays per tl op, not per flop: ONE_TILE (one program covers the whole
+    # unbatched product, the usual CPU case) skips the tile and batch arithmetic below.
+    if ONE_TILE:
+        rm = tl.arange(0, BLOCK_M).to(tl.int64)  # int64: a row stride times rm may pass 2^31
+        rn = tl.arange(0, BLOCK_N).to(tl.int64)
+        a_ptrs = a_ptr + rm[:, None] * stride_am
+        b_ptrs = b_ptr + rn[None, :] * stride_bn
+        c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+        if STORE_PREACT:
+            p_ptrs = p_ptr + rm[:, None] * stride_pm + rn[None, :] * stride_pn
+    else:
+        # Batch and tile share axis 0: CUDA caps axes 1 and 2 at 65535, and batches of heads exceed it.
+        pid = tl.program_id(0)
+        # Helpers such as tl.cdiv and _offset are avoided: each @jit call costs the interpreter ~1 ms.
+        grid_m = (M + BLOCK_M - 1) // BLOCK_M
+        grid_n = (N + BLOCK_N - 1) // BLOCK_N
+        tiles = grid_m * grid_n
+        batch = (pid // tiles).to(tl.int64)
+        tile = pid % tiles
+        if GROUP_M > 1:  # GROUP_M row-tiles sweep the columns together so their A rows stay in L2
+            group = tile // (GROUP_M * grid_n)
+            first_m = group * GROUP_M
+            group_m = tl.minimum(grid_m - first_m, GROUP_M)
+            pid_m = first_m + (tile % (GROUP_M * grid_n)) % group_m
+            pid_n = (tile % (GROUP_M * grid_n)) // group_m
+        else:  # the interpreter has no cache to help, and pays per op
+            pid_m = tile // grid_n
+            pid_n = tile % grid_n
 
-    rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+        rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+        # Unflatten the batch index over the batch shape once for all four operands (as _offset).
+        a_off = batch * 0
+        b_off = batch * 0
+        c_off = batch * 0
+        p_off = batch * 0
+        rem = batch
+        for i in tl.static_range(BATCH_NDIM):
+            # an index assigned to a name inside the loop stops being constexpr when compiled: inline it
+            idx = rem % batch_shape[BATCH_NDIM - 1 - i]
+            a_off += idx * a_bstrides[BATCH_NDIM - 1 - i]
+            b_off += idx * b_bstrides[BATCH_NDIM - 1 - i]
+            c_off += idx * c_bstrides[BATCH_NDIM - 1 - i]
+            p_off += idx * p_bstrides[BATCH_NDIM - 1 - i]
+            rem = rem // batch_shape[BATCH_NDIM - 1 - i]
+        a_ptrs = a_ptr + a_off + rm[:, None] * stride_am
+        b_ptrs = b_ptr + b_off + rn[None, :] * stride_bn
+        c_ptrs = c_ptr + c_off + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+        if STORE_PREACT:
+            p_ptrs = p_ptr + p_off + rm[:, None] * stride_pm + rn[None, :] * stride_pn
     rk = tl.arange(0, BLOCK_K)
-    mask_m = rm < M
-    mask_n = rn < N
-    # Unflatten the batch index over the batch shape once for all four operands (as _offset).
-    a_off = batch * 0
-    b_off = batch * 0
-    c_off = batch * 0
-    p_off = batch * 0
-    rem = batch
-    for i in tl.static_range(BATCH_NDIM):
-        # an index assigned to a name inside the loop stops being constexpr when compiled: inline it
-        idx = rem % batch_shape[BATCH_NDIM - 1 - i]
-        a_off += idx * a_bstrides[BATCH_NDIM - 1 - i]
-        b_off += idx * b_bstrides[BATCH_NDIM - 1 - i]
-        c_off += idx * c_bstrides[BATCH_NDIM - 1 - i]
-        p_off += idx * p_bstrides[BATCH_NDIM - 1 - i]
-        rem = rem // batch_shape[BATCH_NDIM - 1 - i]
-    a_ptrs = a_ptr + a_off + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_ptr + b_off + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    a_ptrs += rk[None, :] * stride_ak
+    b_ptrs += rk[:, None] * stride_bk
+    # EVEN_*: the dim is a multiple of its block, so no lane of it is out of bounds and its mask
+    # is skipped (fewer interpreted ops; the usual EVEN_K trick compiled)
+    if EVEN_M:
+        mask_m = None
+    else:
+        mask_m = rm < M
+    if EVEN_N:
+        mask_n = None
+    else:
+        mask_n = rn < N
+    if ROWSUM:  # also sum A over K: the bias gradient db = dZ^T 1 beside dW = dZ^T X
+        rowsum = tl.zeros((BLOCK_M,), dtype=ACC)
 
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC)
-    for k in range(0, K, BLOCK_K):
-        k_left = K - k
-        a = tl.load(a_ptrs, mask=mask_m[:, None] & (rk[None, :] < k_left), other=0.0)
-        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & mask_n[None, :], other=0.0)
+    if ONE_K:  # K fits one block: no loop, no pointer advance
+        if EVEN_K:
+            mask_k = None
+        else:
+            mask_k = rk < K
+        a = _load_tile(a_ptrs, mask_m, mask_k)
+        b = _load_tile(b_ptrs, mask_k, mask_n)
         if UPCAST:  # the interpreter's numpy matmul has no bf16; fp32 products of bf16 are exact
             a = a.to(ACC)
             b = b.to(ACC)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
+        acc = tl.dot(a, b, tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC), input_precision=PRECISION, out_dtype=ACC)
+        if ROWSUM:
+            rowsum += tl.sum(a.to(ACC), 1)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC)
+        for k in range(0, K, BLOCK_K):
+            if EVEN_K:
+                mask_k = None
+            else:
+                mask_k = rk < K - k
+            a = _load_tile(a_ptrs, mask_m, mask_k)
+            b = _load_tile(b_ptrs, mask_k, mask_n)
+            if UPCAST:
+                a = a.to(ACC)
+                b = b.to(ACC)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
+            if ROWSUM:
+                rowsum += tl.sum(a.to(ACC), 1)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
 
     if HAS_BIAS:
-        bias = tl.load(bias_ptr + rn * stride_bias, mask=mask_n, other=0.0)
-        acc += bias.to(ACC)[None, :]
-    mask = mask_m[:, None] & mask_n[None, :]
+        if EVEN_N:
+            bias = tl.load(bias_ptr + rn * stride_bias)
+        else:
+            bias = tl.load(bias_ptr + rn * stride_bias, mask=mask_n, other=0.0)
+        if bias.dtype != ACC:
+            bias = bias.to(ACC)
+        acc += bias[None, :]
+    if ROWSUM:
+        rs = rowsum.to(rs_ptr.dtype.element_ty)
+        if ONE_TILE:  # programs of one row of tiles all sum the same rows: the first one stores
+            _store_rows(rs_ptr + rm * stride_rs, rs, mask_m)
+        else:
+            # compared as a block: the interpreter mistypes a scalar comparison combined with a block
+            _store_rows(rs_ptr + rm * stride_rs, rs, (rm < M) & ((rm * 0 + pid_n) == 0))
     if STORE_PREACT:
-        p_ptrs = p_ptr + p_off + rm[:, None] * stride_pm + rn[None, :] * stride_pn
-        tl.store(p_ptrs, acc.to(p_ptr.dtype.element_ty), mask=mask)
+        _store_tile(p_ptrs, acc, mask_m, mask_n)
     if ACT is not None:
         acc = ACT(acc, 0.0)
-    c_ptrs = c_ptr + c_off + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+    _store_tile(c_ptrs, acc, mask_m, mask_n)
+
+
+@triton.jit
+def _load_tile(ptrs, mask_rows, mask_cols):
+    """A 2-d tile, 0 where either mask (None: every lane in bounds) is off."""
+    if mask_rows is None:
+        if mask_cols is None:
+            return tl.load(ptrs)
+        else:
+            return tl.load(ptrs, mask=mask_cols[None, :], other=0.0)
+    else:
+        if mask_cols is None:
+            return tl.load(ptrs, mask=mask_rows[:, None], other=0.0)
+        else:
+            return tl.load(ptrs, mask=mask_rows[:, None] & mask_cols[None, :], other=0.0)
+
+
+@triton.jit
+def _store_tile(ptrs, value, mask_rows, mask_cols):
+    if value.dtype != ptrs.dtype.element_ty:
+        value = value.to(ptrs.dtype.element_ty)
+    if mask_rows is None:
+        if mask_cols is None:
+            tl.store(ptrs, value)
+        else:
+            tl.store(ptrs, value, mask=mask_cols[None, :])
+    else:
+        if mask_cols is None:
+            tl.store(ptrs, value, mask=mask_rows[:, None])
+        else:
+            tl.store(ptrs, value, mask=mask_rows[:, None] & mask_cols[None, :])
+
+
+@triton.jit
+def _store_rows(ptrs, value, mask):
+    if mask is None:
+        tl.store(ptrs, value)
+    else:
+        tl.store(ptrs, value, mask=mask)
 
 
 def _pow2(n: int, lo: int, hi: int) -> int:
@@ -130,13 +225,15 @@ def _config(dtype, M, N, K, device, allow_tf32):
 
 
 def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None, out=None,
-           return_preact=False):
+           return_preact=False, rowsum=False):
     """``act(a @ b + bias)`` for ``a`` (*batch, M, K) and ``b`` (*batch, K, N), any strides.
 
     The batch shapes must be equal (broadcast one by ``expand``-ing it: stride 0 is free).
     Returns a contiguous (*batch, M, N) tensor of ``out_dtype`` (default ``a.dtype``), or writes
     into ``out`` (any strides) and returns it. With ``return_preact`` returns ``(out, preact)``,
-    ``preact = a @ b + bias`` before the activation, contiguous and of the output's dtype.
+    ``preact = a @ b + bias`` before the activation, contiguous and of the output's dtype. With
+    ``rowsum`` (2-d only) returns ``(out, s)``, ``s[i] = sum_k a[i, k]`` (fp32/fp64-accumulated,
+    of the output's dtype) from the same launch: a linear layer's dW = dZ^T X and db = dZ^T 1.
     """
     if a.dim() < 2 or b.dim() != a.dim():
         raise ValueError(f"matmul needs (*batch, M, K) @ (*batch, K, N), got {tuple(a.shape)} "
@@ -151,6 +248,8 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
         raise ValueError(f"unknown activation {activation!r}; expected one of {list(ACTIVATIONS)}")
     if bias is not None and tuple(bias.shape) != (N,):
         raise ValueError(f"bias must have shape ({N},), got {tuple(bias.shape)}")
+    if rowsum and (batch or return_preact):
+        raise ValueError("rowsum is for a 2-d product without return_preact")
     shape = batch + (M, N)
     out_dtype = out_dtype or a.dtype
     if out is None:
@@ -158,7 +257,14 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
     elif tuple(out.shape) != shape:
         raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
     preact = torch.empty(shape, dtype=out.dtype, device=a.device) if return_preact else out
-    result = (out, preact) if return_preact else out
+    sums = None
+    if rowsum:
+        if N == 0:  # no program runs, but the rows of a still have sums
+            from .reduce import reduce
+            sums = reduce(a, (1,), "sum", out_dtype=out.dtype)
+        else:
+            sums = torch.empty((M,), dtype=out.dtype, device=a.device)
+    result = (out, preact) if return_preact else (out, sums) if rowsum else out
     nbatch = math.prod(batch)
     if M == 0 or N == 0 or nbatch == 0:
         return result
@@ -168,14 +274,17 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
     bm, bn, bk, warps, stages = _config(a.dtype, M, N, K, a.device, allow_tf32)
     cuda = a.device.type == "cuda"
     grid = (nbatch * triton.cdiv(M, bm) * triton.cdiv(N, bn),)
-    launch(matmul_kernel, grid, a, b, out, preact, out if bias is None else bias, M, N, K,
+    launch(matmul_kernel, grid, a, b, out, preact, out if bias is None else bias,
+           out if sums is None else sums, M, N, K,
            bshape, *bstrides, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
            out.stride(-2), out.stride(-1), preact.stride(-2), preact.stride(-1),
-           0 if bias is None else bias.stride(0),
+           0 if bias is None else bias.stride(0), 0 if sums is None else sums.stride(0),
            BATCH_NDIM=len(bshape) if nbatch > 1 else 0, HAS_BIAS=bias is not None,
            ACT=ACTIVATIONS[activation], STORE_PREACT=return_preact,
            ACC=tl.float64 if a.dtype == torch.float64 else tl.float32,
            PRECISION="tf32" if allow_tf32 and a.dtype == torch.float32 else "ieee",
            UPCAST=not cuda and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-           GROUP_M=8 if cuda else 1, num_warps=warps, num_stages=stages)
+           GROUP_M=8 if cuda else 1, ONE_TILE=grid == (1,), ONE_K=K <= bk,
+           EVEN_M=M % bm == 0, EVEN_N=N % bn == 0, EVEN_K=K > 0 and K % bk == 0, ROWSUM=rowsum,
+           num_warps=warps, num_stages=stages)
     return result

@@ -42,8 +42,8 @@ _COMPUTE = {torch.float32: tl.float32, torch.float16: tl.float32, torch.bfloat16
 
 
 @triton.jit
-def _ptr(table, row, col: tl.constexpr, like):
-    return tl.load(table + row * ROW + col).to(tl.pointer_type(like.dtype.element_ty))
+def _ptr(row_base, col: tl.constexpr, like):
+    return tl.load(row_base + col).to(tl.pointer_type(like.dtype.element_ty))
 
 
 @triton.jit
@@ -63,106 +63,140 @@ def _div(a, b, COMPUTE: tl.constexpr):
 
 
 @triton.jit
-def _optim_kernel(table, like, h0, h1, h2, h3, h4, h5,
+def _optim_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5,
                   ALGO: tl.constexpr, MAXIMIZE: tl.constexpr, WEIGHT_DECAY: tl.constexpr,
                   MOMENTUM: tl.constexpr, NESTEROV: tl.constexpr, AMSGRAD: tl.constexpr,
                   DECOUPLED: tl.constexpr, CENTERED: tl.constexpr, COMPUTE: tl.constexpr,
                   BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    p_ptr = _ptr(table, row, 0, like)
-    g_ptr = _ptr(table, row, 1, like)
-    s0_ptr = _ptr(table, row, 2, like)
-    s1_ptr = _ptr(table, row, 3, like)
-    s2_ptr = _ptr(table, row, 4, like)
-    n = tl.load(table + row * ROW + 5)
-    c0 = as_f64(tl.load(table + row * ROW + 6)).to(COMPUTE)
-    c1 = as_f64(tl.load(table + row * ROW + 7)).to(COMPUTE)
-    first = tl.load(table + row * ROW + 8) != 0
-    k0 = as_f64(h0).to(COMPUTE)
-    k1 = as_f64(h1).to(COMPUTE)
-    k2 = as_f64(h2).to(COMPUTE)
-    k3 = as_f64(h3).to(COMPUTE)
-    k4 = as_f64(h4).to(COMPUTE)
-    k5 = as_f64(h5).to(COMPUTE)
-    for start in range(0, n, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        mask = offs < n
-        p = tl.load(p_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-        g = tl.load(g_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-        if MAXIMIZE:
-            g = -g
+    # The interpreter pays per tl op and per program: on the CPU one program walks every row
+    # (rows_per_program = all of them), the group constants are decoded once, and each row decodes
+    # only the table entries its algorithm reads. Compiled, a program owns one row.
+    if ALGO == 0:
+        k0 = as_f64(h0).to(COMPUTE)
+        if WEIGHT_DECAY:
+            k1 = as_f64(h1).to(COMPUTE)
+        if MOMENTUM:
+            k2 = as_f64(h2).to(COMPUTE)
+            k3 = as_f64(h3).to(COMPUTE)
+    elif ALGO == 1 or ALGO == 2:
+        k0 = as_f64(h0).to(COMPUTE)
+        k1 = as_f64(h1).to(COMPUTE)
+        k2 = as_f64(h2).to(COMPUTE)
+        k3 = as_f64(h3).to(COMPUTE)
+        if WEIGHT_DECAY:
+            k4 = as_f64(h4).to(COMPUTE)
+            k5 = as_f64(h5).to(COMPUTE)
+        elif ALGO == 2 and MOMENTUM:
+            k5 = as_f64(h5).to(COMPUTE)
+    else:
+        if WEIGHT_DECAY:
+            k0 = as_f64(h0).to(COMPUTE)
+        k1 = as_f64(h1).to(COMPUTE)
+    first_row = tl.program_id(0).to(tl.int64) * rows_per_program
+    for row in range(first_row, first_row + rows_per_program):
+        row_base = table + row * ROW
+        p_ptr = _ptr(row_base, 0, like)
+        g_ptr = _ptr(row_base, 1, like)
+        n = tl.load(row_base + 5)
         if ALGO == 0:
-            # SGD. k0 = lr, k1 = weight_decay, k2 = momentum, k3 = 1 - dampening.
-            #   g += wd p;  buf = g on the first step, else momentum buf + (1 - dampening) g;
-            #   g = g + momentum buf (nesterov) or buf;  p -= lr g
-            if WEIGHT_DECAY:
-                g = g + k1 * p
             if MOMENTUM:
-                buf = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-                buf = tl.where(first, g, buf * k2 + k3 * g)
-                tl.store(s0_ptr + offs, buf.to(s0_ptr.dtype.element_ty), mask=mask)
-                if NESTEROV:
-                    g = g + k2 * buf
-                else:
-                    g = buf
-            p = p - k0 * g
+                s0_ptr = _ptr(row_base, 2, like)
+                first = tl.load(row_base + 8) != 0
         elif ALGO == 1:
-            # Adam/AdamW. k0 = 1 - beta1, k1 = beta2, k2 = 1 - beta2, k3 = eps, k4 = weight_decay,
-            # k5 = 1 - lr wd (decoupled); per parameter c0 = lr / (1 - beta1^t), c1 = sqrt(1 - beta2^t).
-            #   p *= 1 - lr wd (AdamW) or g += wd p (Adam);  m += (1 - beta1)(g - m);
-            #   v = beta2 v + (1 - beta2) g^2;  vmax = max(vmax, v) (amsgrad);
-            #   p -= c0 m / (sqrt(v or vmax) / c1 + eps)
-            if WEIGHT_DECAY:
-                if DECOUPLED:
-                    p = p * k5
-                else:
-                    g = g + k4 * p
-            m = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-            v = tl.load(s1_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-            m = m + k0 * (g - m)
-            v = v * k1 + k2 * g * g
-            tl.store(s0_ptr + offs, m.to(s0_ptr.dtype.element_ty), mask=mask)
-            tl.store(s1_ptr + offs, v.to(s1_ptr.dtype.element_ty), mask=mask)
+            s0_ptr = _ptr(row_base, 2, like)
+            s1_ptr = _ptr(row_base, 3, like)
             if AMSGRAD:
-                vmax = tl.load(s2_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-                v = tl.maximum(vmax, v)
-                tl.store(s2_ptr + offs, v.to(s2_ptr.dtype.element_ty), mask=mask)
-            denom = _div(_sqrt(v, COMPUTE), c1, COMPUTE) + k3
-            p = p - c0 * _div(m, denom, COMPUTE)
+                s2_ptr = _ptr(row_base, 4, like)
+            c0 = as_f64(tl.load(row_base + 6)).to(COMPUTE)
+            c1 = as_f64(tl.load(row_base + 7)).to(COMPUTE)
         elif ALGO == 2:
-            # RMSprop. k0 = lr, k1 = alpha, k2 = 1 - alpha, k3 = eps, k4 = weight_decay, k5 = momentum.
-            #   g += wd p;  sq = alpha sq + (1 - alpha) g^2;
-            #   avg = sqrt(sq - ga^2) with ga += (1 - alpha)(g - ga) (centered), else sqrt(sq);
-            #   buf = momentum buf + g / (avg + eps);  p -= lr buf   (or p -= lr g / (avg + eps))
-            if WEIGHT_DECAY:
-                g = g + k4 * p
-            sq = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-            sq = sq * k1 + k2 * g * g
-            tl.store(s0_ptr + offs, sq.to(s0_ptr.dtype.element_ty), mask=mask)
-            if CENTERED:
-                ga = tl.load(s2_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-                ga = ga + k2 * (g - ga)
-                tl.store(s2_ptr + offs, ga.to(s2_ptr.dtype.element_ty), mask=mask)
-                avg = _sqrt(sq - ga * ga, COMPUTE) + k3
-            else:
-                avg = _sqrt(sq, COMPUTE) + k3
+            s0_ptr = _ptr(row_base, 2, like)
             if MOMENTUM:
-                buf = tl.load(s1_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-                buf = buf * k5 + _div(g, avg, COMPUTE)
-                tl.store(s1_ptr + offs, buf.to(s1_ptr.dtype.element_ty), mask=mask)
-                p = p - k0 * buf
-            else:
-                p = p - k0 * _div(g, avg, COMPUTE)
+                s1_ptr = _ptr(row_base, 3, like)
+            if CENTERED:
+                s2_ptr = _ptr(row_base, 4, like)
         else:
-            # Adagrad. k0 = weight_decay, k1 = eps; per parameter c0 = lr / (1 + (t - 1) lr_decay).
-            #   g += wd p;  sum += g^2;  p -= c0 g / (sqrt(sum) + eps)
-            if WEIGHT_DECAY:
-                g = g + k0 * p
-            acc = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-            acc = acc + g * g
-            tl.store(s0_ptr + offs, acc.to(s0_ptr.dtype.element_ty), mask=mask)
-            p = p - c0 * _div(g, _sqrt(acc, COMPUTE) + k1, COMPUTE)
-        tl.store(p_ptr + offs, p.to(p_ptr.dtype.element_ty), mask=mask)
+            s0_ptr = _ptr(row_base, 2, like)
+            c0 = as_f64(tl.load(row_base + 6)).to(COMPUTE)
+        for start in range(0, n, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            mask = offs < n
+            p = tl.load(p_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+            g = tl.load(g_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+            if MAXIMIZE:
+                g = -g
+            if ALGO == 0:
+                # SGD. k0 = lr, k1 = weight_decay, k2 = momentum, k3 = 1 - dampening.
+                #   g += wd p;  buf = g on the first step, else momentum buf + (1 - dampening) g;
+                #   g = g + momentum buf (nesterov) or buf;  p -= lr g
+                if WEIGHT_DECAY:
+                    g = g + k1 * p
+                if MOMENTUM:
+                    buf = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                    buf = tl.where(first, g, buf * k2 + k3 * g)
+                    tl.store(s0_ptr + offs, buf.to(s0_ptr.dtype.element_ty), mask=mask)
+                    if NESTEROV:
+                        g = g + k2 * buf
+                    else:
+                        g = buf
+                p = p - k0 * g
+            elif ALGO == 1:
+                # Adam/AdamW. k0 = 1 - beta1, k1 = beta2, k2 = 1 - beta2, k3 = eps, k4 = weight_decay,
+                # k5 = 1 - lr wd (decoupled); per parameter c0 = lr / (1 - beta1^t), c1 = sqrt(1 - beta2^t).
+                #   p *= 1 - lr wd (AdamW) or g += wd p (Adam);  m += (1 - beta1)(g - m);
+                #   v = beta2 v + (1 - beta2) g^2;  vmax = max(vmax, v) (amsgrad);
+                #   p -= c0 m / (sqrt(v or vmax) / c1 + eps)
+                if WEIGHT_DECAY:
+                    if DECOUPLED:
+                        p = p * k5
+                    else:
+                        g = g + k4 * p
+                m = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                v = tl.load(s1_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                m = m + k0 * (g - m)
+                v = v * k1 + k2 * g * g
+                tl.store(s0_ptr + offs, m.to(s0_ptr.dtype.element_ty), mask=mask)
+                tl.store(s1_ptr + offs, v.to(s1_ptr.dtype.element_ty), mask=mask)
+                if AMSGRAD:
+                    vmax = tl.load(s2_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                    v = tl.maximum(vmax, v)
+                    tl.store(s2_ptr + offs, v.to(s2_ptr.dtype.element_ty), mask=mask)
+                denom = _div(_sqrt(v, COMPUTE), c1, COMPUTE) + k3
+                p = p - c0 * _div(m, denom, COMPUTE)
+            elif ALGO == 2:
+                # RMSprop. k0 = lr, k1 = alpha, k2 = 1 - alpha, k3 = eps, k4 = weight_decay, k5 = momentum.
+                #   g += wd p;  sq = alpha sq + (1 - alpha) g^2;
+                #   avg = sqrt(sq - ga^2) with ga += (1 - alpha)(g - ga) (centered), else sqrt(sq);
+                #   buf = momentum buf + g / (avg + eps);  p -= lr buf   (or p -= lr g / (avg + eps))
+                if WEIGHT_DECAY:
+                    g = g + k4 * p
+                sq = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                sq = sq * k1 + k2 * g * g
+                tl.store(s0_ptr + offs, sq.to(s0_ptr.dtype.element_ty), mask=mask)
+                if CENTERED:
+                    ga = tl.load(s2_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                    ga = ga + k2 * (g - ga)
+                    tl.store(s2_ptr + offs, ga.to(s2_ptr.dtype.element_ty), mask=mask)
+                    avg = _sqrt(sq - ga * ga, COMPUTE) + k3
+                else:
+                    avg = _sqrt(sq, COMPUTE) + k3
+                if MOMENTUM:
+                    buf = tl.load(s1_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                    buf = buf * k5 + _div(g, avg, COMPUTE)
+                    tl.store(s1_ptr + offs, buf.to(s1_ptr.dtype.element_ty), mask=mask)
+                    p = p - k0 * buf
+                else:
+                    p = p - k0 * _div(g, avg, COMPUTE)
+            else:
+                # Adagrad. k0 = weight_decay, k1 = eps; per parameter c0 = lr / (1 + (t - 1) lr_decay).
+                #   g += wd p;  sum += g^2;  p -= c0 g / (sqrt(sum) + eps)
+                if WEIGHT_DECAY:
+                    g = g + k0 * p
+                acc = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                acc = acc + g * g
+                tl.store(s0_ptr + offs, acc.to(s0_ptr.dtype.element_ty), mask=mask)
+                p = p - c0 * _div(g, _sqrt(acc, COMPUTE) + k1, COMPUTE)
+            tl.store(p_ptr + offs, p.to(p_ptr.dtype.element_ty), mask=mask)
 
 
 def _chunk(device: torch.device, longest: int) -> tuple[int, int]:
@@ -227,7 +261,10 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
         if not rows:
             continue
         table = torch.tensor(rows, dtype=torch.int64).to(device)
-        launch(_optim_kernel, (len(rows) // ROW.value,), table, keep[0], *h, ALGO=code, MAXIMIZE=bool(maximize),
+        n_rows = len(rows) // ROW.value
+        # one program walks every row under the interpreter (it pays per program); one per row compiled
+        grid, per_program = ((1,), n_rows) if device.type == "cpu" else ((n_rows,), 1)
+        launch(_optim_kernel, grid, table, keep[0], per_program, *h, ALGO=code, MAXIMIZE=bool(maximize),
                WEIGHT_DECAY=bool(weight_decay), MOMENTUM=bool(momentum), NESTEROV=bool(nesterov),
                AMSGRAD=bool(amsgrad), DECOUPLED=bool(decoupled), CENTERED=bool(centered),
                COMPUTE=_COMPUTE[dtype], BLOCK=block, num_warps=4)

@@ -29,6 +29,8 @@ _TL_DTYPE = {torch.float32: tl.float32, torch.float64: tl.float64, torch.float16
 @triton.jit
 def _offset(lin, shape, strides, NDIM: tl.constexpr):
     """Memory offset of the row-major linear index ``lin`` in a tensor of ``shape`` and ``strides``."""
+    if NDIM == 1:  # the common collapsed case: one multiply, where the loop below pays three ops
+        return lin * strides[0]
     rem = lin
     off = lin * 0
     # innermost dims first; the outermost needs no modulus (lin < numel on every live lane).
@@ -40,11 +42,19 @@ def _offset(lin, shape, strides, NDIM: tl.constexpr):
     return off + rem * strides[0]
 
 
+# How an operand is addressed (a constexpr per operand, so the interpreter runs only the ops its
+# layout needs): LINEAR when its collapsed strides are the contiguous ones, SCALAR when every stride
+# is 0 (a broadcast 0-d value: one unmasked load of element 0, which exists since numel > 0, then
+# broadcast to the block), STRIDED otherwise.
+LINEAR, SCALAR, STRIDED = 0, 1, 2
+
+
 @triton.jit
-def _load(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, CONTIGUOUS: tl.constexpr,
-          COMPUTE: tl.constexpr):
-    if CONTIGUOUS:
+def _load(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, MODE: tl.constexpr, COMPUTE: tl.constexpr):
+    if MODE == 0:
         x = tl.load(ptr + lin, mask=mask)
+    elif MODE == 1:  # a block again at once: the interpreter mistypes ops between two scalars
+        x = tl.broadcast_to(tl.load(ptr), lin.shape)
     else:
         x = tl.load(ptr + _offset(lin, shape, strides, NDIM), mask=mask)
     if x.dtype != tl.int1 and x.dtype != COMPUTE:
@@ -56,31 +66,50 @@ def _load(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, CONTIGUOUS: tl.con
 def pointwise_kernel(out0, out1, in0, in1, in2, p0_bits, p1_bits, numel, shape,
                      out_strides, strides0, strides1, strides2,
                      OP: tl.constexpr, N_IN: tl.constexpr, N_OUT: tl.constexpr, N_PARAMS: tl.constexpr,
-                     NDIM: tl.constexpr, CONTIGUOUS: tl.constexpr, COMPUTE: tl.constexpr,
-                     BLOCK: tl.constexpr):
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = lin < numel
-    if N_PARAMS == 0:  # the interpreter pays per op: skip decoding parameters nobody reads
+                     NDIM: tl.constexpr, MODE_OUT: tl.constexpr, MODE0: tl.constexpr, MODE1: tl.constexpr,
+                     MODE2: tl.constexpr, COMPUTE: tl.constexpr, ONE_PROGRAM: tl.constexpr,
+                     MASKED: tl.constexpr, BLOCK: tl.constexpr):
+    # the interpreter pays per tl op, not per element: every constexpr branch below skips ops
+    if ONE_PROGRAM:
+        lin = tl.arange(0, BLOCK)
+        if MODE_OUT == 2 or MODE0 == 2 or MODE1 == 2 or MODE2 == 2:
+            lin = lin.to(tl.int64)  # strided offsets (lin * a large stride) overflow int32
+    else:
+        lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    if MASKED:
+        mask = lin < numel
+    else:  # the blocks tile numel exactly: no lane is out of bounds
+        mask = None
+    if N_PARAMS == 0:
         params = (0, 0)
+    elif N_PARAMS == 1:
+        params = (as_f64(p0_bits).to(COMPUTE), 0)
     else:
         params = (as_f64(p0_bits).to(COMPUTE), as_f64(p1_bits).to(COMPUTE))
-    a = _load(in0, lin, mask, shape, strides0, NDIM, CONTIGUOUS, COMPUTE)
+    a = _load(in0, lin, mask, shape, strides0, NDIM, MODE0, COMPUTE)
     if N_IN == 1:
         y = OP(a, params)
     elif N_IN == 2:
-        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, CONTIGUOUS, COMPUTE), params)
+        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, MODE1, COMPUTE), params)
     else:
-        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, CONTIGUOUS, COMPUTE),
-               _load(in2, lin, mask, shape, strides2, NDIM, CONTIGUOUS, COMPUTE), params)
-    if CONTIGUOUS:
+        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, MODE1, COMPUTE),
+               _load(in2, lin, mask, shape, strides2, NDIM, MODE2, COMPUTE), params)
+    if MODE_OUT == 0:
         out_off = lin
     else:
         out_off = _offset(lin, shape, out_strides, NDIM)
     if N_OUT == 1:
-        tl.store(out0 + out_off, y.to(out0.dtype.element_ty), mask=mask)
+        _store(out0 + out_off, y, mask)
     else:
-        tl.store(out0 + out_off, y[0].to(out0.dtype.element_ty), mask=mask)
-        tl.store(out1 + out_off, y[1].to(out1.dtype.element_ty), mask=mask)
+        _store(out0 + out_off, y[0], mask)
+        _store(out1 + out_off, y[1], mask)
+
+
+@triton.jit
+def _store(ptrs, y, mask):
+    if y.dtype != ptrs.dtype.element_ty:  # a cast to the same type is still an interpreted op
+        y = y.to(ptrs.dtype.element_ty)
+    tl.store(ptrs, y, mask=mask)
 
 
 def _collapse(shape, stride_lists):
@@ -99,6 +128,14 @@ def _collapse(shape, stride_lists):
         merged = [(1, [0] * len(stride_lists))]
     new_shape = tuple(s for s, _ in merged)
     return new_shape, [tuple(st[i] for _, st in merged) for i in range(len(stride_lists))]
+
+
+def _mode(strides, linear) -> int:
+    if strides == linear:
+        return LINEAR
+    if not any(strides):
+        return SCALAR
+    return STRIDED
 
 
 def block_for(numel: int, device: torch.device) -> int:
@@ -137,8 +174,14 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     block = block_for(numel, device)
     compute = compute or _TL_DTYPE[out_dtypes[0] if out_dtypes else outs[0].dtype]
     bits = [f64_bits(p) for p in params] + [0] * (2 - len(params))
-    launch(pointwise_kernel, (triton.cdiv(numel, block),), *out_ptrs, *ptrs, *bits, numel, cshape,
+    linear = (1,) if len(cshape) == 1 else None  # only a 1-d collapse can be contiguous
+    modes = [_mode(st, linear) for st in cstrides]
+    # an output is never a broadcast; one element is at offset 0 whatever its strides
+    modes[0] = LINEAR if modes[0] == LINEAR or numel == 1 else STRIDED
+    modes += [modes[-1]] * (1 + MAX_INPUTS - len(modes))
+    grid = triton.cdiv(numel, block)
+    launch(pointwise_kernel, (grid,), *out_ptrs, *ptrs, *bits, numel, cshape,
            cstrides[0], *in_strides, OP=op, N_IN=len(inputs), N_OUT=len(outs), N_PARAMS=len(params),
-           NDIM=len(cshape), CONTIGUOUS=all(st == (1,) for st in cstrides), COMPUTE=compute, BLOCK=block,
-           num_warps=4)
+           NDIM=len(cshape), MODE_OUT=modes[0], MODE0=modes[1], MODE1=modes[2], MODE2=modes[3],
+           COMPUTE=compute, ONE_PROGRAM=grid == 1, MASKED=numel % block != 0, BLOCK=block, num_warps=4)
     return outs

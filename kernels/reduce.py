@@ -47,6 +47,31 @@ def _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape, red_strides,
 
 
 @triton.jit
+def _sum_chunk(x_ptr, row_off, row_mask, cols, n_cols, red_shape, red_strides, NR: tl.constexpr,
+               COMPUTE: tl.constexpr, OP: tl.constexpr, EVEN_C: tl.constexpr):
+    """A chunk of what sum-like ops add: x, |x| or x^2, with 0 in masked lanes (a mask is None
+    where every lane of its side is in bounds)."""
+    ptrs = x_ptr + (row_off[:, None] + _offset(cols, red_shape, red_strides, NR)[None, :])
+    if EVEN_C:
+        if row_mask is None:
+            x = tl.load(ptrs)
+        else:
+            x = tl.load(ptrs, mask=row_mask[:, None], other=0)
+    else:
+        if row_mask is None:
+            x = tl.load(ptrs, mask=(cols < n_cols)[None, :], other=0)
+        else:
+            x = tl.load(ptrs, mask=row_mask[:, None] & (cols < n_cols)[None, :], other=0)
+    if x.dtype != COMPUTE:
+        x = x.to(COMPUTE)
+    if OP == "norm1":
+        x = tl.abs(x)
+    elif OP == "norm2":
+        x = x * x
+    return x  # masked lanes loaded as 0, which |x| and x^2 keep
+
+
+@triton.jit
 def _mul(a, b):
     return a * b
 
@@ -97,7 +122,8 @@ def _extreme_rows(best, best_col, n_cols, FILL: tl.constexpr, IS_MAX: tl.constex
 def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_strides,
                   red_shape, red_strides, divisor,
                   OP: tl.constexpr, NK: tl.constexpr, NR: tl.constexpr, COMPUTE: tl.constexpr,
-                  FILL: tl.constexpr, INTERPRETED: tl.constexpr,
+                  FILL: tl.constexpr, INTERPRETED: tl.constexpr, ONE_PROGRAM: tl.constexpr,
+                  ONE_CHUNK: tl.constexpr, EVEN_R: tl.constexpr, EVEN_C: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """out[r] = OP over c of x[r, c], for r < n_rows, c < n_cols.
 
@@ -108,20 +134,25 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
          second term corrects the rounding of the mean), std = sqrt(var)
     logsumexp: m + log(sum exp(x - m)), m the running row max (rescaled online); m if |m| = inf.
     """
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
-    row_mask = rows < n_rows
+    if ONE_PROGRAM:  # the interpreter pays per tl op: skip the program's row arithmetic
+        rows = tl.arange(0, BLOCK_R).to(tl.int64)
+    else:
+        rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    if EVEN_R:  # whole blocks of rows (sum-like ops only): no row lane is out of bounds
+        row_mask = None
+    else:
+        row_mask = rows < n_rows
     row_off = _offset(rows, kept_shape, kept_strides, NK)
 
     if OP == "sum" or OP == "mean" or OP == "norm1" or OP == "norm2":
-        acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
-        for start in range(0, n_cols, BLOCK_C):
-            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
-                                        red_strides, NR, COMPUTE, BLOCK_C)
-            if OP == "norm1":
-                x = tl.abs(x)
-            elif OP == "norm2":
-                x = x * x
-            acc += x  # masked lanes loaded as 0, which |x| and x^2 keep
+        if ONE_CHUNK:  # the interpreter pays per tl op: one chunk needs no loop and no accumulator
+            acc = _sum_chunk(x_ptr, row_off, row_mask, tl.arange(0, BLOCK_C).to(tl.int64), n_cols,
+                             red_shape, red_strides, NR, COMPUTE, OP, EVEN_C)
+        else:
+            acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+            for start in range(0, n_cols, BLOCK_C):
+                acc += _sum_chunk(x_ptr, row_off, row_mask, tl.arange(0, BLOCK_C).to(tl.int64) + start,
+                                  n_cols, red_shape, red_strides, NR, COMPUTE, OP, EVEN_C)
         result = tl.sum(acc, 1)
         if OP == "mean":
             result = result / divisor
@@ -186,7 +217,9 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
             result = result_col
         elif OP == "max" or OP == "min":
             tl.store(idx_ptr + rows, result_col, mask=row_mask)
-    tl.store(out_ptr + rows, result.to(out_ptr.dtype.element_ty), mask=row_mask)
+    if result.dtype != out_ptr.dtype.element_ty:
+        result = result.to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + rows, result, mask=row_mask)
 
 
 def block_shape_2d(n_rows: int, n_cols: int, device: torch.device):
@@ -258,10 +291,14 @@ def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
             fill = -(2 ** 63) if is_max else 2 ** 63 - 1
         divisor = float(n_cols if op == "mean" else max(0, n_cols - correction))
         block_r, block_c, warps = block_shape_2d(n_rows, n_cols, x.device)
-        launch(reduce_kernel, (triton.cdiv(n_rows, block_r),), x, out,
+        sum_like = op in _SUM_LIKE  # the other ops build on the row mask
+        grid = triton.cdiv(n_rows, block_r)
+        launch(reduce_kernel, (grid,), x, out,
                out if idx is None else idx, n_rows, n_cols, kept_shape, kept_strides,
                red_shape, red_strides, divisor, OP=op, NK=len(kept_shape), NR=len(red_shape),
                COMPUTE=compute_dtype(acc_dtype), FILL=fill,
-               INTERPRETED=x.device.type == "cpu", BLOCK_R=block_r, BLOCK_C=block_c,
+               INTERPRETED=x.device.type == "cpu", ONE_PROGRAM=grid == 1, ONE_CHUNK=n_cols <= block_c,
+               EVEN_R=sum_like and n_rows % block_r == 0, EVEN_C=n_cols > 0 and n_cols % block_c == 0,
+               BLOCK_R=block_r, BLOCK_C=block_c,
                num_warps=warps)
     return (out, idx) if idx is not None else out

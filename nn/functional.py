@@ -2,7 +2,8 @@
 
 - ``linear(x, W, b)`` = x W^T + b, with ``linear_act`` adding act(.) in the same matmul epilogue.
   Backward: dZ = dY * act'(.) (one pointwise launch, skipped without activation), then
-  dX = dZ W, dW = dZ^T X (all leading dims folded into the matmul's K), db = sum_rows dZ.
+  dX = dZ W, dW = dZ^T X (all leading dims folded into the matmul's K), db = sum_rows dZ summed
+  by the dW launch beside its product.
 - ``layer_norm``: one forward launch (row mean/rstd in fp32, saved), one backward launch for dx
   with dw/db as deterministic per-program partial sums (``kernels/layer_norm.py``).
 - ``dropout``: y = x * keep / (1 - p) with a Philox keep-mask drawn from (seed, offset) and drawn
@@ -153,6 +154,9 @@ class _Linear(Function):
             g2, = pointwise(_ACTS[cls.act][1], [s._data.reshape(-1, N), g2], g2.shape, [g2.dtype])
         tf32 = _allow_tf32(g)
         dx = wrap(KM.matmul(g2, w._data, allow_tf32=tf32).view(x.shape)) if nx else None
+        if nw and nb:  # dW = dZ^T X and db = dZ^T 1 from one launch (db summed beside the product)
+            dw, db = (wrap(t) for t in KM.matmul(g2.t(), x._data.reshape(-1, K), allow_tf32=tf32, rowsum=True))
+            return dx, dw, db
         dw = wrap(KM.matmul(g2.t(), x._data.reshape(-1, K), allow_tf32=tf32)) if nw else None
         db = wrap(_reduce(g2, (0,), "sum")) if nb else None
         return dx, dw, db
@@ -171,10 +175,7 @@ def _linear_class(activation, has_bias):
             name = "AddmmBackward0" if has_bias else "MmBackward0"
         else:
             name = _ACTS[activation][0]._backward_cls.__name__  # the activation's own node name
-        # piecewise_constant: under create_graph, db = sum(g * act') keeps no history of the saved
-        # x, W when act' is constant or a step, legitimately; it tells the engine not to flag that
-        attrs = {"act": activation, "node_name": name,
-                 "piecewise_constant": activation in (None, "relu")}
+        attrs = {"act": activation, "node_name": name}
         cls = type(f"Linear_{activation}", (_Linear,), attrs)
         _LINEAR_CLASSES[key] = cls
     return cls
@@ -227,7 +228,6 @@ def linear(input, weight, bias=None):
 class _LayerNorm(Function):
     node_name = "NativeLayerNormBackward0"
     edge_args = (0, 1, 2)
-    piecewise_constant = True  # db = sum(g) has no history of the saved x: the engine may not flag it
 
     @staticmethod
     def forward(ctx, x, weight, bias, normalized_shape, eps):
@@ -339,8 +339,9 @@ class _Embedding(Function):
     @staticmethod
     def forward(ctx, weight, indices, padding_idx):
         out, bad = KE.embedding_forward(indices._data, weight._data)
-        if bad is not None:
-            raise IndexError("index out of range in self")
+        if bad is not None:  # PyTorch's text, then the offending value
+            raise IndexError(f"index out of range in self (index {bad} for an embedding of "
+                             f"{weight.shape[0]} rows)")
         ctx.meta = (weight.shape[0], padding_idx)
         ctx.save_for_backward(indices)
         return wrap(out)
@@ -393,7 +394,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     V = weight.shape[0]
     if padding_idx is not None:
         if not -V <= padding_idx < V:
-            raise AssertionError("Padding_idx must be within num_embeddings")
+            raise AssertionError(f"Padding_idx must be within num_embeddings (got padding_idx={padding_idx} for "
+                                 f"num_embeddings={V})")
         padding_idx %= V
     check_runnable(input, weight)
     return _Embedding.apply(weight, input, padding_idx)
@@ -411,11 +413,12 @@ def one_hot(tensor, num_classes=-1):
     else:
         lo, hi = KE.index_range(tensor._data)  # one launch, one read-back
         if lo < 0:
-            raise RuntimeError("Class values must be non-negative.")
+            raise RuntimeError(f"Class values must be non-negative. (got {lo})")
         if num_classes == -1:
             num_classes = hi + 1
         elif hi >= num_classes:
-            raise RuntimeError("Class values must be smaller than num_classes.")
+            raise RuntimeError(f"Class values must be smaller than num_classes. (got {hi} with "
+                               f"num_classes={num_classes})")
     return wrap(KE.one_hot(tensor._data, int(num_classes)))
 
 

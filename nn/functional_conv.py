@@ -1,19 +1,22 @@
 """conv2d, max_pool2d, avg_pool2d and batch_norm with torch.nn.functional's signatures, as autograd
 Functions over the Triton kernels in ``tgrad.kernels.conv``, ``.pool`` and ``.batch_norm``.
 
-Each op's forward and backward are fused kernels (their backward is not differentiable again:
-create_graph through them is refused by the engine). Arguments are checked as PyTorch checks
-them, with PyTorch's messages.
+Each op's forward and backward are fused kernels. Under create_graph (grad mode on during backward)
+the backward is recorded instead: conv's two gradient GEMMs and the pools' scatters are Functions
+whose own backward is the adjoint kernel, and batch_norm's gradient is written with tgrad ops.
+Arguments are checked as PyTorch checks them, with PyTorch's messages.
 """
 from __future__ import annotations
 
 import math
 
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.kernels import batch_norm as BN
 from tgrad.kernels import conv as CONV
 from tgrad.kernels import pool as POOL
 from tgrad.kernels.reduce import reduce
+from tgrad.ops.pointwise import ZeroSlope
 from tgrad.ops._common import check_runnable, wrap
 from tgrad.tensor import Tensor
 
@@ -58,6 +61,12 @@ class Convolution(Function):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         stride, padding, dilation, groups = ctx.conv
+        if is_grad_enabled():  # create_graph: the same GEMMs as recorded, differentiable Functions
+            # (with an edge to x for dx and to w for dw, whose derivative is undefined, as PyTorch's)
+            need = ctx.needs_input_grad
+            return (ZeroSlope.apply(ConvGradInput.apply(g, w, x.shape, ctx.conv), x, True) if need[0] else None,
+                    ZeroSlope.apply(ConvGradWeight.apply(x, g, w.shape, ctx.conv), w, True) if need[1] else None,
+                    g.sum((0, 2, 3)) if need[2] else None, None, None, None, None, None)
         gd = g._data
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
@@ -67,6 +76,47 @@ class Convolution(Function):
         if ctx.needs_input_grad[2]:
             db = wrap(reduce(gd, (0, 2, 3), "sum"))
         return dx, dw, db, None, None, None, None, None
+
+
+class ConvGradInput(Function):
+    """dx = conv^T(g, w), the input gradient of y = conv(x, w), as an op of (g, w). It is bilinear
+    and <conv^T(g, w), a> = <g, conv(a, w)>, so its gradients for an upstream gg (x's shape) are
+    conv(gg, w) for g and the weight gradient of conv(gg, .) against g for w."""
+    node_name = "ConvolutionBackwardBackward0"
+    edge_args = (0, 1)
+
+    @staticmethod
+    def forward(ctx, g, w, x_shape, conv):
+        ctx.conv, ctx.out_hw = conv, tuple(g.shape[2:])
+        ctx.save_for_backward(g, w)
+        return wrap(CONV.conv2d_grad_input(g._data, w._data, x_shape, *conv))
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, w = ctx.saved_tensors
+        return (Convolution.apply(gg, w, None, *ctx.conv, ctx.out_hw) if ctx.needs_input_grad[0] else None,
+                ConvGradWeight.apply(gg, g, w.shape, ctx.conv) if ctx.needs_input_grad[1] else None, None, None)
+
+
+class ConvGradWeight(Function):
+    """dw = the weight gradient of y = conv(x, w) for upstream g, as an op of (x, g):
+    <dw(x, g), v> = <g, conv(x, v)>, so for an upstream gw (w's shape) the gradients are
+    conv^T(g, gw) for x and conv(x, gw) for g."""
+    node_name = "ConvolutionBackwardBackward0"
+    edge_args = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, g, w_shape, conv):
+        ctx.conv, ctx.out_hw = conv, tuple(g.shape[2:])
+        ctx.save_for_backward(x, g)
+        return wrap(CONV.conv2d_grad_weight(x._data, g._data, w_shape, *conv))
+
+    @staticmethod
+    def backward(ctx, gw):
+        x, g = ctx.saved_tensors
+        return (ConvGradInput.apply(g, gw, x.shape, ctx.conv) if ctx.needs_input_grad[0] else None,
+                Convolution.apply(x, gw, None, *ctx.conv, ctx.out_hw) if ctx.needs_input_grad[1] else None,
+                None, None)
 
 
 _CONV_ARG = ("expected {what} to be a single integer value or a list of 2 values to match the convolution "
@@ -215,6 +265,7 @@ class MaxPool2d(Function):
             y, idx = y.squeeze(0), idx.squeeze(0)
         y, idx = wrap(y), wrap(idx)
         ctx.pool = (data.shape, kernel, stride, padding, dilation)
+        ctx.x = x  # only for create_graph: the recorded backward's (zero) dependence on x
         ctx.mark_non_differentiable(idx)
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(idx)
@@ -224,6 +275,9 @@ class MaxPool2d(Function):
     def backward(ctx, g, _):
         if g is None:
             return (None,) * 6
+        if is_grad_enabled():  # create_graph: the scatter as a recorded op
+            idx, = ctx.saved_tensors
+            return (MaxPool2dBackward.apply(g, ctx.x, idx, ctx.pool),) + (None,) * 5
         idx, = ctx.saved_tensors
         shape, kernel, stride, padding, dilation = ctx.pool
         gd, idxd = g._data, idx._data
@@ -231,6 +285,32 @@ class MaxPool2d(Function):
             gd, idxd = gd.unsqueeze(0), idxd.unsqueeze(0)
         dx = POOL.max_pool2d_backward(gd, idxd, shape, kernel, stride, padding, dilation)
         return (wrap(dx.view(g.shape[:-2] + tuple(shape[-2:]))),) + (None,) * 5
+
+
+class MaxPool2dBackward(Function):
+    """dx = g scattered to the argmax positions ``idx`` (max pooling's gradient) as an op of
+    (g, x). It is linear in g, with adjoint the gather of an upstream gg at idx; x only chose idx,
+    so its derivative is zero (reported as zeros, as PyTorch does)."""
+    node_name = "MaxPool2DWithIndicesBackwardBackward0"
+    edge_args = (0, 1)
+
+    @staticmethod
+    def forward(ctx, g, x, idx, pool):
+        shape, kernel, stride, padding, dilation = pool
+        ctx.save_for_backward(idx)
+        ctx.g_shape = g.shape
+        gd, idxd = g._data, idx._data
+        if len(shape) != gd.ndim:
+            gd, idxd = gd.unsqueeze(0), idxd.unsqueeze(0)
+        dx = POOL.max_pool2d_backward(gd, idxd, shape, kernel, stride, padding, dilation)
+        return wrap(dx.view(g.shape[:-2] + tuple(shape[-2:])))
+
+    @staticmethod
+    def backward(ctx, gg):
+        idx, = ctx.saved_tensors
+        dg = gg.flatten(-2).gather(-1, idx.flatten(-2)).reshape(ctx.g_shape) if ctx.needs_input_grad[0] else None
+        dx = gg.new_zeros(gg.shape) if ctx.needs_input_grad[1] else None
+        return dg, dx, None, None
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -250,14 +330,38 @@ class AvgPool2d(Function):
         data, out_hw = _pool_input(x, "avg_pool2d", kernel, stride, padding, (1, 1), ceil_mode)
         y = POOL.avg_pool2d_forward(data, kernel, stride, padding, out_hw, count_include_pad, divisor_override)
         ctx.pool = (data.shape, kernel, stride, padding, count_include_pad, divisor_override)
+        ctx.ceil_mode, ctx.x = ceil_mode, x  # for create_graph: the recorded backward's edges
         return wrap(y if x.ndim == 4 else y.squeeze(0))
 
     @staticmethod
     def backward(ctx, g):
+        if is_grad_enabled():  # create_graph: the scatter as a recorded op (x: zero derivative)
+            return (ZeroSlope.apply(AvgPool2dBackward.apply(g, ctx.pool, ctx.ceil_mode), ctx.x),) + (None,) * 6
         shape, kernel, stride, padding, count_include_pad, divisor_override = ctx.pool
         gd = g._data if g.ndim == 4 else g._data.unsqueeze(0)
         dx = POOL.avg_pool2d_backward(gd, shape, kernel, stride, padding, count_include_pad, divisor_override)
         return (wrap(dx if g.ndim == 4 else dx.squeeze(0)),) + (None,) * 6
+
+
+class AvgPool2dBackward(Function):
+    """dx = avg pooling's gradient, the adjoint of the (linear) pooling; as an op of g its own
+    gradient is the pooling of the upstream gradient again."""
+    node_name = "AvgPool2DBackwardBackward0"
+    edge_args = (0,)
+
+    @staticmethod
+    def forward(ctx, g, pool, ceil_mode):
+        ctx.pool, ctx.ceil_mode = pool, ceil_mode
+        shape, kernel, stride, padding, count_include_pad, divisor_override = pool
+        gd = g._data if g.ndim == 4 else g._data.unsqueeze(0)
+        dx = POOL.avg_pool2d_backward(gd, shape, kernel, stride, padding, count_include_pad, divisor_override)
+        return wrap(dx if g.ndim == 4 else dx.squeeze(0))
+
+    @staticmethod
+    def backward(ctx, gg):
+        _, kernel, stride, padding, count_include_pad, divisor_override = ctx.pool
+        return AvgPool2d.apply(gg, kernel, stride, padding, ctx.ceil_mode, count_include_pad, divisor_override), \
+            None, None
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -285,7 +389,7 @@ class BatchNorm(Function):
         data = [x._data] + [None if t is None else t._data.view(-1)
                             for t in (weight, bias, running_mean, running_var)]
         y, mean, rstd = BN.batch_norm_forward(*data, training, momentum, eps)
-        ctx.stats = (mean, rstd, training)
+        ctx.stats, ctx.eps = (mean, rstd, training), eps
         ctx.vec_meta = [None if t is None else (t._data.shape, t._data.dtype) for t in (weight, bias)]
         ctx.save_for_backward(x, weight)
         return wrap(y)
@@ -296,10 +400,38 @@ class BatchNorm(Function):
         mean, rstd, training = ctx.stats
         need = ctx.needs_input_grad
         (w_shape, w_dtype), (b_shape, b_dtype) = [(None, None) if v is None else v for v in ctx.vec_meta]
+        if is_grad_enabled():  # create_graph: the same formulas from differentiable ops
+            dx, dw, db = _batch_norm_grads_ops(x, weight, g, ctx, need)
+            if not training and dx is not None:  # x's derivative of w rstd g: undefined, as PyTorch's
+                dx = ZeroSlope.apply(dx, x, True)
+            return (dx, None if dw is None else dw.reshape(w_shape).to(w_dtype),
+                    None if db is None else db.reshape(b_shape).to(b_dtype), None, None, None, None, None)
         dx, dw, db = BN.batch_norm_backward(x._data, g._data, None if weight is None else weight._data.view(-1),
                                             mean, rstd, training, need[0], need[1] or need[2], w_dtype, b_dtype)
         return (wrap(dx) if need[0] else None, wrap(dw.view(w_shape)) if need[1] else None,
                 wrap(db.view(b_shape)) if need[2] else None, None, None, None, None, None)
+
+
+def _batch_norm_grads_ops(x, w, g, ctx, need):
+    """Per channel c (dim 1), over the other dims: xhat = (x - mean) rstd, dw = sum g xhat, db = sum g,
+    and dx = w rstd (g - mean(g) - xhat mean(g xhat)) in training (the batch statistics depend on
+    x), dx = w rstd g in eval (constant running statistics)."""
+    mean, rstd, training = ctx.stats
+    dims = (0,) + tuple(range(2, x.ndim))
+    chan = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if training:
+        xc = x - x.mean(dims, keepdim=True)
+        r = ((xc * xc).mean(dims, keepdim=True) + ctx.eps).rsqrt()
+    else:
+        r = wrap(rstd).to(x.dtype).reshape(chan)
+        xc = x - wrap(mean).to(x.dtype).reshape(chan)
+    xhat = xc * r
+    gw = g * w.reshape(chan) if w is not None else g
+    dx = None
+    if need[0]:
+        dx = r * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True)) if training \
+            else gw * r
+    return dx, (g * xhat).sum(dims) if need[1] else None, g.sum(dims) if need[2] else None
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):

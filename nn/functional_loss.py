@@ -96,7 +96,6 @@ def _pointwise_class(mode, node):
 
 _MSE = _pointwise_class("mse", "MseLossBackward0")
 _L1 = _pointwise_class("l1", "L1LossBackward0")
-_L1.piecewise_constant = True  # sign(d): its gradient has no history of x, exactly
 _SMOOTH_L1 = _pointwise_class("smooth_l1", "SmoothL1LossBackward0")
 _HUBER = _pointwise_class("huber", "HuberLossBackward0")
 _BCE = _pointwise_class("bce", "BinaryCrossEntropyBackward0")
@@ -244,7 +243,7 @@ class _CrossEntropy(Function):
 
 
 class _NllLoss(_CrossEntropy):
-    piecewise_constant = True  # dL/dx = -w_t / den is constant in x: no history to keep
+    """nll_loss: the same kernels on log-probabilities (``softmax`` False)."""
 
 
 class _CrossEntropyProb(_CrossEntropy):
@@ -281,6 +280,9 @@ def _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw):
     dx = dt = dw = None
     if nx:
         dx = (gr * (a.sum(1, keepdim=True) * lp.exp() - a) if softmax else -(gr * a)).reshape(x.shape)
+        if not softmax:  # nll's gradient reads x only to pick a class: x's derivative is zero
+            from tgrad.ops.pointwise import ZeroSlope
+            dx = ZeroSlope.apply(dx, x)
     if nt:
         dt = (-(gr * (1.0 - eps)) * (wb if wb is not None else 1.0) * lp).reshape(x.shape)
     if nw:

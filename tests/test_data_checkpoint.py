@@ -164,7 +164,8 @@ def test_flat_state_dict_is_plain_safetensors(tmp_path):
     raw = path.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8:8 + n])
-    assert header.pop("__metadata__") == {"format": "pt"} and list(header) == list(sd)
+    metadata = header.pop("__metadata__")
+    assert metadata["format"] == "pt" and set(metadata) == {"format", "tgrad.crc32"} and list(header) == list(sd)
     assert (8 + n) % 8 == 0
     assert header["w"] == {"dtype": "F32", "shape": [3, 2], "data_offsets": [0, 24]}
     assert header["n"]["dtype"] == "I64" and header["n"]["shape"] == []

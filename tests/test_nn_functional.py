@@ -86,7 +86,7 @@ def test_linear_shapes_and_layouts(dtype, case):
     backprop_and_compare(out, ref, pairs, dtype, atol=3e-5 if case == "wide" and dtype is tgrad.float32 else None)
 
 
-def test_linear_launches_one_kernel_forward_and_four_backward():
+def test_linear_launches_one_kernel_forward_and_three_backward():
     x, w, b = (tgrad.randn(*s, requires_grad=True) for s in ((4, 3, 6), (5, 6), (5,)))
     with tgrad.count_launches() as fwd:
         y = F.linear_act(x, w, b, "gelu")
@@ -94,7 +94,8 @@ def test_linear_launches_one_kernel_forward_and_four_backward():
     with tgrad.count_launches() as bwd:
         tgrad.autograd.grad(y, [x, w, b], g)  # (backward() would add .grad's copies)
     assert dict(fwd) == {"matmul_kernel": 1}
-    assert dict(bwd) == {"pointwise_kernel": 1, "matmul_kernel": 2, "reduce_kernel": 1}
+    # act', then dX and (dW with db summed beside it)
+    assert dict(bwd) == {"pointwise_kernel": 1, "matmul_kernel": 2}
 
 
 def test_linear_bad_inputs():
@@ -294,7 +295,7 @@ def test_embedding_int32_strided_indices_transposed_weight_small_blocks(monkeypa
 @pytest.mark.parametrize("bad", [7, -1])
 def test_embedding_out_of_range_index(bad):
     w = tgrad.randn(7, 3, requires_grad=True)
-    with pytest.raises(IndexError, match=r"^index out of range in self$"):
+    with pytest.raises(IndexError, match=rf"^index out of range in self \(index {bad} for an embedding of 7 rows\)$"):
         F.embedding(tgrad.tensor([[0, 1], [bad, 2]]), w)
 
 
@@ -312,8 +313,8 @@ def test_one_hot():
         assert out.dtype is tgrad.int64 and not out.requires_grad
         assert torch.equal(out.torch(), TF.one_hot(idx, n))
     assert F.one_hot(tgrad.tensor([], dtype=tgrad.int64), 3).shape == (0, 3)
-    for t, n, msg in (([0, 3], 2, "Class values must be smaller than num_classes."),
-                      ([0, -1], 5, "Class values must be non-negative."),
+    for t, n, msg in (([0, 3], 2, r"Class values must be smaller than num_classes\. \(got 3 with num_classes=2\)"),
+                      ([0, -1], 5, r"Class values must be non-negative\. \(got -1\)"),
                       ([], -1, "Can not infer total number of classes from empty tensor.")):
         with pytest.raises(RuntimeError, match=f"^{msg}$"):
             F.one_hot(tgrad.tensor(t, dtype=tgrad.int64), n)

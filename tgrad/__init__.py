@@ -24,6 +24,19 @@ device = _torch.device
 __version__ = "0.1.0"
 
 
+def use_deterministic_algorithms(mode: bool) -> None:
+    """On by default in tgrad: scatter-adds on CUDA (embedding and indexing backward, scatter_add)
+    sort their keys and sum each destination in a fixed order instead of using float atomics, so
+    training is bit-for-bit repeatable. ``False`` allows the faster atomic path."""
+    from tgrad.kernels import segment
+    segment.set_deterministic(mode)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    from tgrad.kernels import segment
+    return segment._enabled
+
+
 def is_tensor(obj):
     return isinstance(obj, Tensor)
 
@@ -36,3 +49,12 @@ class cuda:  # noqa: N801 - tgrad.cuda.is_available() as in PyTorch
     is_available = staticmethod(_torch.cuda.is_available)
     device_count = staticmethod(_torch.cuda.device_count)
     synchronize = staticmethod(lambda *a: _torch.cuda.synchronize(*a) if _torch.cuda.is_available() else None)
+
+
+def __getattr__(name):
+    # `import tgrad as torch; torch.nn.Linear` works as with torch, while the core itself still
+    # never imports nn/optim/utils: they load on first access
+    if name in ("nn", "optim", "utils"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

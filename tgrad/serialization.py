@@ -16,6 +16,15 @@ the byte buffer after the header) and may hold ``"__metadata__"``, a map of stri
 ``save`` writes a temporary file in the target's directory, fsyncs it, then renames it over the
 target (``os.replace``), so a crash leaves either the old file or the new one, never half of one.
 ``load`` checks the header against the file's size and reports a truncated or corrupted file.
+Damage the structure cannot show (a flipped bit in the data, a changed dtype code) is caught by
+``__metadata__["tgrad.crc32"]``: the CRC-32 of the rest of the metadata and of the tensor entries
+(each as compact JSON), then of the data bytes, checked when present (other safetensors writers do
+not add it; other readers ignore it).
+
+Test hook: with the environment variable ``TGRAD_SAVE_PAUSE_AFTER_BYTES=N`` set, ``save`` to a
+path writes the first N bytes of the temporary file, flushes them to disk and then sleeps (an hour)
+before writing the rest, so a test can kill the process in the middle of a save
+(``tests/test_checkpoint_faults.py``). Nothing else reads it.
 """
 from __future__ import annotations
 
@@ -24,6 +33,8 @@ import os
 import struct
 import sys
 import tempfile
+import time
+import zlib
 
 import numpy as np
 import torch
@@ -37,6 +48,8 @@ _DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", tor
            torch.bool: "BOOL"}
 _BY_CODE = {v: k for k, v in _DTYPES.items()}
 _TREE_KEY = "tgrad.tree"
+_CRC_KEY = "tgrad.crc32"
+_PAUSE_ENV = "TGRAD_SAVE_PAUSE_AFTER_BYTES"
 _SCALARS = (bool, int, float, str, type(None))
 
 
@@ -86,19 +99,27 @@ def _encode(obj) -> bytes:
     else:
         tensors = {}
         metadata = {"format": "pt", _TREE_KEY: json.dumps(_skeleton(obj, [], tensors))}
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
+    entries, blobs, offset = {}, [], 0
     for name, t in tensors.items():
         data = t._data.detach()
         if data.dtype not in _DTYPES:
             raise TypeError(f"tgrad.save: unsupported dtype {data.dtype} for {name!r}")
         blob = data.cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-        header[name] = {"dtype": _DTYPES[data.dtype], "shape": list(data.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
+        entries[name] = {"dtype": _DTYPES[data.dtype], "shape": list(data.shape),
+                         "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
         offset += len(blob)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    data = b"".join(blobs)
+    metadata[_CRC_KEY] = _checksum(metadata, entries, data)
+    text = json.dumps({"__metadata__": metadata, **entries}, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)  # the data section starts 8-byte aligned
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def _checksum(metadata: dict, entries: dict, data) -> str:
+    rest = {k: v for k, v in metadata.items() if k != _CRC_KEY}
+    crc = zlib.crc32(json.dumps([rest, entries], separators=(",", ":")).encode("utf-8"))
+    return f"{zlib.crc32(data, crc):08x}"
 
 
 def save(obj, f) -> None:
@@ -113,6 +134,13 @@ def save(obj, f) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
+            pause = os.environ.get(_PAUSE_ENV)
+            if pause:  # the test hook (module doc): half a file on disk, then wait to be killed
+                out.write(payload[:int(pause)])
+                out.flush()
+                os.fsync(out.fileno())
+                time.sleep(3600)
+                payload = payload[int(pause):]
             out.write(payload)
             out.flush()
             os.fsync(out.fileno())
@@ -168,6 +196,11 @@ def _decode(raw: bytes, where: str, device):
         if device is not None:
             t = t.to(device)
         tensors[name] = Tensor._wrap(t)
+    if _CRC_KEY in metadata:
+        crc = _checksum(metadata, header, data)
+        if crc != metadata[_CRC_KEY]:
+            raise _corrupt(where, f"the file is corrupted: its checksum is {crc}, but the header records "
+                                  f"{metadata[_CRC_KEY]}")
     if _TREE_KEY in metadata:
         try:
             return _rebuild(json.loads(metadata[_TREE_KEY]), tensors)

@@ -289,7 +289,9 @@ class Tensor:
     def data(self) -> "Tensor":
         """An alias with requires_grad=False and its *own* version counter: changes through it are
         invisible to autograd (the legacy behaviour the spec keeps)."""
-        return Tensor._wrap(self._data)
+        alias = Tensor._wrap(self._data)
+        alias._is_inference = alias._vc.inference = self._is_inference  # same storage, same kind
+        return alias
 
     @data.setter
     def data(self, value: "Tensor"):

@@ -111,13 +111,13 @@ def make_dot(tensors, params=None, show_saved=False) -> Dot:
     ids, drawn, lines = {}, set(), []
 
     def ident(obj, kind=""):
-        key = (kind, id(obj))  # a leaf that is also saved is drawn twice: as leaf and as saved tensor
+        key = (kind, id(obj))  # kind tells apart what one object draws: a node and each saved slot
         if key not in ids:
             ids[key] = f"n{len(ids)}"
         return ids[key]
 
-    def var_label(t, fallback=""):
-        name = names.get(id(t), fallback)
+    def var_label(t):
+        name = names.get(id(t))
         return f"{name}\n {_shape(t)}" if name else _shape(t)
 
     def add_node(obj, label, color=None, kind=""):
@@ -147,9 +147,9 @@ def make_dot(tensors, params=None, show_saved=False) -> Dot:
         else:
             add_node(fn, type(fn).__name__)
             if show_saved:
-                for label, t in _saved_of(fn):
-                    add_node(t, f"{label}\n {_shape(t)}", "orange", kind="saved")
-                    lines.append(f"\t{ident(t, 'saved')} -> {ident(fn)} [dir=none style=dotted]")
+                for label, t in _saved_of(fn):  # one box per saved slot, even when tensors are shared
+                    add_node(fn, f"{label}\n {_shape(t)}", "orange", kind=label)
+                    lines.append(f"\t{ident(fn, label)} -> {ident(fn)} [dir=none style=dotted]")
         for nxt, _ in fn.next_functions:
             if nxt is not None:
                 lines.append(f"\t{ident(nxt)} -> {ident(fn)}")

@@ -102,9 +102,10 @@ def plot_regions(predict, X, y, title):
     pad, h = 0.5, 0.02 * float(np.ptp(X))
     xx, yy = np.meshgrid(np.arange(X[:, 0].min() - pad, X[:, 0].max() + pad, h),
                          np.arange(X[:, 1].min() - pad, X[:, 1].max() + pad, h))
-    z = predict(np.c_[xx.ravel(), yy.ravel()].astype(np.float32)).reshape(xx.shape)
+    z = predict(np.c_[xx.ravel(), yy.ravel()].astype(np.float32)).reshape(xx.shape).astype(np.int64)
+    levels = np.arange(max(z.max(), y.max()) + 2) - 0.5  # one flat colour per class
     fig, ax = plt.subplots(figsize=(5, 4))
-    ax.contourf(xx, yy, z, cmap=plt.cm.Spectral, alpha=0.8)
+    ax.contourf(xx, yy, z, levels=levels, cmap=plt.cm.Spectral, alpha=0.8)
     ax.scatter(X[:, 0], X[:, 1], c=y, s=20, cmap=plt.cm.Spectral, edgecolors="k", linewidths=0.5)
     ax.set_title(title)
     return fig

@@ -88,8 +88,9 @@ def main(argv=None):
     bar.close()
 
     with tgrad.no_grad():
-        final_acc = ((y * model(X)) > 0).sum().item() / len(y_np)
-        final_loss = F.relu(1 - y * model(X)).mean().item() + ALPHA * flat.dot(flat).item()
+        margins = y * model(X)
+        final_acc = (margins > 0).sum().item() / len(y_np)
+        final_loss = F.relu(1 - margins).mean().item() + ALPHA * flat.dot(flat).item()
 
     def predict(points):
         with tgrad.no_grad():
@@ -99,7 +100,7 @@ def main(argv=None):
     png, ckpt = save_outputs(args, "moons", fig, model.state_dict())
     report(watch, [f"final: loss {final_loss:.4f}, training accuracy {final_acc:.0%}"], png, ckpt)
     return {"accuracy": final_acc, "loss": final_loss, "ms_per_step": watch.ms_per_step,
-            "launches_per_step": watch.launches_per_step, "png": png, "checkpoint": ckpt}
+            "launches_per_step": watch.launches_per_step, "png": png, "checkpoint": ckpt, "model": model}
 
 
 if __name__ == "__main__":

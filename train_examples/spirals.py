@@ -1,7 +1,7 @@
 """Three interleaved spirals, told apart by a 2-64-64-3 ReLU MLP trained with softmax cross-entropy
 and Adam (full batch).
 
-    python train_examples/spirals.py            # 200 steps on the CPU
+    python train_examples/spirals.py            # 100 steps on the CPU
     python train_examples/spirals.py --device cuda
 
 Class j's points lie on the arm  r = t,  angle = 4 (j + t) + noise,  t in [0, 1]  (CS231n's
@@ -43,9 +43,9 @@ class MLP(nn.Module):
 
 
 def main(argv=None):
-    args = parse_args(argv, "three spirals, MLP 2-64-64-3, cross-entropy, Adam", steps=200)
+    args = parse_args(argv, "three spirals, MLP 2-64-64-3, cross-entropy, Adam", steps=100)
     rng = setup(args)
-    steps = args.steps or (60 if args.quick else 200)
+    steps = args.steps or (40 if args.quick else 100)
     X_np, y_np = make_spirals(rng)
     X = tgrad.tensor(X_np, device=args.device)
     y = tgrad.tensor(y_np, device=args.device)

@@ -81,9 +81,35 @@ class Sequential(Module):
         return self
 
     def forward(self, input):
-        for module in self:
-            input = module(input)
+        modules = list(self._modules.values())
+        i = 0
+        while i < len(modules):
+            if i + 1 < len(modules) and _fusable_linear_relu(modules[i], modules[i + 1]):
+                # Linear then ReLU: one matmul launch with the ReLU in its epilogue and one fused
+                # backward (node ReluBackward0, as unfused), instead of a matmul plus a pointwise each way
+                linear = modules[i]
+                input = _functional().linear_act(input, linear.weight, linear.bias, "relu")
+                i += 2
+                continue
+            input = modules[i](input)
+            i += 1
         return input
+
+
+def _functional():
+    from .. import functional
+    return functional
+
+
+def _fusable_linear_relu(first, second) -> bool:
+    """Exactly a Linear and a non-inplace ReLU, neither with hooks or a replaced forward: then the
+    fused call computes what calling both would, and nothing could observe the difference."""
+    from .activation import ReLU
+    from .linear import Linear
+    return (type(first) is Linear and type(second) is ReLU and not second.inplace
+            and not (first._forward_hooks or first._forward_pre_hooks or second._forward_hooks
+                     or second._forward_pre_hooks)
+            and "forward" not in first.__dict__ and "forward" not in second.__dict__)
 
 
 class ModuleList(Module):

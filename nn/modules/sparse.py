@@ -18,7 +18,8 @@ class Embedding(Module):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise AssertionError("Padding_idx must be within num_embeddings")
+                raise AssertionError(f"Padding_idx must be within num_embeddings (got padding_idx={padding_idx} "
+                                     f"for num_embeddings={num_embeddings})")
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
         if max_norm is not None or scale_grad_by_freq or sparse:

@@ -33,7 +33,7 @@ class TensorDataset(Dataset):
 
     def __init__(self, *tensors):
         if any(tensors[0].size(0) != t.size(0) for t in tensors):
-            raise AssertionError("Size mismatch between tensors")
+            raise AssertionError(f"Size mismatch between tensors (first dims {[t.size(0) for t in tensors]})")
         self.tensors = tensors
 
     def __getitem__(self, index):
@@ -69,7 +69,8 @@ def random_split(dataset, lengths, generator=None):
             counts[i % len(counts)] += 1
         lengths = counts
     if sum(lengths) != n:
-        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+        raise ValueError(f"Sum of input lengths does not equal the length of the input dataset! (lengths {lengths} "
+                         f"sum to {sum(lengths)}, the dataset has {n} samples)")
     perm = tgrad.randperm(n, generator=generator).tolist()
     out, start = [], 0
     for length in lengths:

@@ -122,13 +122,18 @@ def _retain(node, nr, grad, create_graph):
         t._grad = t._grad + g
 
 
-def _new_grad(grad, create_graph):
+def _new_grad(grad, create_graph, steal=False):
     """What a first accumulation stores in ``.grad``: a copy, which under create_graph keeps its
-    history through a copy node (``grad_fn=<CopyBackwards>``, as PyTorch shows it)."""
+    history through a copy node (``grad_fn=<CopyBackwards>``, as PyTorch shows it). With ``steal``
+    (the caller holds the only other reference) a gradient that nothing else can reach becomes
+    ``.grad`` as it is, as PyTorch's AccumulateGrad steals it: no copy of every parameter's
+    gradient each step."""
     if not create_graph:
-        # a storage copy, not a kernel: one interpreted launch per parameter per step otherwise
         from ..tensor import Tensor
         import torch
+        if steal and _unreachable(grad):
+            return Tensor._wrap(grad._data)
+        # a storage copy, not a kernel: one interpreted launch per parameter per step otherwise
         return Tensor._wrap(grad._data.clone(memory_format=torch.contiguous_format))
     if not grad._requires_grad:
         return grad
@@ -137,17 +142,42 @@ def _new_grad(grad, create_graph):
     return Copy.apply(ops.empty_like(grad), grad)
 
 
-def _accumulate(node: AccumulateGrad, grad, create_graph):
+# references to a gradient nothing else holds, inside _unreachable: the engine's, _accumulate's,
+# _new_grad's and _unreachable's own parameter, and getrefcount's argument
+_OWN_REFS = 5
+
+
+def _unreachable(grad) -> bool:
+    """Whether ``grad`` (a tgrad Tensor) and its storage are held by nobody but the engine: no other
+    Python reference to the wrapper or its torch tensor, no other tensor or view on the storage."""
+    import sys
+    import torch
+    if sys.getrefcount(grad) > _OWN_REFS or grad._requires_grad:
+        return False
+    data = grad._data
+    # the wrapper's attribute, `data` and getrefcount's argument; the storage: its tensor and the
+    # temporary storage object asked about
+    return (sys.getrefcount(data) <= 3 and data._base is None and data.is_contiguous()
+            and torch._C._storage_Use_Count(data.untyped_storage()._cdata) <= 2)
+
+
+def _accumulate(node: AccumulateGrad, grad, create_graph, steal=False):
     var = node.variable
+    hooked = bool(node._tensor_hooks.get(0))  # a hook may keep what it was given, or return it
     grad = _run_tensor_hooks(node, 0, grad)
     if var._grad is None:
-        var._grad = _new_grad(grad, create_graph)
+        var._grad = _new_grad(grad, create_graph, steal and not hooked)
     elif create_graph or var._grad._requires_grad:
         var._grad = var._grad + grad
     else:
         var._grad._accumulate_(grad)
+    _run_post_accumulate_hooks(var)
+
+
+def _run_post_accumulate_hooks(var):
     for hook in getattr(var, "_post_acc_hooks", None) or ():
-        hook(var)
+        if hook(var) is not None:
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False,
@@ -229,7 +259,11 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                         captured[k] = g
             if isinstance(node, AccumulateGrad):
                 if accumulate and grads[0] is not None:
-                    _accumulate(node, grads[0], create_graph)
+                    # drop the loop's other references, so that the engine holds the gradient once
+                    # and a fresh one can become .grad without a copy (_new_grad)
+                    g0, grads, buf, outs, g = grads[0], None, None, None, None
+                    _accumulate(node, g0, create_graph, steal=targets is None)
+                    g0 = None
                 continue
             if targets is not None and not accumulate and not any(nx in useful for nx, _ in node._next):
                 continue
@@ -238,8 +272,6 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             else:
                 grads = _materialize(node, grads)
                 outs = _run_node(node, grads)
-                if create_graph:
-                    _check_history(node, grads, outs)
             if not retain_graph:
                 node._release()
             for (nx, nr), g in zip(node._next, outs):
@@ -252,26 +284,6 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if deps[nx] == 0:
                     heapq.heappush(ready, (-nx._seq, id(nx), nx))
     return captured
-
-
-def _check_history(node, grads, outs):
-    """Under create_graph, a built-in node's gradients must keep the history of what they depend
-    on: the incoming gradients and the saved tensors that require grad. A backward that is still a
-    fused kernel would drop it and give silently wrong higher-order gradients, so it is refused."""
-    owner = getattr(node, "_forward_cls", None) or type(node)
-    if owner.__module__.split(".")[0] != "tgrad" or getattr(owner, "zero_gradient", False):
-        return
-    floats = [g for g in outs if g is not None and g.dtype.is_floating_point]
-    saved = node.__dict__.get("_saved")
-    lost = False
-    if any(g is not None and g._requires_grad for g in grads):  # linear in g: some output must keep it
-        lost = bool(floats) and not any(g._requires_grad for g in floats)
-    if (isinstance(saved, tuple) and any(s is not None and s.tensor._requires_grad for s in saved)
-            and not getattr(owner, "piecewise_constant", False)):  # f' is a step: no history is exact
-        lost = lost or any(not g._requires_grad for g in floats)
-    if lost:
-        raise RuntimeError(f"tgrad: {node.name()} does not support create_graph=True yet: its backward is a "
-                           "fused kernel, so the gradient it returns would have no history")
 
 
 def _materialize(node, grads):
@@ -303,6 +315,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
         if len(inputs) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        for x in inputs:  # as PyTorch: a non-leaf input's .grad is its retained gradient
+            x.retain_grad()
     if create_graph:
         warnings.warn(
             "Using backward() with create_graph=True will create a reference cycle between the parameter and "
@@ -315,21 +329,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         return
     grads = run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=inputs, accumulate=False)
     for x, g in zip(inputs, grads):
-        if g is None:
-            continue
-        if x._grad_fn is None:
+        if g is not None and x._grad_fn is None:  # non-leaves got theirs as retained gradients
             _accumulate_into(x, g, create_graph)
-        else:
-            x._grad = g.detach().clone() if x._grad is None else x._grad + g.detach()
 
 
 def _accumulate_into(x, g, create_graph):
     if x._grad is None:
         x._grad = _new_grad(g, create_graph)
+    elif create_graph or x._grad._requires_grad:
+        x._grad = x._grad + g
     else:
-        x._grad = x._grad + g if create_graph else x._grad._accumulate_(g) or x._grad
-    for hook in getattr(x, "_post_acc_hooks", None) or ():
-        hook(x)
+        x._grad._accumulate_(g)
+    _run_post_accumulate_hooks(x)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -359,7 +370,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have been used in the "
                                    "graph. Set allow_unused=True if this is the desired behavior.")
             if materialize_grads:
-                g = ops.zeros_like(x)
+                g = ops.zeros_like(x, requires_grad=create_graph)
         elif not create_graph:
             g = g.detach()
         result.append(g)

@@ -165,16 +165,18 @@ def _resolve(x: Tensor, items):
         return None, tuple(basic)
     norm = indexing._normalize(x, tuple(basic))
     n_real = sum(1 for i in norm if i is not None and i is not Ellipsis)
-    view_dim, d = [], 0
-    for i in norm:  # the view dim each basic entry lands on
+    view_dim, x_dim, d, xd = [], [], 0, 0
+    for i in norm:  # the view dim and the dim of x each basic entry lands on
         view_dim.append(d)
+        x_dim.append(xd)
         d += x.ndim - n_real if i is Ellipsis else 0 if isinstance(i, int) else 1
+        xd += x.ndim - n_real if i is Ellipsis else 0 if i is None else 1
     v = x._data[norm]
     dims, indices, checks = [], [], []
     for pos, kind, t, host in adv:
         d = view_dim[pos]
         if kind == "int":
-            checks.append((len(indices), t, host, v.shape[d]))
+            checks.append((x_dim[pos], t, host, v.shape[d]))  # x's dim, where PyTorch says the index's position
             dims.append(d)
             indices.append(t)
         elif t.dim() == 0:  # x[True] / x[False]: a new dim of size 1, kept or emptied
@@ -334,8 +336,9 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     d = x._dim(dim)
     size = x.shape[d] if x.ndim else 1
-    if KI.first_out_of_bounds(idx, size, allow_negative=False) is not None:
-        raise IndexError("index out of range in self")
+    bad = KI.first_out_of_bounds(idx, size, allow_negative=False)
+    if bad is not None:  # PyTorch's text, then the offending value
+        raise IndexError(f"index out of range in self (index {bad} for dimension {d} with size {size})")
     view = (lambda t: t.reshape(1)) if x.ndim == 0 else (lambda t: t)
     plan = _Plan(view, [d], [idx.reshape(1) if idx.dim() == 0 else idx], False, x._data)
     if x.ndim == 0:
@@ -426,6 +429,10 @@ class MaskedFill(Function):
     @staticmethod
     def backward(ctx, g):
         mask, = ctx.saved_tensors
+        if is_grad_enabled():  # create_graph: the same selections as recorded (differentiable) wheres
+            from .pointwise import Where
+            gx = sum_to_shape(Where.apply(mask, 0.0, g), ctx.x_shape) if ctx.needs_input_grad[0] else None
+            return gx, None, Where.apply(mask, g, 0.0).sum() if ctx.needs_input_grad[2] else None
         zero = as_operand(0, g, g.dtype)
         gx = sum_to_shape(map_(M.where, [mask, zero, g], g.dtype), ctx.x_shape) if ctx.needs_input_grad[0] else None
         gv = map_(M.where, [mask, g, zero], g.dtype).sum() if ctx.needs_input_grad[2] else None

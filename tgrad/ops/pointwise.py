@@ -145,6 +145,8 @@ def _derivatives():
     def step(mask, like):
         return mask.to(like.dtype)
 
+    # relu' and leaky_relu' keep an edge to their input (with zero derivative), as PyTorch's
+    # threshold_backward does, so that differentiating the gradient again gives zeros
     table = {
         Exp: lambda y: y,
         Log: lambda x: x.reciprocal(),
@@ -155,11 +157,11 @@ def _derivatives():
         Cos: lambda x: -x.sin(),
         Tanh: lambda y: 1 - y * y,
         Sigmoid: lambda y: y * (1 - y),
-        Relu: lambda y: step(y > 0, y),
+        Relu: lambda y: y.sign(),  # y >= 0: sign(y) is the step, and Sign's gradient is zero
         Abs: lambda x: x.sign(),
         PowScalar: lambda x, e: (x ** (e - 1)) * e if e != 0 else x * 0,
         Silu: lambda x: x.sigmoid() * (1 + x * (1 - x.sigmoid())),
-        LeakyRelu: lambda x, slope: step(x > 0, x) * (1 - slope) + slope,
+        LeakyRelu: lambda x, slope: ZeroSlope.apply(Where.apply(x > 0, 1.0, slope), x),
         Clamp: lambda x, lo, hi: step((x >= lo).logical_and(x <= hi), x),
         Softplus: lambda x, beta, threshold: Where.apply(x * beta > threshold, 1.0, (x * beta).sigmoid()),
         Elu: lambda x, alpha: Where.apply(x > 0, 1.0, x.exp() * alpha),
@@ -172,10 +174,6 @@ def _derivatives():
     }
     for cls, d in table.items():
         cls.derivative = staticmethod(d)
-    for cls in (Relu, Abs, LeakyRelu, Clamp):
-        cls.piecewise_constant = True
-    for cls in (Sign, Floor, Ceil, Round):
-        cls.zero_gradient = True  # backward returns constant zeros, whatever g's history
 
 
 _derivatives()
@@ -222,6 +220,8 @@ class Add(_Binary):
     def forward(ctx, a, b, alpha=1.0):
         ta, tb, dtype = Add.prepare(a, b)
         ctx.shapes, ctx.alpha = (ta.shape, tb.shape), alpha
+        if alpha == 1:  # a + 1*b is a + b exactly; a formula without a parameter runs fewer ops
+            return map_(M.add_plain, [ta, tb], dtype)
         return map_(M.add, [ta, tb], dtype, (alpha,))
 
     @staticmethod
@@ -240,6 +240,8 @@ class Sub(_Binary):
     def forward(ctx, a, b, alpha=1.0):
         ta, tb, dtype = Sub.prepare(a, b)
         ctx.shapes, ctx.alpha = (ta.shape, tb.shape), alpha
+        if alpha == 1:
+            return map_(M.sub_plain, [ta, tb], dtype)
         return map_(M.sub, [ta, tb], dtype, (alpha,))
 
     @staticmethod
@@ -256,7 +258,7 @@ class Rsub(Function):
     @staticmethod
     def forward(ctx, x, c):
         dtype = result_type(x, c)
-        return map_(M.sub, [as_operand(c, x, dtype), x], dtype, (1.0,))
+        return map_(M.sub_plain, [as_operand(c, x, dtype), x], dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -277,10 +279,19 @@ class Mul(_Binary):
     node_name, formula = "MulBackward0", M.mul
     a_only_for_b = b_only_for_a = True
 
+    @classmethod
+    def forward(cls, ctx, a, b, alpha=1.0):
+        ctx.square = a is b  # x * x (an L2 penalty's p * p): both gradients are one product
+        return super().forward(ctx, a, b, alpha)
+
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         na, nb = ctx.needs_input_grad[:2]
+        if ctx.square and na and nb and not is_grad_enabled():
+            # both edges lead to the same place, where the engine would add g a + g a: one launch
+            # of 2 g a on the first edge gives the same sum (doubling is exact)
+            return map_(M.square_bwd, [a, g], g.dtype), None, None
         if na and nb and not is_grad_enabled():  # one fused launch, unless create_graph needs history
             da, db = map2(M.mul_bwd, [a, b, g], g.dtype)
         else:  # one product only: the other operand may be a constant
@@ -373,13 +384,11 @@ def _extreme_backward(formula, wins):
 class Maximum(_Binary):
     node_name, formula = "MaximumBackward0", M.maximum
     backward = _extreme_backward(M.maximum_bwd, lambda a, b: a > b)
-    piecewise_constant = True
 
 
 class Minimum(_Binary):
     node_name, formula = "MinimumBackward0", M.minimum
     backward = _extreme_backward(M.minimum_bwd, lambda a, b: a < b)
-    piecewise_constant = True
 
 
 class Where(Function):
@@ -409,6 +418,30 @@ class Where(Function):
             da, db = map2(M.where_bwd, [cond, g], g.dtype)
         return (None, sum_to_shape(da, ctx.shapes[0]) if ctx.needs_input_grad[1] else None,
                 sum_to_shape(db, ctx.shapes[1]) if ctx.needs_input_grad[2] else None)
+
+
+class ZeroSlope(Function):
+    """``value`` passed through, recorded as also depending on ``x`` with derivative zero.
+
+    Where PyTorch's backward formula reads a saved input only through a step (relu's mask, the
+    class nll_loss picks, a pooling window), its gradient node still has an edge to that input, so
+    differentiating the gradient again gives zeros for it (``undefined=True``: nothing, as for
+    conv's input) instead of the error for a tensor that was not used. tgrad's composite gradients
+    get the same edge from this node; it launches nothing."""
+    node_name = "ZeroSlopeBackward0"
+    edge_args = (0, 1)
+
+    @staticmethod
+    def forward(ctx, value, x, undefined=False):
+        ctx.x_meta, ctx.undefined = (x.shape, x.dtype, x.device), undefined
+        return value
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.undefined or not ctx.needs_input_grad[1]:
+            return g, None, None
+        shape, dtype, device = ctx.x_meta
+        return g, wrap(torch.zeros(tuple(shape), dtype=dtype.torch, device=device)), None
 
 
 def compare(formula, a, b):

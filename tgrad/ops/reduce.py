@@ -122,6 +122,19 @@ class Prod(Function):
         nonzero_prod = prod(_where(is_zero, 1.0, x), dims, True)
         ge = _expand_back(g, shape, dims, keepdim)
         safe_x = _where(is_zero, 1.0, x)
+        from ..autograd.grad_mode import is_grad_enabled
+        if is_grad_enabled():
+            # create_graph: the product of the others, written so that its own derivatives are
+            # exact where x has zeros. With n the product of the non-zeros and s the sum of the
+            # zero entries (0, but with derivative 1 for each): one zero j gives n at j and
+            # s n / x_k elsewhere; two zeros give n (s - x_k) at each zero, the other one's
+            # value; elsewhere, and with more zeros, every second derivative is 0 too.
+            n, z = nonzero_prod.expand(*shape), zeros.expand(*shape)
+            s = sum(_where(is_zero, x, 0.0), dims, True).expand(*shape)
+            one = _where(is_zero, n, n * s / safe_x)
+            two = _where(is_zero, n * (s - x), 0.0)
+            none = _expand_back(out, shape, dims, keepdim) / safe_x
+            return ge * _where(z == 0, none, _where(z == 1, one, _where(z == 2, two, 0.0))), None, None, None
         no_zero = ge * _expand_back(out, shape, dims, keepdim) / safe_x
         one_zero = ge * nonzero_prod.expand(*shape)
         grad = _where((zeros == 0).expand(*shape), no_zero, _where((zeros == 1).expand(*shape) & is_zero, one_zero, 0.0))
@@ -135,7 +148,6 @@ class ProdDim(Prod):
 class Extreme(Function):
     """max()/min()/amax/amin: the gradient is split evenly between tied extremes."""
     node_name = "AmaxBackward0"
-    piecewise_constant = True  # create_graph: the tie mask has no derivative
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, op):

@@ -155,7 +155,8 @@ def flatten(x, start_dim=0, end_dim=-1):
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return x
-    shape = tuple(x.shape[:s]) + (-1,) + tuple(x.shape[e + 1:])
+    # the product, not -1: a 0-element tensor cannot infer a dim (flatten of (0, 3, 0) is (0, 0))
+    shape = tuple(x.shape[:s]) + (math.prod(x.shape[s:e + 1]),) + tuple(x.shape[e + 1:])
     return reshape(x, *shape)
 
 

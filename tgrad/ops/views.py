@@ -219,11 +219,35 @@ class AsStrided(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from .pointwise import map_
-        z = _zeros(ctx.in_shape, g)
-        size, stride, offset = ctx.geometry
-        map_(M.identity, [g], g.dtype, out=wrap(z._data.as_strided(size, stride, offset)), compute=g.dtype)
-        return z, None, None, None
+        from ..autograd.grad_mode import is_grad_enabled
+        if is_grad_enabled() and g._requires_grad:  # create_graph: a recorded scatter
+            return AsStridedScatter.apply(g, ctx.in_shape, ctx.geometry), None, None, None
+        return _as_strided_scatter(g, ctx.in_shape, ctx.geometry), None, None, None
+
+
+def _as_strided_scatter(g, shape, geometry):
+    """zeros(shape) (contiguous) with g written at the strided region ``geometry``."""
+    from .pointwise import map_
+    z = _zeros(shape, g)
+    size, stride, offset = geometry
+    map_(M.identity, [g], g.dtype, out=wrap(z._data.as_strided(size, stride, offset)), compute=g.dtype)
+    return z
+
+
+class AsStridedScatter(Function):
+    """The backward of ``as_strided`` as a differentiable op: zeros with g at the region; its own
+    gradient is the region of the incoming gradient (read from a contiguous copy, whose layout
+    the geometry describes)."""
+    node_name = "AsStridedBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, shape, geometry):
+        ctx.geometry = geometry
+        return _as_strided_scatter(g, shape, geometry)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return AsStrided.apply(gg.contiguous(), *ctx.geometry), None, None
 
 
 class CopySlices(Node):

@@ -1,0 +1,236 @@
+"""Test-only memory checks for interpreted (CPU) kernel launches.
+
+Triton's interpreter lets an out-of-bounds load or store "succeed": it reads or writes whatever
+lies at that address. Three tools make such bugs visible:
+
+- ``memory_checked()``: while active, each launch tells the checker (through ``launch_observers``)
+  which tensors it was given, and every load, store and atomic the interpreter performs is checked
+  lane by lane: each address a live (unmasked) lane touches must be the address of an element of
+  one of those tensors -- of the *view* passed, not merely of its storage. A violation raises
+  ``MemoryViolation`` at once (before the access, so a wild pointer cannot crash the process) and is
+  recorded in the list the context yields. The fused optimizer step reaches its tensors through a
+  pointer table (``kernels/optim.py``): its rows are decoded into the element ranges they name.
+- ``poisoned_allocations()``: ``torch.empty``/``empty_like``/``empty_strided`` (how kernels
+  allocate their outputs) return memory filled with 0x7F bytes, so an element a kernel forgot to
+  write reads as 3.4e38 (fp32), 1.4e306 (fp64), 0x7F7F... (ints) or byte 0x7F (bool) instead of
+  whatever the allocator left there.
+- ``guarded(shape, dtype)``: a strided, offset view inside a larger buffer of 0x7F bytes; the
+  returned ``Guard`` checks that no byte outside the view changed.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+from triton.runtime.interpreter import InterpreterBuilder, interpreter_builder
+
+from tgrad.kernels.launch import launch_observers
+
+SENTINEL = 0x7F
+
+
+class MemoryViolation(AssertionError):
+    pass
+
+
+def element_offsets(shape, strides) -> np.ndarray:
+    """Element offsets (from the view's first element) of every element of a strided view."""
+    off = np.zeros((), dtype=np.int64)
+    for size, stride in zip(shape, strides):
+        off = np.add.outer(off, np.arange(size, dtype=np.int64) * stride)
+    return off.reshape(-1)
+
+
+def element_addresses(t: torch.Tensor) -> np.ndarray:
+    if t.numel() == 0:
+        return np.empty(0, dtype=np.uint64)
+    return (t.data_ptr() + element_offsets(t.shape, t.stride()) * t.element_size()).astype(np.uint64)
+
+
+def _tensors(values):
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            yield from _tensors(v)
+
+
+def _optim_table_addresses(args):
+    """Elements named by the rows ``[param, grad, s0, s1, s2, n, ...]`` of the optimizer's table."""
+    table, like = args[0], args[1]
+    rows = table.reshape(-1, 9).tolist()
+    item = like.element_size()
+    out = [np.asarray(ptr, dtype=np.uint64) + np.arange(row[5], dtype=np.uint64) * item
+           for row in rows for ptr in row[:5] if ptr]
+    return out
+
+
+_INDIRECT = {"_optim_kernel": _optim_table_addresses}
+
+
+class _Checker:
+    def __init__(self):
+        self.kernel = None
+        self.tensors = []
+        self.valid = np.empty(0, dtype=np.uint64)
+        self.violations = []
+        self.launches = 0
+
+    def observe(self, kernel, grid, args, meta):
+        tensors = [t for t in _tensors(list(args) + list(meta.values())) if t.device.type == "cpu"]
+        if not tensors:
+            return
+        self.kernel, self.tensors = kernel.__name__, tensors
+        addrs = [element_addresses(t) for t in self.tensors]
+        if kernel.__name__ in _INDIRECT:
+            addrs += _INDIRECT[kernel.__name__](args)
+        self.valid = np.unique(np.concatenate(addrs)) if addrs else np.empty(0, dtype=np.uint64)
+        self.launches += 1
+
+    def check(self, ptrs, mask, what):
+        p = np.asarray(ptrs.data)
+        if mask is not None:
+            p = p[np.broadcast_to(np.asarray(mask.data, dtype=bool), p.shape)]
+        p = p.reshape(-1).astype(np.uint64)
+        if p.size == 0:
+            return
+        valid = self.valid
+        if valid.size:
+            pos = np.minimum(np.searchsorted(valid, p), valid.size - 1)
+            bad = valid[pos] != p
+        else:
+            bad = np.ones(p.shape, dtype=bool)
+        if bad.any():
+            first = int(p[bad][0])
+            err = MemoryViolation(f"{self.kernel}: {what} of {int(bad.sum())} lane(s) outside every tensor it was "
+                                  f"given; first at {self._describe(first)}")
+            self.violations.append(err)
+            raise err
+
+    def _describe(self, addr):
+        best = None
+        for i, t in enumerate(self.tensors):
+            start = t.data_ptr()
+            d = (addr - start) / t.element_size()
+            if best is None or abs(d) < abs(best[0]):
+                best = (d, i, t)
+        if best is None:
+            return hex(addr)
+        d, i, t = best
+        return (f"element offset {d:+g} from tensor argument #{i} (shape {list(t.shape)}, strides "
+                f"{list(t.stride())}, dtype {t.dtype})")
+
+
+@contextmanager
+def memory_checked():
+    """Check every interpreted load/store/atomic against the launch's tensors (module doc).
+    Yields the list of violations (also raised where they happen)."""
+    checker = _Checker()
+    b = interpreter_builder
+    load, store = InterpreterBuilder.create_masked_load, InterpreterBuilder.create_masked_store
+    rmw, cas = InterpreterBuilder.create_atomic_rmw, InterpreterBuilder.create_atomic_cas
+
+    def masked_load(ptrs, mask, other, cache_policy, is_volatile):
+        checker.check(ptrs, mask, "load")
+        return load(b, ptrs, mask, other, cache_policy, is_volatile)
+
+    def masked_store(ptrs, value, mask, cache_policy):
+        checker.check(ptrs, mask, "store")
+        return store(b, ptrs, value, mask, cache_policy)
+
+    def atomic_rmw(op, ptr, val, mask, sem, scope):
+        checker.check(ptr, mask, "atomic")
+        return rmw(b, op, ptr, val, mask, sem, scope)
+
+    def atomic_cas(ptr, cmp, val, sem, scope):
+        checker.check(ptr, None, "atomic_cas")
+        return cas(b, ptr, cmp, val, sem, scope)
+
+    patches = {"create_masked_load": masked_load, "create_masked_store": masked_store,
+               "create_atomic_rmw": atomic_rmw, "create_atomic_cas": atomic_cas}
+    before = {name: b.__dict__.get(name) for name in patches}  # an enclosing check's, if nested
+    for name, fn in patches.items():
+        setattr(b, name, fn)  # instance attributes shadow the methods
+    launch_observers.append(checker.observe)
+    try:
+        yield checker.violations
+    finally:
+        launch_observers.remove(checker.observe)
+        for name, old in before.items():
+            if old is None:
+                delattr(b, name)
+            else:
+                setattr(b, name, old)
+
+
+_empty = torch.empty  # the real one, for poison_ itself
+
+
+def poison_(t: torch.Tensor) -> torch.Tensor:
+    """Fill the whole storage under ``t`` with the sentinel byte."""
+    if t.numel():
+        _empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage()).fill_(SENTINEL)
+    return t
+
+
+@contextmanager
+def poisoned_allocations():
+    """torch.empty / empty_like / empty_strided hand out 0x7F-filled memory (module doc)."""
+    originals = torch.empty, torch.empty_like, torch.empty_strided
+
+    def wrap(fn):
+        def poisoned(*args, **kwargs):
+            return poison_(fn(*args, **kwargs))
+        return poisoned
+
+    torch.empty, torch.empty_like, torch.empty_strided = (wrap(f) for f in originals)
+    try:
+        yield
+    finally:
+        torch.empty, torch.empty_like, torch.empty_strided = originals
+
+
+def raw_bytes(t: torch.Tensor) -> np.ndarray:
+    """The bytes of every element of ``t`` (any strides), as uint8 rows of element_size."""
+    c = t.detach().contiguous().reshape(-1)
+    return c.view(torch.uint8).reshape(-1, t.element_size()).numpy()
+
+
+class Guard:
+    """A view inside a 0x7F-filled buffer; ``check()`` asserts no byte outside the view changed."""
+
+    def __init__(self, shape, dtype, step=2, pad=5, transpose=False, device="cpu"):
+        shape = tuple(shape)
+        n = len(shape)
+        order = list(range(n))
+        if transpose and n >= 2:
+            order[-1], order[-2] = order[-2], order[-1]
+        # lay the dims out innermost-first in `order`, each with a gap: step on the innermost,
+        # one spare element between blocks of the outer ones
+        strides = [0] * n
+        extent = 1
+        for k, d in enumerate(reversed(order)):
+            strides[d] = extent * (step if k == 0 else 1)
+            extent = strides[d] * max(shape[d], 1) + (1 if k else 0)
+        total = pad + extent + pad
+        self.buffer = torch.empty(total, dtype=dtype, device=device)
+        self.buffer.view(torch.uint8).fill_(SENTINEL)
+        self.view = self.buffer.as_strided(shape, strides, pad)
+        inside = np.zeros(total, dtype=bool)
+        inside[pad + element_offsets(shape, strides)] = True
+        self.outside = ~inside
+
+    def check(self):
+        b = self.buffer.view(torch.uint8).reshape(-1, self.buffer.element_size()).cpu().numpy()
+        touched = (b[self.outside] != SENTINEL).any(axis=1)
+        assert not touched.any(), f"{int(touched.sum())} guard element(s) around the view were written"
+
+    def unwritten(self):
+        """How many elements of the view still hold the sentinel bytes (never written)."""
+        return int((raw_bytes(self.view) == SENTINEL).all(axis=1).sum())
+
+
+def guarded(shape, dtype, **kw) -> Guard:
+    return Guard(shape, dtype if isinstance(dtype, torch.dtype) else dtype.torch, **kw)
+
