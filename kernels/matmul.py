@@ -212,8 +212,9 @@ def _pow2(n: int, lo: int, hi: int) -> int:
 def _config(dtype, M, N, K, device, allow_tf32):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); tl.dot needs every block dim >= 16."""
     if device.type == "cpu":
-        # The interpreter pays per program instance and per tl op, not per flop: few, big tiles.
-        return _pow2(M, 16, 128), _pow2(N, 16, 128), _pow2(K, 16, 256), 4, 1
+        # The interpreter pays per program instance and per tl op, not per flop: few, big tiles
+        # (numpy's BLAS does the flops; past 256 x 256 x 512 a tile's element-wise work shows)
+        return _pow2(M, 16, 256), _pow2(N, 16, 256), _pow2(K, 16, 512), 4, 1
     if dtype in (torch.float16, torch.bfloat16) or (dtype == torch.float32 and allow_tf32):
         bm, bn, bk, warps, stages = 128, 128, 64 if dtype != torch.float32 else 32, 8, 3
     elif dtype == torch.float32:  # IEEE fp32 runs on FMA units: smaller tiles, more programs

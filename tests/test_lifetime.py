@@ -8,12 +8,12 @@
   tensors (storages) exactly constant from step to step, and the process RSS flat.
 
 Step count: each step launches ~9 kernels, a few ms each through the interpreter, so 2,000 steps
-would take a minute or more; the loop runs ``STEPS`` = 300 steps and checks the counts at every
-50th step. Growth is measured per step: the counts must be *identical* at every checkpoint (a leak
-of one tensor per step would show as +50 between checkpoints), and the RSS may not grow by more than
-``RSS_SLACK`` over 250 steps, while a leak of one batch of activations per step (64 x 32 floats,
-8 KiB) would add 2 MiB. All of it runs with the garbage collector disabled (reference counting
-only), so "flat" here means flat without any gc.collect().
+would take well over a minute; the loop runs ``STEPS`` = 200 steps and checks the counts at every
+40th step. Growth is measured per step: the counts must be *identical* at every checkpoint (a leak
+of one tensor per step would show as +40 between checkpoints), and the RSS may not grow by more than
+``RSS_SLACK`` (1 MiB) over 160 steps, while a leak of one batch of activations per step (64 x 32
+floats, 8 KiB) would add 1.3 MiB. All of it runs with the garbage collector disabled (reference
+counting only), so "flat" here means flat without any gc.collect().
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import tgrad.nn as nn
 import tgrad.nn.functional as F
 import tgrad.optim as optim
 
-STEPS, EVERY = 300, 50
+STEPS, EVERY = 200, 40
 RSS_SLACK = 1 << 20
 
 

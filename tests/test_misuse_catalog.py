@@ -496,3 +496,22 @@ def test_misuse(call, exc, pattern, torch_too, kind):
     if kind == "index":
         used = TRUSTS_INDICES & set(launches)
         assert not used, f"out-of-range indices reached {sorted(used)}"
+
+
+# ------------------------------------------------------------------------------ optimizer edge cases that do not raise
+
+def test_duplicate_parameters_in_one_group_warn_as_in_pytorch():
+    for T in (torch, tgrad):
+        p = leaf(T, 2)
+        with pytest.warns(UserWarning, match="optimizer contains a parameter group with duplicate parameters"):
+            T.optim.SGD([p, p], lr=0.1)
+
+
+def test_parameters_that_do_not_require_grad_are_left_alone():
+    """Frozen parameters are a normal thing to hand an optimizer (``model.parameters()`` after
+    freezing a layer): PyTorch accepts them and never updates them, and so does tgrad."""
+    frozen, live = tgrad.ones(3), leaf(tgrad, 3)
+    opt = tgrad.optim.SGD([frozen, live], lr=0.5)
+    (live * 2).sum().backward()
+    opt.step()
+    assert frozen.tolist() == [1.0, 1.0, 1.0] and live.tolist() == [0.0, 0.0, 0.0]
