@@ -17,8 +17,9 @@ ignored for class targets and by the number of rows for probability targets. Wit
 The forward keeps per row only the max m and log s = log sum_c exp(x_c - m) (and A for probability
 targets), never the softmax, which the backward recomputes. lse = m + log s is never formed:
 lp_c = (x_c - m) - log s keeps its accuracy where lse would be rounded to the size of m (a logit of
-1e4 and a log-probability of 1e-4 in float32). Rows longer than one block take one online pass: the max m, sum exp(x - m)
-and S = sum a_c (x_c - m) are carried across chunks, rescaled whenever m grows (S by A * dm).
+1e4 and a log-probability of 1e-4 in float32). Rows longer than one block take one online pass:
+the max m, sum exp(x - m) and S = sum a_c (x_c - m) are carried across chunks, rescaled whenever m
+grows (S by A * dm).
 
 Class targets are checked in the same launch: lanes with a target outside [0, C) (and not
 ignore_index) read nothing and record their row with an atomic min, which the host reads once to

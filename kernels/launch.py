@@ -18,12 +18,17 @@ copies every CPU argument's storage onto itself after the run. Here the language
 once, applied and undone per launch with plain ``setattr``, helpers run without re-patching, and
 the grid loop calls the rewritten kernel directly on the CPU tensors' memory. ``tl.dot`` is routed to
 BLAS: the interpreter's own ``np.matmul(a, b, dtype=acc)`` bypasses BLAS and runs ~10x slower.
+Interpreted ops run without Triton's integer-overflow sanitizer (its checks end in a device_assert
+that is a no-op without debug), and arguments convert from cached types; an interpreted tl op
+still costs ~20-50 us, which is why the kernels keep CPU-only shortcuts (one program, no masks on
+exact blocks) behind compile-time flags.
 """
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import threading
+import types
 from collections import Counter
 from contextlib import contextmanager
 
@@ -72,7 +77,7 @@ class _LanguageModules:
     __globals__ = {"tl": triton.language, "core": triton.language.core}
 
 
-_language_patch = None  # [(obj, name, original, interpreted)], computed on first use
+_language_patch = None  # a _PatchPlan of (obj, name, original, interpreted), computed on first use
 
 
 _np_dtypes: dict = {}
@@ -97,8 +102,31 @@ def _patch_table():
         table = [(obj, name, original, getattr(obj, name)) for obj, name, original in scope._changes]
         scope.restore()
         table.append((_interpreter_module, "_get_np_dtype", _get_np_dtype, _np_dtype))
-        _language_patch = table
+        _language_patch = _PatchPlan(table)
     return _language_patch
+
+
+class _PatchPlan:
+    """The patch table, applied fast: a module's entries become one ``__dict__.update`` each way
+    (about 190 of the 280 attributes; setattr one by one was most of a small launch's fixed cost),
+    the rest (class attributes) stay setattr calls."""
+
+    def __init__(self, table):
+        self.attributes = [e for e in table if type(e[0]) is not types.ModuleType]
+        per_module: dict = {}
+        for obj, name, original, new in table:
+            if type(obj) is types.ModuleType:
+                entry = per_module.setdefault(id(obj), (obj.__dict__, {}, {}))
+                entry[1][name] = new  # the last patch of a name wins, as setattr in order
+                entry[2].setdefault(name, original)  # restoring gives back the first original
+        self.modules = []
+        for namespace, new, originals in per_module.values():
+            missing = [k for k, v in originals.items() if v is _MISSING]
+            present = {k: v for k, v in originals.items() if v is not _MISSING}
+            self.modules.append((namespace, new, present, missing))
+
+    def __iter__(self):  # (obj, name, original, new) entries, as the table was
+        yield from self.attributes
 
 
 def _blas_dot(a, b, acc, input_precision=None, max_num_imprecise_acc=None):
@@ -127,7 +155,9 @@ def _interpreting():
         saved_call, saved_knob = JITFunction.__call__, triton.knobs.runtime.interpret
         JITFunction.__call__ = _call_helper_interpreted
         triton.knobs.runtime.interpret = True
-        for obj, name, _, new in table:
+        for namespace, new, _, _ in table.modules:
+            namespace.update(new)
+        for obj, name, _, new in table.attributes:
             setattr(obj, name, new)
         interpreter_builder.create_dot = _blas_dot  # an instance attribute, shadowing the method
         saved_options = interpreter_builder.options
@@ -141,11 +171,15 @@ def _interpreting():
         finally:
             interpreter_builder.options = saved_options
             del interpreter_builder.create_dot
-            for obj, name, original, _ in reversed(table):
+            for obj, name, original, _ in reversed(table.attributes):
                 if original is _MISSING:
                     delattr(obj, name)
                 else:
                     setattr(obj, name, original)
+            for namespace, _, originals, missing in table.modules:
+                namespace.update(originals)
+                for name in missing:
+                    del namespace[name]
             JITFunction.__call__ = saved_call
             triton.knobs.runtime.interpret = saved_knob
 

@@ -25,7 +25,7 @@ import triton.language as tl
 
 from . import math_ops
 from .launch import launch
-from .pointwise import _collapse
+from .pointwise import _collapse, cdiv, next_pow2
 
 __all__ = ["matmul", "ACTIVATIONS"]
 
@@ -206,7 +206,7 @@ def _store_rows(ptrs, value, mask):
 
 
 def _pow2(n: int, lo: int, hi: int) -> int:
-    return min(max(triton.next_power_of_2(max(n, 1)), lo), hi)
+    return min(max(next_pow2(n), lo), hi)
 
 
 def _config(dtype, M, N, K, device, allow_tf32):
@@ -274,7 +274,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
     bshape, bstrides = _collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
     bm, bn, bk, warps, stages = _config(a.dtype, M, N, K, a.device, allow_tf32)
     cuda = a.device.type == "cuda"
-    grid = (nbatch * triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+    grid = (nbatch * cdiv(M, bm) * cdiv(N, bn),)
     launch(matmul_kernel, grid, a, b, out, preact, out if bias is None else bias,
            out if sums is None else sums, M, N, K,
            bshape, *bstrides, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),

@@ -9,9 +9,10 @@ parameter,
 where the pointers already point at the chunk's first element (``data_ptr + start * itemsize``),
 ``n`` is the chunk's length, ``c0``/``c1`` are per-parameter scalars that depend on the parameter's
 own step count (Adam's ``lr / (1 - beta1^t)`` and ``sqrt(1 - beta2^t)``, Adagrad's decayed lr), as
-fp64 bits, and ``first`` marks SGD's first momentum step. Program ``r`` casts row ``r``'s integers
-back to pointers (``.to(tl.pointer_type(...))``, which both the compiler and the interpreter accept)
-and applies the whole update -- weight decay, moments, bias correction, the parameter write -- in
+fp64 bits, and ``first`` marks SGD's first momentum step. Compiled, program ``r`` takes row ``r``;
+interpreted, one program walks every row (the interpreter pays per program). A row's integers are
+cast back to pointers (``.to(tl.pointer_type(...))``, which both the compiler and the interpreter
+accept) and the whole update is applied -- weight decay, moments, bias correction, the parameter write -- in
 registers: each element is read once and written once per step.
 
 Group-wide hyperparameters arrive as fp64 bits (``h0..h5``) with the coefficients PyTorch derives
@@ -260,7 +261,14 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
                              int(bool(firsts[i]))])
         if not rows:
             continue
-        table = torch.tensor(rows, dtype=torch.int64).to(device)
+        table = torch.tensor(rows, dtype=torch.int64)
+        if device.type == "cuda":
+            # A pageable upload makes PyTorch synchronise the stream (the host would wait for the
+            # whole queued step). From pinned memory it is asynchronous; PyTorch's pinned-memory
+            # cache holds the buffer until the copy has run.
+            table = table.pin_memory().to(device, non_blocking=True)
+        else:
+            table = table.to(device)
         n_rows = len(rows) // ROW.value
         # one program walks every row under the interpreter (it pays per program); one per row compiled
         grid, per_program = ((1,), n_rows) if device.type == "cpu" else ((n_rows,), 1)

@@ -138,11 +138,21 @@ def _mode(strides, linear) -> int:
     return STRIDED
 
 
+def next_pow2(n: int) -> int:
+    """``triton.next_power_of_2`` for host code: that one is a constexpr function whose call
+    wrapper costs more than the arithmetic, paid several times per launch."""
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def block_for(numel: int, device: torch.device) -> int:
     # The interpreter pays per program instance and per tl op, not per element: one big block.
     # Compiled, 1024 elements per program keeps every SM busy.
     if device.type == "cpu":
-        return min(triton.next_power_of_2(max(numel, 1)), 1 << 16)
+        return min(next_pow2(numel), 1 << 16)
     return 1024
 
 
@@ -179,7 +189,7 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     # an output is never a broadcast; one element is at offset 0 whatever its strides
     modes[0] = LINEAR if modes[0] == LINEAR or numel == 1 else STRIDED
     modes += [modes[-1]] * (1 + MAX_INPUTS - len(modes))
-    grid = triton.cdiv(numel, block)
+    grid = cdiv(numel, block)
     launch(pointwise_kernel, (grid,), *out_ptrs, *ptrs, *bits, numel, cshape,
            cstrides[0], *in_strides, OP=op, N_IN=len(inputs), N_OUT=len(outs), N_PARAMS=len(params),
            NDIM=len(cshape), MODE_OUT=modes[0], MODE0=modes[1], MODE1=modes[2], MODE2=modes[3],

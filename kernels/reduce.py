@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import _collapse, _offset, compute_dtype
+from .pointwise import _collapse, _offset, cdiv, compute_dtype, next_pow2
 
 __all__ = ["reduce", "REDUCE_OPS", "block_shape_2d"]
 
@@ -227,15 +227,15 @@ def block_shape_2d(n_rows: int, n_cols: int, device: torch.device):
     tl op whatever its size, so blocks hold 2^16 elements, shaped for the fewest steps; compiled,
     a few thousand elements per program keep registers in check and every SM busy."""
     budget, max_cols = (1 << 16, 1 << 16) if device.type == "cpu" else (4096, 2048)
-    rows_p2 = triton.next_power_of_2(max(n_rows, 1))
+    rows_p2 = next_pow2(n_rows)
 
     def shape_and_steps(block_c):
         # Block-steps over the padded matrix: the work, counting masked-off padding. For a row of
         # 70000, 8192-wide chunks pad 5% where one 65536 chunk plus a second pads 87%.
         block_r = min(rows_p2, max(1, budget // block_c))
-        return triton.cdiv(n_rows, block_r) * triton.cdiv(n_cols, block_c), block_r, block_c
+        return cdiv(n_rows, block_r) * cdiv(n_cols, block_c), block_r, block_c
 
-    widest = min(triton.next_power_of_2(max(n_cols, 1)), max_cols)
+    widest = min(next_pow2(n_cols), max_cols)
     if device.type != "cpu":  # narrow column blocks would serialise a row on the GPU
         _, block_r, block_c = shape_and_steps(widest)
     else:
@@ -292,7 +292,7 @@ def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
         divisor = float(n_cols if op == "mean" else max(0, n_cols - correction))
         block_r, block_c, warps = block_shape_2d(n_rows, n_cols, x.device)
         sum_like = op in _SUM_LIKE  # the other ops build on the row mask
-        grid = triton.cdiv(n_rows, block_r)
+        grid = cdiv(n_rows, block_r)
         launch(reduce_kernel, (grid,), x, out,
                out if idx is None else idx, n_rows, n_cols, kept_shape, kept_strides,
                red_shape, red_strides, divisor, OP=op, NK=len(kept_shape), NR=len(red_shape),

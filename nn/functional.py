@@ -1,4 +1,4 @@
-"""``tgrad.nn.functional``: ``torch.nn.functional`` on fused Triton kernels.
+"""``tgrad.nn.functional``: PyTorch's functional API on fused Triton kernels.
 
 - ``linear(x, W, b)`` = x W^T + b, with ``linear_act`` adding act(.) in the same matmul epilogue.
   Backward: dZ = dY * act'(.) (one pointwise launch, skipped without activation), then

@@ -1,4 +1,4 @@
-"""conv2d, max_pool2d, avg_pool2d and batch_norm with torch.nn.functional's signatures, as autograd
+"""conv2d, max_pool2d, avg_pool2d and batch_norm with PyTorch's functional signatures, as autograd
 Functions over the Triton kernels in ``tgrad.kernels.conv``, ``.pool`` and ``.batch_norm``.
 
 Each op's forward and backward are fused kernels. Under create_graph (grad mode on during backward)

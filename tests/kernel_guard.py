@@ -14,8 +14,9 @@ lies at that address. Three tools make such bugs visible:
   allocate their outputs) return memory filled with 0x7F bytes, so an element a kernel forgot to
   write reads as 3.4e38 (fp32), 1.4e306 (fp64), 0x7F7F... (ints) or byte 0x7F (bool) instead of
   whatever the allocator left there.
-- ``guarded(shape, dtype)``: a strided, offset view inside a larger buffer of 0x7F bytes; the
-  returned ``Guard`` checks that no byte outside the view changed.
+- ``Guard(shape, dtype)``: a strided, offset view inside a larger buffer of 0x7F bytes;
+  ``check()`` asserts that no byte outside the view changed, ``unwritten()`` counts the elements
+  of the view still holding the sentinel.
 """
 from __future__ import annotations
 
@@ -229,8 +230,4 @@ class Guard:
     def unwritten(self):
         """How many elements of the view still hold the sentinel bytes (never written)."""
         return int((raw_bytes(self.view) == SENTINEL).all(axis=1).sum())
-
-
-def guarded(shape, dtype, **kw) -> Guard:
-    return Guard(shape, dtype if isinstance(dtype, torch.dtype) else dtype.torch, **kw)
 

@@ -151,7 +151,8 @@ def test_in_place_ops_write_only_their_view():
              (lambda: t.clamp_(-2.5, 2.5), lambda e: e.clamp_(-2.5, 2.5)),
              (lambda: t.masked_fill_(mask, 7.0), lambda e: e.masked_fill_(g.saved > 0, 7.0)),
              (lambda: t.__setitem__((slice(1, None), slice(None, None, 2)), -1.0), lambda e: e[1:, ::2].fill_(-1.0)),
-             (lambda: t.__setitem__(tgrad.tensor([2, 0, 2]), 4.0), lambda e: e.index_fill_(0, torch.tensor([0, 2]), 4.0)),
+             (lambda: t.__setitem__(tgrad.tensor([2, 0, 2]), 4.0),
+              lambda e: e.index_fill_(0, torch.tensor([0, 2]), 4.0)),
              (lambda: t.sigmoid_(), lambda e: e.sigmoid_()),
              (lambda: t.copy_(tgrad.from_torch(src.view).t()), lambda e: e.copy_(src.view.t())),
              (lambda: t.zero_(), lambda e: e.zero_())]
@@ -218,7 +219,8 @@ def test_factories_fill_exactly_their_destination():
 @pytest.mark.parametrize("kind", ["uniform", "normal", "randint", "bernoulli"])
 def test_random_fills_write_every_element_of_a_strided_view(kind):
     fill = {"uniform": lambda o: KR.fill_uniform(o, 7, 0, -1.0, 2.0), "normal": lambda o: KR.fill_normal(o, 7, 0),
-            "randint": lambda o: KR.fill_randint(o, 7, 0, 3, 10), "bernoulli": lambda o: KR.fill_bernoulli(o, 7, 0, 0.3)}
+            "randint": lambda o: KR.fill_randint(o, 7, 0, 3, 10),
+            "bernoulli": lambda o: KR.fill_bernoulli(o, 7, 0, 0.3)}
     dtype = {"randint": torch.int64, "bernoulli": torch.bool}.get(kind, torch.float32)
     g = guard((6, 7, 5), dtype, fill=False, transpose=True, step=2)
     fill[kind](g.view)

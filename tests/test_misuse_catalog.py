@@ -174,10 +174,13 @@ CASES = [
     ("matmul-0d", lambda T: T.tensor(1.0) @ ones(T, 3), E, r"at least 1D, but they are 0D and 1D", True),
     ("mm-3d", lambda T: T.mm(ones(T, 2, 2, 2), ones(T, 2, 2)), E, r"self must be a matrix", True),
     ("bmm-2d", lambda T: T.bmm(ones(T, 2, 2), ones(T, 2, 2)), E, r"batch1 must be a 3D tensor", True),
-    ("dot-2d", lambda T: T.dot(ones(T, 2, 2), ones(T, 2, 2)), E, r"1D tensors expected, but got 2D and 2D tensors", True),
+    ("dot-2d", lambda T: T.dot(ones(T, 2, 2), ones(T, 2, 2)), E,
+     r"1D tensors expected, but got 2D and 2D tensors", True),
     ("dot-length", lambda T: T.dot(ones(T, 3), ones(T, 4)), E,
      r"expected tensor \[3\] and src \[4\].*3 and 4 elements", True),
     ("view-size", lambda T: ones(T, 2, 3).view(4, 2), E, r"shape '\[4, 2\]' is invalid for input of size 6", True),
+    ("view-float-size", lambda T: ones(T, 4).view(2.5, 2), T_, r"element of type float at pos 0", True),
+    ("expand-float-size", lambda T: ones(T, 4).expand(2.5, 4), T_, r"element of type float at pos 0", True),
     ("view-two-inferred", lambda T: ones(T, 2, 3).reshape(-1, -1), E, r"only one dimension can be inferred", True),
     ("view-noncontiguous", lambda T: ones(T, 2, 3).t().view(6), E, r"view size is not compatible.*Use \.reshape", True),
     ("expand", lambda T: ones(T, 2, 3).expand(3, 3), E,
@@ -200,9 +203,11 @@ CASES = [
      r"expected to be in range of \[-2, 1\], but got 2", True),
     ("sum-dim", lambda T: ones(T, 2, 3).sum(-3), I, r"expected to be in range of \[-2, 1\], but got -3", True),
     ("softmax-dim", lambda T: ones(T, 2, 3).softmax(5), I, r"expected to be in range of \[-2, 1\], but got 5", True),
-    ("unsqueeze-dim", lambda T: ones(T, 2, 3).unsqueeze(4), I, r"expected to be in range of \[-3, 2\], but got 4", True),
+    ("unsqueeze-dim", lambda T: ones(T, 2, 3).unsqueeze(4), I,
+     r"expected to be in range of \[-3, 2\], but got 4", True),
     ("squeeze-dim", lambda T: ones(T, 2, 3).squeeze(2), I, r"expected to be in range of \[-2, 1\], but got 2", True),
-    ("narrow-range", lambda T: ones(T, 5).narrow(0, 3, 4), E, r"start \(3\) \+ length \(4\) exceeds dimension size \(5\)",
+    ("narrow-range", lambda T: ones(T, 5).narrow(0, 3, 4), E,
+     r"start \(3\) \+ length \(4\) exceeds dimension size \(5\)",
      True),
     ("flatten-order", lambda T: ones(T, 2, 3, 4).flatten(2, 1), E,
      r"flatten\(\) has invalid args: start_dim cannot come after end_dim", True),
@@ -215,12 +220,20 @@ CASES = [
      r"size of tensor a \(2\) must match the size of tensor b \(3\)", True),
     ("negative-size", lambda T: T.zeros(3, -1), E, r"negative dimension -1", True),
     ("ragged-data", lambda T: T.tensor([[1, 2], [3]]), V, r"expected sequence of length 2 at dim 1 \(got 1\)", True),
+    ("transpose-0d", lambda T: T.tensor(1.0).transpose(0, 1), I, r"expected to be in range of \[-1, 0\], but got 1",
+     True),
+    ("dim-type", lambda T: ones(T, 2, 3).softmax(1.0), T_, r"float", True),
+    ("floor-bool", lambda T: T.tensor([True]).floor(), NotImplementedError, r"\"floor(_vml_cpu)?\" not implemented for "
+                                                                            r"'Bool'", True),
     ("item-many", lambda T: ones(T, 2).item(), E, r"a Tensor with 2 elements cannot be converted to Scalar", True),
-    ("bool-many", lambda T: bool(ones(T, 2)), E, r"Boolean value of Tensor with more than one value is ambiguous", True),
+    ("bool-many", lambda T: bool(ones(T, 2)), E,
+     r"Boolean value of Tensor with more than one value is ambiguous", True),
     # -- tensors: devices
-    ("device-meta", lambda T: tgrad.ones(2, device="meta") + 1, E, r"tgrad runs on 'cpu' and 'cuda' devices, not 'meta'",
+    ("device-meta", lambda T: tgrad.ones(2, device="meta") + 1, E,
+     r"tgrad runs on 'cpu' and 'cuda' devices, not 'meta'",
      False),
-    ("device-bogus", lambda T: T.ones(2, device="bogus"), E, r"Expected one of cpu, cuda, .* device string: bogus", True),
+    ("device-bogus", lambda T: T.ones(2, device="bogus"), E,
+     r"Expected one of cpu, cuda, .* device string: bogus", True),
     ("device-cuda-missing", lambda T: tgrad.ones(2, device="cuda"), E, r"not compiled with CUDA enabled", False,
      "no-cuda"),
     ("device-mixed-add", lambda T: ones(T, 2, device="cuda") + ones(T, 2), E,
@@ -264,8 +277,10 @@ CASES = [
      r"gradient with dtype 'double' to a tensor with grad_dtype 'Float'", True),
     # -- tensors: indices (out of range: checked before any kernel uses them)
     ("index-int", lambda T: ones(T, 3)[3], I, r"index 3 is out of bounds for dimension 0 with size 3", True, "index"),
-    ("index-negative", lambda T: ones(T, 3)[-4], I, r"index -4 is out of bounds for dimension 0 with size 3", True, "index"),
-    ("index-2d", lambda T: ones(T, 2, 3)[1, 5], I, r"index 5 is out of bounds for dimension 1 with size 3", True, "index"),
+    ("index-negative", lambda T: ones(T, 3)[-4], I,
+     r"index -4 is out of bounds for dimension 0 with size 3", True, "index"),
+    ("index-2d", lambda T: ones(T, 2, 3)[1, 5], I,
+     r"index 5 is out of bounds for dimension 1 with size 3", True, "index"),
     ("index-too-many", lambda T: ones(T, 2)[0, 0], I, r"too many indices for tensor of dimension 1", True, "index"),
     ("index-tensor", lambda T: ones(T, 3)[idx(T, [0, 5])], I, r"index 5 is out of bounds for dimension 0 with size 3",
      True, "index"),
@@ -313,15 +328,19 @@ CASES = [
     ("one-hot-negative", lambda T: T.nn.functional.one_hot(idx(T, [-1]), 3), E,
      r"Class values must be non-negative\. \(got -1\)", True, "index"),
     # -- tensors: in place on leaves
-    ("leaf-add_", lambda T: leaf(T, 2).add_(1), E, r"a leaf Variable that requires grad is being used in an in-place", True),
-    ("leaf-zero_", lambda T: leaf(T, 2).zero_(), E, r"a leaf Variable that requires grad is being used in an in-place", True),
+    ("leaf-add_", lambda T: leaf(T, 2).add_(1), E,
+     r"a leaf Variable that requires grad is being used in an in-place", True),
+    ("leaf-zero_", lambda T: leaf(T, 2).zero_(), E,
+     r"a leaf Variable that requires grad is being used in an in-place", True),
     ("leaf-iadd", lambda T: leaf(T, 2).__iadd__(1), E, r"a leaf Variable that requires grad", True),
     ("leaf-setitem", lambda T: leaf(T, 2).__setitem__(0, 5.0), E,
      r"a view of a leaf Variable that requires grad is being used in an in-place", True),
-    ("leaf-view-mul_", lambda T: leaf(T, 2, 2).view(4).mul_(2), E, r"a view of a leaf Variable that requires grad", True),
+    ("leaf-view-mul_", lambda T: leaf(T, 2, 2).view(4).mul_(2), E,
+     r"a view of a leaf Variable that requires grad", True),
     ("leaf-relu_", lambda T: T.nn.functional.relu(leaf(T, 2), inplace=True), E, r"a leaf Variable that requires grad",
      True),
-    ("inference-inplace", _inference_then_inplace, E, r"Inplace update to inference tensor outside InferenceMode", True),
+    ("inference-inplace", _inference_then_inplace, E,
+     r"Inplace update to inference tensor outside InferenceMode", True),
     # -- autograd
     ("backward-twice", _backward_twice, E, r"Trying to backward through the graph a second time", True),
     ("backward-non-scalar", lambda T: (leaf(T, 3) * 2).backward(), E,
@@ -337,7 +356,8 @@ CASES = [
     ("grad-unused", _grad_unused, E, r"Tensor at index 1 appears to not have been used in the graph", True),
     ("grad-no-requires", lambda T: T.autograd.grad((leaf(T, 2) * 2).sum(), [ones(T, 2)]), E,
      r"One of the differentiated Tensors does not require grad", True),
-    ("grad-count", lambda T: T.autograd.grad([(leaf(T, 2) * 2).sum()] * 2, [leaf(T, 1)], grad_outputs=[T.tensor(1.0)]), E,
+    ("grad-count", lambda T: T.autograd.grad([(leaf(T, 2) * 2).sum()] * 2, [leaf(T, 1)],
+                                             grad_outputs=[T.tensor(1.0)]), E,
      r"got 2 tensors and 1 gradients", True),
     ("grad-materialize", lambda T: T.autograd.grad((leaf(T, 2) * 2).sum(), [leaf(T, 2)], allow_unused=False,
                                                    materialize_grads=True), V,
@@ -345,7 +365,8 @@ CASES = [
     ("saved-modified", _saved_modified, E,
      r"modified by an inplace operation: \[(torch|tgrad)\.FloatTensor \[2\]\], which is output 0 of "
      r"Add(Backward0)?, is at version 1; expected version 0", True),
-    ("retain-grad-no-grad", lambda T: ones(T, 2).retain_grad(), E, r"can't retain_grad on Tensor that has requires_grad=False",
+    ("retain-grad-no-grad", lambda T: ones(T, 2).retain_grad(), E,
+     r"can't retain_grad on Tensor that has requires_grad=False",
      True),
     ("hook-no-grad", lambda T: ones(T, 2).register_hook(lambda g: g), E,
      r"cannot register a hook on a tensor that doesn't require gradient", True),
@@ -363,7 +384,8 @@ CASES = [
                                              r"\[3\] but expected shape compatible with \[2\]", True),
     # -- nn
     ("linear-features", lambda T: T.nn.Linear(4, 2)(ones(T, 3, 5)), E, r"\(3x5 and 4x2\)", True),
-    ("linear-0d", lambda T: T.nn.Linear(4, 2)(T.tensor(1.0)), E, r"\(1x1 and 4x2\)|both arguments to linear need to be at least 1D",
+    ("linear-0d", lambda T: T.nn.Linear(4, 2)(T.tensor(1.0)), E,
+     r"\(1x1 and 4x2\)|both arguments to linear need to be at least 1D",
      True),
     ("conv-channels", lambda T: _conv(T, (1, 2, 8, 8)), E,
      r"expected input\[1, 2, 8, 8\] to have 3 channels, but got 2 channels instead", True),
@@ -398,11 +420,13 @@ CASES = [
      True),
     ("dropout-p", lambda T: T.nn.functional.dropout(ones(T, 3), p=1.5), V,
      r"dropout probability has to be between 0 and 1, but got 1.5", True),
-    ("embedding-padding", lambda T: T.nn.Embedding(4, 2, padding_idx=4), A, r"Padding_idx must be within num_embeddings \(got padding_idx=4 for num_embeddings=4\)",
+    ("embedding-padding", lambda T: T.nn.Embedding(4, 2, padding_idx=4), A,
+     r"Padding_idx must be within num_embeddings \(got padding_idx=4 for num_embeddings=4\)",
      True),
     ("sequential-index", lambda T: _mlp(T)[5], I, r"index 5 is out of range", True),
     ("module-param-type", lambda T: T.nn.Linear(2, 2).register_parameter("w", ones(T, 2)), T_,
-     r"cannot assign '(torch|tgrad)\.FloatTensor' object to parameter 'w' \((torch|tgrad)\.nn\.Parameter or None required\)",
+     r"cannot assign '(torch|tgrad)\.FloatTensor' object to parameter 'w' "
+     r"\((torch|tgrad)\.nn\.Parameter or None required\)",
      True),
     # -- optim
     ("sgd-negative-lr", lambda T: T.optim.SGD([leaf(T, 2)], lr=-0.1), V, r"Invalid learning rate: -0.1", True),
@@ -412,7 +436,8 @@ CASES = [
     ("adam-eps", lambda T: T.optim.Adam([leaf(T, 2)], eps=-1.0), V, r"Invalid epsilon value: -1.0", True),
     ("sgd-weight-decay", lambda T: T.optim.SGD([leaf(T, 2)], lr=0.1, weight_decay=-1), V,
      r"Invalid weight_decay value: -1", True),
-    ("sgd-momentum", lambda T: T.optim.SGD([leaf(T, 2)], lr=0.1, momentum=-0.5), V, r"Invalid momentum value: -0.5", True),
+    ("sgd-momentum", lambda T: T.optim.SGD([leaf(T, 2)], lr=0.1, momentum=-0.5), V,
+     r"Invalid momentum value: -0.5", True),
     ("sgd-nesterov", lambda T: T.optim.SGD([leaf(T, 2)], lr=0.1, nesterov=True), V,
      r"Nesterov momentum requires a momentum and zero dampening", True),
     ("optim-empty", lambda T: T.optim.SGD([], lr=0.1), V, r"optimizer got an empty parameter list", True),
@@ -424,7 +449,8 @@ CASES = [
      r"optimizer can only optimize Tensors, but one of the params is builtins.float", True),
     ("optim-set", lambda T: T.optim.SGD([{"params": {leaf(T, 2)}}], lr=0.1), T_,
      r"optimizer parameters need to be organized in ordered collections", True),
-    ("optim-duplicate-groups", lambda T: (lambda p: T.optim.SGD([{"params": [p]}, {"params": [p]}], lr=0.1))(leaf(T, 2)),
+    ("optim-duplicate-groups",
+     lambda T: (lambda p: T.optim.SGD([{"params": [p]}, {"params": [p]}], lr=0.1))(leaf(T, 2)),
      V, r"some parameters appear in more than one parameter group", True),
     ("optim-load-groups", _optim_groups_mismatch, V,
      r"loaded state dict contains a parameter group that doesn't match the size of optimizer's group", True),
@@ -435,7 +461,8 @@ CASES = [
      r'Missing key\(s\) in state_dict: "0\.bias"\..*Unexpected key\(s\) in state_dict: "9\.extra"\..*size mismatch for '
      r"2\.weight: copying a param with shape (torch|tgrad)\.Size\(\[5, 3\]\) from checkpoint, the shape in current "
      r"model is (torch|tgrad)\.Size\(\[2, 3\]\)", True),
-    ("load-truncated", lambda T: _truncated(), E, r"the file is truncated: tensor 'w' ends at byte 40 of the data but the "
+    ("load-truncated", lambda T: _truncated(), E,
+     r"the file is truncated: tensor 'w' ends at byte 40 of the data but the "
                                                   r"data has 32 bytes", False),
     ("load-garbage", lambda T: _not_a_checkpoint(), E, r"not a valid tgrad/safetensors checkpoint \(the header is not "
                                                        r"valid JSON", False),
@@ -515,3 +542,13 @@ def test_parameters_that_do_not_require_grad_are_left_alone():
     (live * 2).sum().backward()
     opt.step()
     assert frozen.tolist() == [1.0, 1.0, 1.0] and live.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_float_ops_promote_bool_and_integer_inputs_as_pytorch():
+    """Not misuse, but once a kernel error: bool operands reached float formulas unconverted."""
+    for op in ("exp", "sigmoid", "sqrt", "sin", "log", "tanh"):
+        for make in (lambda T: T.tensor([True, False]), lambda T: T.tensor([2, 0])):
+            got, want = getattr(make(tgrad), op)(), getattr(make(torch), op)()
+            assert got.dtype is tgrad.float32
+            torch.testing.assert_close(got.torch(), want)
+    assert tgrad.arange(-2, 3).floor().tolist() == [-2, -1, 0, 1, 2]

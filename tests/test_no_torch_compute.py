@@ -116,6 +116,7 @@ TORCH_STORAGE_FUNCTIONS = {
     "iinfo", "is_tensor", "get_default_dtype", "is_grad_enabled", "is_floating_point", "promote_types",
     "result_type", "can_cast", "broadcast_shapes", "set_printoptions", "get_printoptions", "no_grad",
     "utils.dlpack.to_dlpack", "utils.dlpack.from_dlpack", "save", "load",
+    "_C._storage_Use_Count",  # metadata: whether a gradient's storage is shared (engine, .grad stealing)
 }
 # device management and queries (torch.cuda.*, torch.backends.*)
 TORCH_STORAGE_PREFIXES = ("cuda.", "backends.", "_C._dlpack")

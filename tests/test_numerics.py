@@ -154,11 +154,15 @@ def test_bce_with_logits_at_extremes(pos_weight, dtype):
     y = torch.tensor([0.0] * len(finite) + [1.0] * len(finite) + [0.3] * len(finite), dtype=torch.float64)
     pw = torch.full_like(x, 2.5) if pos_weight else None
     for reduction in ("none", "sum"):
-        _check(lambda a, b: F.binary_cross_entropy_with_logits(
-                   a, b, reduction=reduction, pos_weight=None if pw is None else tgrad.from_torch(pw.to(a.dtype.torch))),
-               lambda a, b: TF.binary_cross_entropy_with_logits(
-                   a, b, reduction=reduction, pos_weight=None if pw is None else pw.to(a.dtype)),
-               [x, y], dtype, f"bce_with_logits ({reduction})")
+        def tg(a, b):
+            q = None if pw is None else tgrad.from_torch(pw.to(a.dtype.torch))
+            return F.binary_cross_entropy_with_logits(a, b, reduction=reduction, pos_weight=q)
+
+        def th(a, b):
+            q = None if pw is None else pw.to(a.dtype)
+            return TF.binary_cross_entropy_with_logits(a, b, reduction=reduction, pos_weight=q)
+
+        _check(tg, th, [x, y], dtype, f"bce_with_logits ({reduction})")
 
 
 def test_bce_with_logits_at_infinite_logits():

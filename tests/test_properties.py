@@ -184,6 +184,7 @@ REDUCTIONS = {
 EMPTY_OK = {"sum", "prod", "logsumexp", "softmax", "log_softmax"}  # defined (or nan like torch) over size 0
 
 
+@pytest.mark.filterwarnings("ignore:var.*degrees of freedom")  # torch's, for empty inputs
 @SETTINGS
 @given(case=reduction(), layout=LAYOUTS, op=st.sampled_from(sorted(REDUCTIONS)), dtype=DTYPES,
        seed=st.integers(0, 2 ** 16))

@@ -6,6 +6,7 @@ class there, so this file holds only identity, metadata and autograd bookkeeping
 """
 from __future__ import annotations
 
+import operator
 import warnings
 import weakref
 
@@ -159,6 +160,11 @@ class Tensor:
 
     def _dim(self, dim: int) -> int:
         n = max(self._data.dim(), 1)
+        if not isinstance(dim, int):
+            try:
+                dim = operator.index(dim)  # numpy and 0-d integer tensors count as ints
+            except TypeError:
+                raise TypeError(f"dim must be an int, got {type(dim).__name__} {dim!r}") from None
         if not -n <= dim < n:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
         return dim % n

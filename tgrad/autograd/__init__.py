@@ -1,4 +1,4 @@
-"""tgrad.autograd: the graph, the engine and grad modes, named as torch.autograd."""
+"""tgrad.autograd: the graph, the engine and grad modes, named as in PyTorch's autograd."""
 from .engine import backward, grad  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401

@@ -34,8 +34,20 @@ tanh = lambda x: P.Tanh.apply(x)
 sigmoid = lambda x: P.Sigmoid.apply(x)
 relu = lambda x: P.Relu.apply(x)
 sign = lambda x: P.Sign.apply(x)
-floor = lambda x: P.Floor.apply(x)
-ceil = lambda x: P.Ceil.apply(x)
+
+
+def _rounding(name, fn_cls):
+    def op(x):
+        if isinstance(x, Tensor) and not x.dtype.is_floating_point:
+            if x.dtype is _dtype.bool:  # torch's type and text
+                raise NotImplementedError(f'"{name}" not implemented for \'Bool\'')
+            return P.Clone.apply(x)  # an integer is its own floor and ceil (a copy, as torch)
+        return fn_cls.apply(x)
+    return op
+
+
+floor = _rounding("floor", P.Floor)
+ceil = _rounding("ceil", P.Ceil)
 silu = lambda x: P.Silu.apply(x)
 
 

@@ -51,7 +51,9 @@ def unary(name, forward, backward=None, saves="x", float_only=True):
         @staticmethod
         def forward(ctx, x, params=()):
             check_runnable(x)
-            y = map_(forward, [x], _float_dtype(x) if float_only else x.dtype, params)
+            # the kernel keeps bool operands bool (for masks): a float formula needs them cast first
+            src = x.to(_float_dtype(x)) if float_only and x.dtype is _dtype.bool else x
+            y = map_(forward, [src], _float_dtype(x) if float_only else x.dtype, params)
             ctx.params = params
             if backward is not None:
                 ctx.save_for_backward(x if saves == "x" else y)
@@ -481,6 +483,8 @@ class Clone(Function):
     @staticmethod
     def forward(ctx, x):
         check_runnable(x)
+        if x._data.is_contiguous():  # a storage copy needs no kernel launch
+            return wrap(x._data.clone(memory_format=torch.contiguous_format))
         return map_(M.identity, [x], x.dtype, compute=x.dtype)
 
     @staticmethod

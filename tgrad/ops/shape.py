@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 
 import torch
 
@@ -17,10 +18,22 @@ __all__ = ["reshape", "view", "permute", "transpose", "swapaxes", "t", "squeeze"
            "unbind", "narrow", "movedim", "broadcast_to", "hstack", "vstack"]
 
 
+def _ints(shape):
+    """The sizes as ints; a float (2.5) is an error, never silently truncated."""
+    out = []
+    for i, s in enumerate(shape):
+        try:
+            out.append(operator.index(s))  # ints, numpy ints, integer 0-d tensors
+        except TypeError:
+            raise TypeError(f"size must be a tuple of ints, but found element of type {type(s).__name__} at pos "
+                            f"{i}") from None
+    return out
+
+
 def _infer_shape(x: Tensor, shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = tuple(shape[0])
-    shape = [int(s) for s in shape]
+    shape = _ints(shape)
     n = x.numel()
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
@@ -80,7 +93,8 @@ def permute(x, *dims):
 
 def transpose(x, dim0, dim1):
     if x.ndim == 0:
-        return V.Transpose.apply(x, 0, 0) if dim0 in (0, -1) and dim1 in (0, -1) else x._dim(dim0)
+        x._dim(dim0), x._dim(dim1)  # only 0 and -1 name the one "dim" of a 0-d tensor
+        return V.Transpose.apply(x, 0, 0)
     return V.Transpose.apply(x, x._dim(dim0), x._dim(dim1))
 
 
@@ -114,7 +128,7 @@ def unsqueeze(x, dim):
 
 def expanded_shape(x, shape):
     """The shape ``x.expand(*shape)`` takes (-1 keeps a size), or PyTorch's error."""
-    shape = [int(s) for s in shape]
+    shape = _ints(shape)
     if len(shape) < x.ndim:
         kind = f"tgrad.{'cuda.' if x.is_cuda else ''}{x.dtype.legacy}"
         raise RuntimeError(f"expand({kind}{{{list(x.shape)}}}, size={shape}): the number of sizes "
