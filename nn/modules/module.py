@@ -51,6 +51,22 @@ def _check_name(kind, name, owner, table):
         raise KeyError(f"attribute '{name}' already exists")
 
 
+def zero_grads(params, set_to_none=True):
+    """What ``Module.zero_grad`` and ``Optimizer.zero_grad`` do: drop each ``.grad`` (the default), or
+    detach it and fill it with zeros in place."""
+    for p in params:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        else:
+            if p.grad.grad_fn is not None:
+                p.grad.detach_()
+            else:
+                p.grad.requires_grad_(False)
+            p.grad.zero_()
+
+
 class Module:
     training: bool
 
@@ -261,17 +277,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                if p.grad.grad_fn is not None:
-                    p.grad.detach_()
-                else:
-                    p.grad.requires_grad_(False)
-                p.grad.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         for module in self.children():

@@ -18,6 +18,7 @@ import torch
 import tgrad
 from tgrad.kernels.optim import fused_step
 from tgrad.tensor import Tensor
+from tgrad.nn.modules.module import zero_grads
 
 __all__ = ["Optimizer", "required"]
 
@@ -99,18 +100,7 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     # ------------------------------------------------------------------ stepping
     @tgrad.no_grad()
