@@ -8,12 +8,13 @@ Recording a stack per node is slow, so this is for debugging only.
 """
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import threading
 import traceback
 import warnings
+
+from .grad_mode import _ContextDecorator
 
 _state = threading.local()
 
@@ -30,19 +31,12 @@ def _set(enabled: bool, check_nan: bool):
     _state.enabled, _state.check_nan = bool(enabled), bool(check_nan)
 
 
-class _AnomalyMode:
-    """A context manager that is also a decorator, restoring the previous mode on exit."""
+class _AnomalyMode(_ContextDecorator):
+    """Restores the previous mode on exit."""
 
     def __exit__(self, *exc):
         _set(*self._prev)
         return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__(*self._args):
-                return fn(*args, **kwargs)
-        return wrapper
 
 
 class detect_anomaly(_AnomalyMode):

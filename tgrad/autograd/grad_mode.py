@@ -15,9 +15,21 @@ def _set(enabled: bool):
     _state.enabled = bool(enabled)
 
 
-class _GradMode:
-    """A context manager that is also a decorator (``@no_grad()``), as in PyTorch."""
+class _ContextDecorator:
+    """A context manager that is also a decorator (``@no_grad()``), as in PyTorch: each call of the
+    decorated function enters a fresh instance built from ``_args``, so recursion nests properly."""
 
+    _args = ()
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(*self._args):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class _GradMode(_ContextDecorator):
     enabled: bool
 
     def __enter__(self):
@@ -28,15 +40,6 @@ class _GradMode:
     def __exit__(self, *exc):
         _set(self._prev)
         return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__(*self._args):
-                return fn(*args, **kwargs)
-        return wrapper
-
-    _args = ()
 
 
 class no_grad(_GradMode):
