@@ -120,8 +120,9 @@ def _extreme_rows(best, best_col, n_cols, FILL: tl.constexpr, IS_MAX: tl.constex
 
 @triton.jit
 def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_strides,
-                  red_shape, red_strides, divisor,
-                  OP: tl.constexpr, NK: tl.constexpr, NR: tl.constexpr, COMPUTE: tl.constexpr,
+                  red_shape, red_strides, divisor, col_span, n_splits,
+                  OP: tl.constexpr, CHUNK_OP: tl.constexpr, STAGE: tl.constexpr,
+                  NK: tl.constexpr, NR: tl.constexpr, COMPUTE: tl.constexpr,
                   FILL: tl.constexpr, INTERPRETED: tl.constexpr, ONE_PROGRAM: tl.constexpr,
                   ONE_CHUNK: tl.constexpr, EVEN_R: tl.constexpr, EVEN_C: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
@@ -133,7 +134,20 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
     var: (sum d^2 - (sum d)^2 / n) / divisor with d = x - mean (two passes over the row; the
          second term corrects the rounding of the mean), std = sqrt(var)
     logsumexp: m + log(sum exp(x - m)), m the running row max (rescaled online); m if |m| = inf.
+
+    Split (few rows, long columns, on a GPU): STAGE 1 runs program (row block, s) over columns
+    [s col_span, (s+1) col_span) and stores the partial -- the sum of x/|x|/x^2 before any divide
+    or sqrt, or the extreme -- at out[r, s] (n_splits per row); STAGE 2 reduces those partials as
+    a matrix whose elements are already transformed (CHUNK_OP 'sum'), then divides or takes the
+    root. STAGE 0 is the whole reduction in one pass (CHUNK_OP = OP).
     """
+    if STAGE == 1:
+        split = tl.program_id(1).to(tl.int64)
+        col_lo = split * col_span
+        col_hi = tl.minimum(col_lo + col_span, n_cols)
+    else:
+        col_lo = 0
+        col_hi = n_cols
     if ONE_PROGRAM:  # the interpreter pays per tl op: skip the program's row arithmetic
         rows = tl.arange(0, BLOCK_R).to(tl.int64)
     else:
@@ -147,17 +161,18 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
     if OP == "sum" or OP == "mean" or OP == "norm1" or OP == "norm2":
         if ONE_CHUNK:  # the interpreter pays per tl op: one chunk needs no loop and no accumulator
             acc = _sum_chunk(x_ptr, row_off, row_mask, tl.arange(0, BLOCK_C).to(tl.int64), n_cols,
-                             red_shape, red_strides, NR, COMPUTE, OP, EVEN_C)
+                             red_shape, red_strides, NR, COMPUTE, CHUNK_OP, EVEN_C)
         else:
             acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
-            for start in range(0, n_cols, BLOCK_C):
+            for start in range(col_lo, col_hi, BLOCK_C):
                 acc += _sum_chunk(x_ptr, row_off, row_mask, tl.arange(0, BLOCK_C).to(tl.int64) + start,
-                                  n_cols, red_shape, red_strides, NR, COMPUTE, OP, EVEN_C)
+                                  col_hi, red_shape, red_strides, NR, COMPUTE, CHUNK_OP, EVEN_C)
         result = tl.sum(acc, 1)
-        if OP == "mean":
-            result = result / divisor
-        elif OP == "norm2":
-            result = tl.sqrt(result)
+        if STAGE != 1:
+            if OP == "mean":
+                result = result / divisor
+            elif OP == "norm2":
+                result = tl.sqrt(result)
     elif OP == "prod":
         acc = tl.full([BLOCK_R, BLOCK_C], 1, COMPUTE)
         for start in range(0, n_cols, BLOCK_C):
@@ -204,22 +219,25 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
         IS_MAX: tl.constexpr = OP == "amax" or OP == "max" or OP == "argmax" or OP == "norminf"
         best = tl.full([BLOCK_R, BLOCK_C], FILL, COMPUTE)
         best_col = tl.zeros([BLOCK_R, BLOCK_C], tl.int64)
-        for start in range(0, n_cols, BLOCK_C):
-            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
+        for start in range(col_lo, col_hi, BLOCK_C):
+            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, col_hi, red_shape,
                                         red_strides, NR, COMPUTE, BLOCK_C)
             if OP == "norminf":
                 x = tl.abs(x)
             take = mask & _beats(x, best, IS_MAX)
             best = tl.where(take, x, best)
             best_col = tl.where(take, cols[None, :], best_col)
-        result, result_col = _extreme_rows(best, best_col, n_cols, FILL, IS_MAX)
+        result, result_col = _extreme_rows(best, best_col, col_hi, FILL, IS_MAX)
         if OP == "argmax" or OP == "argmin":
             result = result_col
         elif OP == "max" or OP == "min":
             tl.store(idx_ptr + rows, result_col, mask=row_mask)
     if result.dtype != out_ptr.dtype.element_ty:
         result = result.to(out_ptr.dtype.element_ty)
-    tl.store(out_ptr + rows, result, mask=row_mask)
+    if STAGE == 1:
+        tl.store(out_ptr + rows * n_splits + split, result, mask=row_mask)
+    else:
+        tl.store(out_ptr + rows, result, mask=row_mask)
 
 
 def block_shape_2d(n_rows: int, n_cols: int, device: torch.device):
@@ -293,12 +311,59 @@ def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
         block_r, block_c, warps = block_shape_2d(n_rows, n_cols, x.device)
         sum_like = op in _SUM_LIKE  # the other ops build on the row mask
         grid = cdiv(n_rows, block_r)
-        launch(reduce_kernel, (grid,), x, out,
-               out if idx is None else idx, n_rows, n_cols, kept_shape, kept_strides,
-               red_shape, red_strides, divisor, OP=op, NK=len(kept_shape), NR=len(red_shape),
-               COMPUTE=compute_dtype(acc_dtype), FILL=fill,
-               INTERPRETED=x.device.type == "cpu", ONE_PROGRAM=grid == 1, ONE_CHUNK=n_cols <= block_c,
-               EVEN_R=sum_like and n_rows % block_r == 0, EVEN_C=n_cols > 0 and n_cols % block_c == 0,
-               BLOCK_R=block_r, BLOCK_C=block_c,
-               num_warps=warps)
+        if FORCE_SPLITS and op in SPLITTABLE:  # tests: chunks small enough for the split to happen
+            block_c = max(2, min(block_c, next_pow2(cdiv(n_cols, 2 * FORCE_SPLITS))))
+        splits = _splits(op, grid, n_cols, block_c, x.device)
+        common = dict(NK=len(kept_shape), COMPUTE=compute_dtype(acc_dtype), FILL=fill,
+                      INTERPRETED=x.device.type == "cpu", ONE_PROGRAM=grid == 1,
+                      EVEN_R=sum_like and n_rows % block_r == 0, BLOCK_R=block_r, num_warps=warps)
+        if splits == 1:
+            launch(reduce_kernel, (grid,), x, out, out if idx is None else idx, n_rows, n_cols, kept_shape,
+                   kept_strides, red_shape, red_strides, divisor, 0, 1, OP=op, CHUNK_OP=op, STAGE=0,
+                   NR=len(red_shape), ONE_CHUNK=n_cols <= block_c, EVEN_C=n_cols > 0 and n_cols % block_c == 0,
+                   BLOCK_C=block_c, **common)
+        else:
+            span = cdiv(cdiv(n_cols, splits), block_c) * block_c  # whole chunks per split
+            splits = cdiv(n_cols, span)
+            partial = torch.empty((n_rows, splits), dtype=acc_dtype, device=x.device)
+            launch(reduce_kernel, (grid, splits), x, partial, partial, n_rows, n_cols, kept_shape, kept_strides,
+                   red_shape, red_strides, divisor, span, splits, OP=op, CHUNK_OP=op, STAGE=1,
+                   NR=len(red_shape), ONE_CHUNK=False, EVEN_C=n_cols % block_c == 0, BLOCK_C=block_c, **common)
+            # the partials, a contiguous (n_rows, splits) matrix, reduced along its rows
+            combine = "amax" if op == "norminf" else op
+            block_c2 = min(next_pow2(splits), block_c)
+            launch(reduce_kernel, (grid,), partial, out, out, n_rows, splits, kept_shape, _row_major(kept_shape, splits),
+                   (splits,), (1,), divisor, 0, 1, OP=combine, CHUNK_OP="sum" if sum_like else combine, STAGE=2,
+                   NR=1, ONE_CHUNK=splits <= block_c2, EVEN_C=splits % block_c2 == 0, BLOCK_C=block_c2, **common)
     return (out, idx) if idx is not None else out
+
+
+SPLITTABLE = _SUM_LIKE + ("amax", "amin", "norminf")  # partials that combine with the same kind of op
+FORCE_SPLITS = None  # tests: split every splittable reduction this many ways, on the CPU too
+_SM_COUNT: dict = {}
+
+
+def _splits(op: str, row_programs: int, n_cols: int, block_c: int, device: torch.device) -> int:
+    """How many ways to split the columns. A GPU needs a few programs per SM to reach memory
+    bandwidth; a full reduction of 2^26 elements is one row, one program unsplit. The interpreter
+    pays per program, so the CPU never splits."""
+    if op not in SPLITTABLE:
+        return 1
+    if FORCE_SPLITS:
+        return max(1, min(FORCE_SPLITS, cdiv(n_cols, block_c)))
+    if device.type != "cuda":
+        return 1
+    sms = _SM_COUNT.get(device.index)
+    if sms is None:
+        sms = _SM_COUNT[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    wanted = cdiv(4 * sms, row_programs)  # about four programs per SM in all
+    return max(1, min(wanted, n_cols // (4 * block_c)))  # each split walks at least four chunks
+
+
+def _row_major(shape, width: int):
+    """Strides of a contiguous (*shape, width) tensor's leading dims."""
+    strides, step = [], width
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))

@@ -3,7 +3,8 @@
 Inputs are drawn in float64 and cast down; the reference runs on the cast-down values widened back
 to float64, so only the kernel's own rounding is measured. Every case also runs with tiny blocks
 (4 rows x 8 columns), which makes small tensors exercise many programs, the column loop, and the
-masks at every chunk edge.
+masks at every chunk edge -- and with the columns split three ways (the GPU's path for few long
+rows: partial results per split, then a second launch combining them).
 """
 import math
 
@@ -24,8 +25,10 @@ TOL = {torch.float64: dict(rtol=1e-10, atol=1e-10), torch.float32: dict(rtol=2e-
        torch.float16: dict(rtol=2e-2, atol=2e-2)}
 
 
-@pytest.fixture(params=["default_blocks", "tiny_blocks"])
+@pytest.fixture(params=["default_blocks", "tiny_blocks", "split_columns"])
 def blocks(request, monkeypatch):
+    if request.param == "split_columns":
+        monkeypatch.setattr(reduce_mod, "FORCE_SPLITS", 3)
     if request.param == "tiny_blocks":
         def tiny(n_rows, n_cols, device):
             return (min(4, triton.next_power_of_2(max(n_rows, 1))),
@@ -269,3 +272,58 @@ def test_softmax_one_launch_each():
         softmax_backward(y, x, 1)
         softmax(x, 0, log=True, out_dtype=torch.float64)
     assert sum(launches.values()) == 3
+
+
+def test_split_reductions_combine_partials_in_a_second_launch(monkeypatch):
+    monkeypatch.setattr(reduce_mod, "FORCE_SPLITS", 4)
+    x = _base((1001,), seed=9).float()
+    for op in reduce_mod.SPLITTABLE:
+        with count_launches() as launches:
+            got = reduce(x, (0,), op)
+        assert sum(launches.values()) == 2, op
+        _check(got, _reference(x.double(), (0,), op), torch.float32)
+    ints = torch.arange(-500, 700, dtype=torch.int64) * (2 ** 40)  # exact only in an integer accumulator
+    assert torch.equal(reduce(ints, (0,), "sum"), ints.sum())
+    assert reduce(ints, (0,), "amin").item() == ints.min().item()
+    h = _base((3, 900), seed=10).half()
+    _check(reduce(h, (1,), "sum", out_dtype=torch.float32), h.double().sum(1), torch.float32)
+    for op in ("sum", "mean", "norm2"):
+        _check(reduce(h, (1,), op), _reference(h.double(), (1,), op), torch.float16)
+    with count_launches() as launches:  # var, max/argmax, prod, logsumexp keep one pass
+        reduce(x, (0,), "var")
+    assert sum(launches.values()) == 1
+
+
+def test_columns_split_only_where_a_gpu_would_idle(monkeypatch):
+    monkeypatch.setattr(reduce_mod, "_SM_COUNT", {0: 132})
+    gpu, cpu = torch.device("cuda", 0), torch.device("cpu")
+    splits = reduce_mod._splits
+    assert splits("sum", 1, 2 ** 26, 2048, gpu) == 4 * 132  # a full reduction: four programs per SM
+    assert splits("amax", 8, 2 ** 26, 2048, gpu) == 66
+    assert splits("sum", 8192, 4096, 2048, gpu) == 1  # many rows fill the GPU already
+    assert splits("sum", 1, 4096, 2048, gpu) == 1  # too short to split into 4-chunk pieces
+    assert splits("argmax", 1, 2 ** 26, 2048, gpu) == 1  # partials would need their indices
+    assert splits("sum", 1, 2 ** 26, 2048, cpu) == 1  # the interpreter pays per program
+
+
+def test_split_configurations_compile_for_sm90(monkeypatch):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from tgrad.kernels.launch import launch_observers
+    from test_cuda_compile import _record
+    monkeypatch.setattr(reduce_mod, "FORCE_SPLITS", 3)
+    launches = {}
+    observer = _record(launches)
+    launch_observers.append(observer)
+    try:
+        for op in reduce_mod.SPLITTABLE:
+            reduce(_base((4, 300), seed=11).float(), (1,), op)
+            reduce(_base((2, 3, 50), seed=12).float(), (0, 2), op)
+    finally:
+        launch_observers.remove(observer)
+    stages = {dict(v[2]).get("STAGE") for v in launches.values()}
+    assert stages == {1, 2}
+    for kernel, signature, constants, options in launches.values():
+        compiled = triton.compile(ASTSource(kernel, signature, constants), target=GPUTarget("cuda", 90, 32),
+                                  options=options)
+        assert compiled.asm["cubin"]
