@@ -414,6 +414,18 @@ def logical_not(x, p):
     return x == 0
 
 @triton.jit
+def isnan(x, p):               # NaN is the one value unequal to itself
+    return x != x
+
+@triton.jit
+def isinf(x, p):
+    return (x == float("inf")) | (x == float("-inf"))
+
+@triton.jit
+def isfinite(x, p):
+    return (x == x) & (x != float("inf")) & (x != float("-inf"))
+
+@triton.jit
 def where_bwd(c, g, p):        # y = c ? a : b           dy/da = [c], dy/db = [not c]
     return tl.where(c, g, 0.0 * g), tl.where(c, 0.0 * g, g)
 

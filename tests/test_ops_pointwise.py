@@ -342,3 +342,16 @@ def test_logical_ops_on_bool_tensors():
                       (tgrad.logical_not(tp), torch.logical_not(p)), (tp & True, p & True),
                       (tgrad.logical_not(tgrad.tensor([0.0, 2.0])), torch.tensor([True, False]))]:
         assert got.dtype is tgrad.bool and torch.equal(got.torch(), want)
+
+
+@pytest.mark.parametrize("name", ["isnan", "isinf", "isfinite"])
+@pytest.mark.parametrize("dtype", [tgrad.float32, tgrad.float64, tgrad.float16, tgrad.int64])
+def test_special_value_predicates(name, dtype):
+    values = [1.5, float("nan"), float("inf"), -float("inf"), 0.0, -2.0, 65504.0]
+    ref = torch.tensor(values, dtype=torch.float64) if dtype.is_floating_point else torch.tensor([3, -1, 0, 7])
+    ref = ref.to(getattr(torch, str(dtype).split(".")[-1])).reshape(-1, 1).expand(-1, 3).t()  # strided
+    x = tgrad.from_torch(ref)
+    got = getattr(x, name)()
+    assert got.dtype is tgrad.bool and not got.requires_grad
+    assert torch.equal(got.torch(), getattr(torch, name)(ref))
+    assert torch.equal(getattr(tgrad, name)(x).torch(), getattr(torch, name)(ref))

@@ -166,6 +166,18 @@ def logical_not(x):
     return P.map_(M.logical_not, [x], _dtype.bool, compute=x.dtype)
 
 
+def isnan(x):
+    return P.map_(M.isnan, [x], _dtype.bool, compute=x.dtype)
+
+
+def isinf(x):
+    return P.map_(M.isinf, [x], _dtype.bool, compute=x.dtype)
+
+
+def isfinite(x):
+    return P.map_(M.isfinite, [x], _dtype.bool, compute=x.dtype)
+
+
 def clone(x):
     return P.Clone.apply(x)
 

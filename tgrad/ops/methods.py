@@ -18,7 +18,8 @@ def _method(name, fn):
 
 # one-argument ops: x.exp() == tgrad.exp(x)
 for _name in ("neg", "negative", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
-              "sigmoid", "relu", "sign", "floor", "ceil", "clone", "t", "contiguous", "logical_not", "silu"):
+              "sigmoid", "relu", "sign", "floor", "ceil", "clone", "t", "contiguous", "logical_not", "silu",
+              "isnan", "isinf", "isfinite"):
     _method(_name, getattr(ops, _name))
 
 # ops taking more arguments, same signature as the function
