@@ -1,5 +1,6 @@
 """A full MLP training step, tgrad against PyTorch eager: forward, cross-entropy, zero_grad,
-backward, Adam step.
+backward, Adam step -- run eagerly, and captured once as a graph and replayed (``tgrad.graphs``:
+a CUDA graph on CUDA, a launch recording on the CPU; Adam with ``capturable=True``).
 
     python benchmarks/mlp_step.py [--device cpu|cuda] [--repeats N] [--sizes 784,1024,1024,10] [--batch 256]
 
@@ -22,7 +23,7 @@ import tgrad.nn.functional  # noqa: E402
 import tgrad.optim  # noqa: E402
 
 
-def _trainer(lib, sizes, batch, device, dtype):
+def _trainer(lib, sizes, batch, device, dtype, capturable=False):
     nn, F = lib.nn, lib.nn.functional
     lib.manual_seed(0)
     layers = []
@@ -31,7 +32,7 @@ def _trainer(lib, sizes, batch, device, dtype):
         if i < len(sizes) - 2:
             layers.append(nn.ReLU())
     model = nn.Sequential(*layers).to(device=device, dtype=dtype)
-    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3, capturable=capturable)
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(batch, sizes[0], generator=gen).to(device=device, dtype=dtype)
     y = torch.randint(0, sizes[-1], (batch,), generator=gen).to(device)
@@ -55,9 +56,18 @@ def bench(device, dtype, repeats, sizes, batch):
     t = time_ms(tstep, device, repeats)
     pstep = _trainer(torch, sizes, batch, device, dtype)
     pt = time_ms(pstep, device, repeats)
+    gstep = _trainer(tgrad, sizes, batch, device, dtype, capturable=True)
+    for _ in range(2):  # warm-up: Adam's state, compiled kernels
+        gstep()
+    graph = tgrad.graphs.Graph(device)
+    with tgrad.graphs.graph(graph):
+        gstep()
+    gt = time_ms(graph.replay, device, repeats)
     name = "MLP step " + "-".join(map(str, sizes))
-    return [(name, f"batch {batch}", str(dtype).replace("torch.", ""), f"{t:.3f}", f"{pt:.3f}",
-             f"{t / pt:.2f}x", str(sum(counts.values())))], counts
+    dt = str(dtype).replace("torch.", "")
+    return [(name, f"batch {batch}", dt, f"{t:.3f}", f"{pt:.3f}", f"{t / pt:.2f}x", str(sum(counts.values()))),
+            (name + ", graph replay", f"batch {batch}", dt, f"{gt:.3f}", f"{pt:.3f}", f"{gt / pt:.2f}x",
+             str(sum(graph.launches.values())))], counts
 
 
 HEADER = ("op", "shape", "dtype", "tgrad ms", "PyTorch ms", "ratio", "tgrad launches")

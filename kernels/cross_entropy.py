@@ -32,6 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .capture import is_capturing
 from .launch import launch
 from .losses import finish_sum, programs_for
 from .pointwise import compute_dtype
@@ -151,6 +152,8 @@ def cross_entropy_fwd_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, aux_ptr, pa
         else:
             loss = -w_t * ((x_t - shift) - log_s)
         loss = tl.where(valid, loss, 0.0)
+        if not PROB:  # an out-of-range target poisons its loss (the host raises too, outside a graph capture)
+            loss = tl.where(bad, float("nan"), loss)
         if REDUCE == 0:
             tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=row_mask)
         else:
@@ -279,7 +282,7 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
            rows_per_prog, SOFTMAX=softmax, PROB=prob, HAS_W=weight is not None,
            SMOOTH=label_smoothing > 0, REDUCE=red, FINAL=programs == 1, COMPUTE=compute_dtype(acc),
            ONE_CHUNK=C <= block_c, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
-    if not prob:
+    if not prob and not is_capturing():  # a captured graph cannot stop to read back; NaN marks bad rows
         pos = int(bad.item())
         if pos < R:
             raise IndexError(f"Target {int(target[pos // I, pos % I].item())} is out of bounds.")

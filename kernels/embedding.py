@@ -19,6 +19,7 @@ import triton
 import triton.language as tl
 
 from . import math_ops, segment
+from .capture import is_capturing
 from .launch import launch
 from .pointwise import _collapse, _offset, block_for, pointwise
 from .reduce import block_shape_2d
@@ -42,19 +43,21 @@ def embedding_fwd_kernel(idx_ptr, w_ptr, out_ptr, bad_ptr, K, V, D, idx_shape, i
         col_mask = cols < D
         v = tl.load(w_ptr + (i[:, None] * w_rs + cols[None, :] * w_cs),
                     mask=ok[:, None] & col_mask[None, :], other=0)
+        v = tl.where(ok[:, None], v, float("nan"))  # out of range: NaN, never another row's values
         tl.store(out_ptr + (rows[:, None] * D + cols[None, :]), v,
                  mask=row_mask[:, None] & col_mask[None, :])
 
 
 @triton.jit
-def embedding_bwd_kernel(idx_ptr, g_ptr, dw_ptr, K, D, idx_shape, idx_strides, g_rs, g_cs,
+def embedding_bwd_kernel(idx_ptr, g_ptr, dw_ptr, K, V, D, idx_shape, idx_strides, g_rs, g_cs,
                          padding_idx, NDIM: tl.constexpr, BLOCK_R: tl.constexpr,
                          BLOCK_C: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < K
     i = tl.load(idx_ptr + _offset(rows, idx_shape, idx_strides, NDIM), mask=row_mask,
                 other=0).to(tl.int64)
-    live = row_mask & (i != padding_idx)  # the padding row gets no gradient
+    # the padding row gets no gradient; an out-of-range index (a replayed graph does not check) none either
+    live = row_mask & (i != padding_idx) & (i >= 0) & (i < V)
     for start in range(0, D, BLOCK_C):
         cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
         mask = live[:, None] & (cols < D)[None, :]
@@ -107,6 +110,8 @@ def embedding_forward(idx: torch.Tensor, weight: torch.Tensor):
     launch(embedding_fwd_kernel, (triton.cdiv(K, block_r),), idx, weight, out, bad, K, V, D, shape,
            strides, weight.stride(0), weight.stride(1), NDIM=len(shape), BLOCK_R=block_r,
            BLOCK_C=block_c, num_warps=warps)
+    if is_capturing():  # a captured graph cannot stop to read back; its bad rows hold NaN
+        return out, None
     pos = int(bad.item())
     return out, (int(idx.reshape(-1)[pos].item()) if pos < K else None)
 
@@ -122,7 +127,7 @@ def embedding_backward(idx: torch.Tensor, g: torch.Tensor, num_weights: int, pad
     if K and D:
         shape, strides = _index_geometry(idx)
         block_r, block_c, warps = block_shape_2d(K, D, g.device)
-        launch(embedding_bwd_kernel, (triton.cdiv(K, block_r),), idx, g, dw, K, D, shape, strides,
+        launch(embedding_bwd_kernel, (triton.cdiv(K, block_r),), idx, g, dw, K, num_weights, D, shape, strides,
                g.stride(0), g.stride(1), -1 if padding_idx is None else int(padding_idx),
                NDIM=len(shape), BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
     if acc != g.dtype:

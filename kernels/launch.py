@@ -51,6 +51,8 @@ launch_counts: Counter = Counter()  # kernel name -> launches since import (or s
 # callables (kernel, grid, args, meta) told of every launch before it runs: profilers, and the
 # test that compiles every launched configuration for a CUDA target on a machine without a GPU
 launch_observers: list = []
+_recorders: list = []  # CPU graph recordings under way (kernels.capture.Recording), innermost last
+_cuda_captures: list = []  # CUDA graph captures under way (tgrad.graphs.Graph objects)
 
 
 def _interpreted_twin(fn: JITFunction) -> InterpretedFunction:
@@ -254,9 +256,11 @@ class _Interpreted:
         constexprs = self.constexprs
         return {k: v if k in constexprs else _convert(v) for k, v in call.items()}
 
-    def run(self, grid, args, meta):
-        call = self._arguments(args, meta)
-        grid = tuple(grid) + (1,) * (3 - len(grid))
+    def prepare(self, grid, args, meta):
+        """(3-d grid, converted arguments): everything a run needs, reusable by a graph replay."""
+        return tuple(grid) + (1,) * (3 - len(grid)), self._arguments(args, meta)
+
+    def execute(self, grid, call):
         interpreter_builder.set_grid_dim(*grid)
         for x in range(grid[0]):
             for y in range(grid[1]):
@@ -282,19 +286,40 @@ def _device_of(args) -> torch.device:
     raise ValueError("a kernel launch needs at least one tensor argument")
 
 
-def launch(kernel: JITFunction, grid, *args, **meta):
-    """Run ``kernel[grid](*args, **meta)`` compiled on CUDA or interpreted on the CPU."""
+def launch(kernel: JITFunction, grid, *args, keep_alive=(), **meta):
+    """Run ``kernel[grid](*args, **meta)`` compiled on CUDA or interpreted on the CPU.
+
+    ``keep_alive``: tensors the kernel reaches through addresses stored in another tensor (a
+    pointer table); a graph recording holds them, as it holds the arguments, for its replays."""
     launch_counts[kernel.__name__] += 1
     for observe in launch_observers:
         observe(kernel, grid, args, meta)
     device = _device_of(args)
     if device.type == "cpu":
+        if _cuda_captures:  # it would run now and never again: a CUDA graph replays CUDA work only
+            raise RuntimeError(f"a CUDA graph capture cannot record {kernel.__name__} on the CPU: a graph replays "
+                               "the work of one device; capture CPU work with tgrad.graphs.Graph('cpu')")
         for option in _COMPILE_ONLY_OPTIONS:  # meaningful to the compiler only
             meta.pop(option, None)
         # numpy warns on inf/nan arithmetic (log(0), masked lanes); the results are what torch gives
         runner = _interpreted(kernel)
+        grid, call = runner.prepare(grid, args, meta)
+        if _recorders:  # a graph capture: the launch is the block's work, not the torch calls it makes
+            recording = _recorders[-1]
+            recording.paused = True
+            try:
+                with _interpreting(), np.errstate(all="ignore"):
+                    runner.execute(grid, call)
+            finally:
+                recording.paused = False
+            recording.add_launch(kernel.__name__, runner, grid, call, (args, keep_alive))
+            return None
         with _interpreting(), np.errstate(all="ignore"):
-            return runner.run(grid, args, meta)
+            runner.execute(grid, call)
+        return None
+    if _recorders:
+        raise RuntimeError(f"a CPU graph capture cannot record {kernel.__name__} on {device}: a graph replays the "
+                           "work of one device; capture CUDA work with a CUDA graph (tgrad.cuda.CUDAGraph)")
     with torch.cuda.device(device):
         return kernel[grid](*args, **meta)
 

@@ -28,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .capture import is_capturing
 from .launch import launch
 from .math_ops import log1p
 from .pointwise import _collapse, _offset, block_for, compute_dtype
@@ -125,7 +126,9 @@ def loss_fwd_kernel(x_ptr, y_ptr, w_ptr, q_ptr, out_ptr, part_ptr, bad_ptr, nume
         if HAS_W:
             loss = loss * _at(w_ptr, lin, mask, shape, ws, NDIM, CONTIGUOUS, COMPUTE)
         if MODE == 4:  # not (0 <= x <= 1) also catches NaN
-            n_bad += (mask & ~((x >= 0.0) & (x <= 1.0))).to(tl.int32)
+            outside = mask & ~((x >= 0.0) & (x <= 1.0))
+            n_bad += outside.to(tl.int32)
+            loss = tl.where(outside, float("nan"), loss)  # the host raises too, outside a graph capture
         if REDUCE == 0:
             tl.store(out_ptr + lin, loss.to(out_ptr.dtype.element_ty), mask=mask)
         else:
@@ -261,7 +264,8 @@ def loss_forward(mode, x, y, weight=None, pos_weight=None, param=0.0, reduction=
            num_warps=4)
     if reduce_code and not final:
         finish_sum(part, out, mean=reduce_code == 2, divisor=numel)
-    n_bad = int(bad.item()) if mode == "bce" else 0
+    # a captured graph cannot stop to read back; the kernel makes those losses NaN
+    n_bad = int(bad.item()) if mode == "bce" and not is_capturing() else 0
     return out, n_bad
 
 

@@ -24,8 +24,23 @@ formulas as the interpreter's numpy ones.
 
 Each algorithm below lists the update it makes, with ``g`` the gradient (negated when
 ``MAXIMIZE``) and ``p`` the parameter; they are PyTorch's single-tensor (``foreach=False``) updates.
+
+Capturable steps (``steps=`` given: Adam/AdamW/RMSprop with ``capturable=True``) read no host value
+that changes between steps, so a captured graph replays them correctly. A row is then
+
+    row = [param_ptr, grad_ptr, state0_ptr, state1_ptr, state2_ptr, n, step_ptr, 0, owner]
+
+with ``step_ptr`` the parameter's 0-d float32 step count on its device. The kernel computes
+t = step + 1 and Adam's bias corrections from it in fp64 (the host path's formulas, with
+beta^t = exp(t log beta)); a second tiny launch (``_advance_steps_kernel``) then adds 1 to every
+step, through the rows flagged ``owner`` (one per parameter) -- not in the first launch, whose
+programs would race: the rows of one parameter run in parallel and all read its step. Such a table
+is the same every step, so it is uploaded once and kept (:class:`TableCache`): a repeated step
+makes no host->device copy (in a CUDA graph, one would be replayed every time).
 """
 from __future__ import annotations
+
+from collections import OrderedDict
 
 import torch
 import triton
@@ -34,7 +49,7 @@ import triton.language as tl
 from .launch import launch
 from .scalars import as_f64, f64_bits
 
-__all__ = ["ALGORITHMS", "fused_step"]
+__all__ = ["ALGORITHMS", "TableCache", "fused_step"]
 
 ALGORITHMS = {"sgd": 0, "adam": 1, "rmsprop": 2, "adagrad": 3}
 ROW = tl.constexpr(9)  # int64 entries per table row (layout in the module docstring)
@@ -64,11 +79,17 @@ def _div(a, b, COMPUTE: tl.constexpr):
 
 
 @triton.jit
-def _optim_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5,
+def _beta_power(beta, log_beta, t):
+    """beta^t for t >= 1 in fp64, as exp(t log beta); 0^t = 0 (log 0 is not used)."""
+    return tl.where(beta > 0.0, tl.exp(t * log_beta), 0.0)
+
+
+@triton.jit
+def _optim_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5, h6, h7,
                   ALGO: tl.constexpr, MAXIMIZE: tl.constexpr, WEIGHT_DECAY: tl.constexpr,
                   MOMENTUM: tl.constexpr, NESTEROV: tl.constexpr, AMSGRAD: tl.constexpr,
-                  DECOUPLED: tl.constexpr, CENTERED: tl.constexpr, COMPUTE: tl.constexpr,
-                  BLOCK: tl.constexpr):
+                  DECOUPLED: tl.constexpr, CENTERED: tl.constexpr, CAPTURABLE: tl.constexpr,
+                  COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
     # The interpreter pays per tl op and per program: on the CPU one program walks every row
     # (rows_per_program = all of them), the group constants are decoded once, and each row decodes
     # only the table entries its algorithm reads. Compiled, a program owns one row.
@@ -89,6 +110,13 @@ def _optim_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5,
             k5 = as_f64(h5).to(COMPUTE)
         elif ALGO == 2 and MOMENTUM:
             k5 = as_f64(h5).to(COMPUTE)
+        if ALGO == 1 and CAPTURABLE:
+            # the bias corrections come from the device step count: fp64 lr, beta1 (h7), beta2 (h1)
+            lr = as_f64(h6)
+            beta1 = as_f64(h7)
+            beta2 = as_f64(h1)
+            log_beta1 = tl.log(tl.where(beta1 > 0.0, beta1, 1.0))
+            log_beta2 = tl.log(tl.where(beta2 > 0.0, beta2, 1.0))
     else:
         if WEIGHT_DECAY:
             k0 = as_f64(h0).to(COMPUTE)
@@ -108,8 +136,14 @@ def _optim_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5,
             s1_ptr = _ptr(row_base, 3, like)
             if AMSGRAD:
                 s2_ptr = _ptr(row_base, 4, like)
-            c0 = as_f64(tl.load(row_base + 6)).to(COMPUTE)
-            c1 = as_f64(tl.load(row_base + 7)).to(COMPUTE)
+            if CAPTURABLE:
+                # the host path's c0 = lr / (1 - beta1^t), c1 = sqrt(1 - beta2^t), with t = step + 1
+                t = tl.load(tl.load(row_base + 6).to(tl.pointer_type(tl.float32))).to(tl.float64) + 1.0
+                c0 = (lr / (1.0 - _beta_power(beta1, log_beta1, t))).to(COMPUTE)
+                c1 = tl.sqrt(1.0 - _beta_power(beta2, log_beta2, t)).to(COMPUTE)
+            else:
+                c0 = as_f64(tl.load(row_base + 6)).to(COMPUTE)
+                c1 = as_f64(tl.load(row_base + 7)).to(COMPUTE)
         elif ALGO == 2:
             s0_ptr = _ptr(row_base, 2, like)
             if MOMENTUM:
@@ -143,7 +177,8 @@ def _optim_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5,
                 p = p - k0 * g
             elif ALGO == 1:
                 # Adam/AdamW. k0 = 1 - beta1, k1 = beta2, k2 = 1 - beta2, k3 = eps, k4 = weight_decay,
-                # k5 = 1 - lr wd (decoupled); per parameter c0 = lr / (1 - beta1^t), c1 = sqrt(1 - beta2^t).
+                # k5 = 1 - lr wd (decoupled); per parameter c0 = lr / (1 - beta1^t), c1 = sqrt(1 - beta2^t)
+                # (from the table, or computed above from the device step when CAPTURABLE).
                 #   p *= 1 - lr wd (AdamW) or g += wd p (Adam);  m += (1 - beta1)(g - m);
                 #   v = beta2 v + (1 - beta2) g^2;  vmax = max(vmax, v) (amsgrad);
                 #   p -= c0 m / (sqrt(v or vmax) / c1 + eps)
@@ -211,28 +246,118 @@ def _chunk(device: torch.device, longest: int) -> tuple[int, int]:
     return 1 << 14, 1 << 10
 
 
+@triton.jit
+def _advance_steps_kernel(table, n_rows, BLOCK: tl.constexpr):
+    """step += 1 through the step pointer (column 6) of every row flagged owner (column 8): one
+    row per parameter, so no two lanes write one step."""
+    for start in range(0, n_rows, BLOCK):
+        rows = start + tl.arange(0, BLOCK)
+        in_table = rows < n_rows
+        owner = tl.load(table + rows * ROW + 8, mask=in_table, other=0) != 0
+        step_ptr = tl.load(table + rows * ROW + 6, mask=in_table, other=0).to(tl.pointer_type(tl.float32))
+        step = tl.load(step_ptr, mask=owner, other=0.0)
+        tl.store(step_ptr, step + 1.0, mask=owner)
+
+
+def _upload(rows: list, device: torch.device, capturing: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(device table, the host tensor it was copied from)."""
+    host = torch.tensor(rows, dtype=torch.int64)
+    if device.type == "cuda":
+        if capturing:
+            # Captured, a non-blocking copy becomes a graph node that re-reads ``host`` at every
+            # replay (the caller keeps it alive and unchanged). Pinning now would query the
+            # pinned-memory cache's events, which a stream capture forbids in some PyTorch versions.
+            return host.to(device, non_blocking=True), host
+        # Eagerly, a pageable upload makes PyTorch synchronise the stream (the host would wait for
+        # the whole queued step). From pinned memory it is asynchronous; PyTorch's pinned-memory
+        # cache holds the buffer until the copy has run.
+        host = host.pin_memory()
+        return host.to(device, non_blocking=True), host
+    return host.to(device), host
+
+
+class TableCache:
+    """An optimizer's device pointer tables, looked up by their contents, so a step whose tensors
+    and per-row values are those of an earlier step launches from the table already on the device
+    (no host->device copy). Non-contiguous tensors are updated through contiguous staging buffers
+    kept here too, so their addresses -- and the table -- stay the same from step to step.
+
+    A table used while a graph is being captured is kept for the cache's (the optimizer's) life:
+    the graph replays launches that read it. Others are dropped least recently used first. A table
+    first needed during a capture (gradients allocated inside it have new addresses) is uploaded
+    then: on CUDA the capture records that copy from host memory, so its host buffer is kept
+    unchanged too, and each replay repeats the small copy (a table uploaded before the capture --
+    a warm-up step with the same tensors -- costs replays nothing).
+    ``uploads`` counts the tables built and copied to a device (a repeated step adds none)."""
+
+    LIMIT = 16  # unpinned tables (and staging buffers) kept
+
+    def __init__(self):
+        self._tables: OrderedDict = OrderedDict()  # (device, rows) -> (table, host copy, staging buffers)
+        self._pinned: dict = {}  # the same, for tables a capture has used
+        self._staging: OrderedDict = OrderedDict()  # (device, dtype, ptr, shape, strides) -> buffer
+        self.uploads = 0
+
+    def staged(self, t: torch.Tensor) -> torch.Tensor:
+        """A contiguous buffer holding ``t``'s values, the same buffer for the same ``t`` each step."""
+        key = (t.device, t.dtype, t.data_ptr(), tuple(t.shape), t.stride())
+        buf = self._staging.get(key)
+        if buf is None:
+            buf = self._staging[key] = torch.empty(tuple(t.shape), dtype=t.dtype, device=t.device)
+            if len(self._staging) > 4 * self.LIMIT:
+                self._staging.popitem(last=False)
+        else:
+            self._staging.move_to_end(key)
+        buf.copy_(t)
+        return buf
+
+    def table(self, device: torch.device, rows: list, staging: list, capturing: bool) -> torch.Tensor:
+        key = (device, tuple(rows))
+        entry = self._pinned.get(key)
+        if entry is None:
+            entry = self._tables.get(key)
+            if entry is None:
+                entry = self._tables[key] = (*_upload(rows, device, capturing), list(staging))
+                self.uploads += 1
+                if len(self._tables) > self.LIMIT:
+                    self._tables.popitem(last=False)
+            else:
+                self._tables.move_to_end(key)
+            if capturing:
+                self._pinned[key] = self._tables.pop(key)
+        return entry[0]
+
+
 def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maximize=False,
                weight_decay=False, momentum=False, nesterov=False, amsgrad=False, decoupled=False,
-               centered=False):
-    """Update ``params`` in place with one launch per (device, dtype) of the group.
+               centered=False, steps=None, cache: TableCache | None = None, capturing=False):
+    """Update ``params`` in place with one launch per (device, dtype) of the group (two when
+    capturable).
 
     ``params``/``grads``: torch tensors of equal shapes and dtypes; ``states``: per parameter a
     list of up to three state tensors (the ones the algorithm reads, in its order; ``None`` for
     unused slots); ``scalars``: per parameter ``(c0, c1)``; ``firsts``: per parameter bool;
-    ``hyper``: up to six group coefficients (see the kernel). Tensors that are not contiguous are
-    updated through contiguous copies written back after the launch."""
+    ``hyper``: up to eight group coefficients (see the kernel). Tensors that are not contiguous are
+    updated through contiguous copies written back after the launch.
+
+    ``steps`` (capturable): per parameter its 0-d float32 step count on its device; the kernel
+    reads ``step + 1`` instead of ``scalars`` (Adam then needs ``hyper[6:8] = (lr, beta1)``) and a
+    second launch adds 1 to every step. ``cache``: reuse device tables (and staging buffers) by
+    contents instead of uploading one per launch. ``capturing``: a graph capture is under way, so
+    the tables used are kept in ``cache`` for the graph's life."""
     code = ALGORITHMS[algo]
+    capturable = steps is not None
     buckets: dict = {}
     for i, p in enumerate(params):
         buckets.setdefault((p.device, p.dtype), []).append(i)
-    h = [f64_bits(x) for x in hyper] + [0] * (6 - len(hyper))
+    h = [f64_bits(x) for x in hyper] + [0] * (8 - len(hyper))
     for (device, dtype), idx in buckets.items():
         if dtype not in _COMPUTE:
             raise TypeError(f"optimizers update floating-point parameters, got {dtype}")
         if dtype == torch.bfloat16 and device.type == "cpu":  # the interpreter's bf16 arithmetic is wrong
             raise RuntimeError("bfloat16 parameters cannot be optimized on the CPU: Triton's interpreter computes "
                                "bfloat16 wrongly. Use float32 on the CPU, or a CUDA device for bfloat16.")
-        rows, keep, write_back = [], [], []
+        rows, keep, write_back, staging = [], [], [], []
         chunk, block = _chunk(device, max(params[i].numel() for i in idx))
         item = params[idx[0]].element_size()
         for i in idx:
@@ -247,34 +372,44 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
                                      f"device: got {tuple(t.shape)} {t.dtype} {t.device} for "
                                      f"{tuple(params[i].shape)} {dtype} {device}")
                 if not t.is_contiguous():
-                    c = t.contiguous()
+                    c = t.contiguous() if cache is None else cache.staged(t)
+                    if cache is not None:
+                        staging.append(c)
                     if k != 1:  # gradients are only read
                         write_back.append((t, c))
                     t = c
                 keep.append(t)
                 ptrs.append(t.data_ptr())
-            c0, c1 = (f64_bits(x) for x in scalars[i])
             n = params[i].numel()
+            if capturable:
+                step = steps[i]
+                if step.dtype != torch.float32 or step.device != device or step.numel() != 1:
+                    raise ValueError(f"a capturable optimizer keeps each step count as a 0-d float32 tensor on "
+                                     f"its parameter's device ({device}), got {tuple(step.shape)} {step.dtype} "
+                                     f"{step.device}")
+                keep.append(step)
+                # one row even for an empty parameter: its step still advances, as PyTorch's does
+                for start in range(0, max(n, 1), chunk):
+                    rows.extend([*(ptr + start * item if ptr else 0 for ptr in ptrs), min(chunk, n - start),
+                                 step.data_ptr(), 0, int(start == 0)])
+                continue
+            c0, c1 = (f64_bits(x) for x in scalars[i])
             for start in range(0, n, chunk):
                 off = start * item
                 rows.extend([*(ptr + off if ptr else 0 for ptr in ptrs), min(chunk, n - start), c0, c1,
                              int(bool(firsts[i]))])
         if not rows:
             continue
-        table = torch.tensor(rows, dtype=torch.int64)
-        if device.type == "cuda":
-            # A pageable upload makes PyTorch synchronise the stream (the host would wait for the
-            # whole queued step). From pinned memory it is asynchronous; PyTorch's pinned-memory
-            # cache holds the buffer until the copy has run.
-            table = table.pin_memory().to(device, non_blocking=True)
-        else:
-            table = table.to(device)
+        table = _upload(rows, device, capturing)[0] if cache is None else cache.table(device, rows, staging, capturing)
         n_rows = len(rows) // ROW.value
         # one program walks every row under the interpreter (it pays per program); one per row compiled
         grid, per_program = ((1,), n_rows) if device.type == "cpu" else ((n_rows,), 1)
         launch(_optim_kernel, grid, table, keep[0], per_program, *h, ALGO=code, MAXIMIZE=bool(maximize),
                WEIGHT_DECAY=bool(weight_decay), MOMENTUM=bool(momentum), NESTEROV=bool(nesterov),
                AMSGRAD=bool(amsgrad), DECOUPLED=bool(decoupled), CENTERED=bool(centered),
-               COMPUTE=_COMPUTE[dtype], BLOCK=block, num_warps=4)
+               CAPTURABLE=capturable, COMPUTE=_COMPUTE[dtype], BLOCK=block, num_warps=4, keep_alive=keep)
+        if capturable:  # after every row has read the step counts
+            launch(_advance_steps_kernel, (1,), table, n_rows, BLOCK=min(triton.next_power_of_2(max(n_rows, 16)), 1024),
+                   num_warps=1, keep_alive=keep)
         for dst, src in write_back:
             dst.copy_(src)

@@ -14,7 +14,7 @@ from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, is_infer
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
-from . import backends, return_types, viz  # noqa: F401
+from . import backends, cuda, graphs, return_types, viz  # noqa: F401
 from tgrad.kernels.launch import count_launches  # noqa: F401
 from .ops.random import Generator  # noqa: F401
 from .serialization import load, save  # noqa: F401
@@ -43,12 +43,6 @@ def is_tensor(obj):
 
 def numel(t):
     return t.numel()
-
-
-class cuda:  # noqa: N801 - tgrad.cuda.is_available() as in PyTorch
-    is_available = staticmethod(_torch.cuda.is_available)
-    device_count = staticmethod(_torch.cuda.device_count)
-    synchronize = staticmethod(lambda *a: _torch.cuda.synchronize(*a) if _torch.cuda.is_available() else None)
 
 
 def __getattr__(name):

@@ -2,6 +2,10 @@
 
     g = -grad if maximize else grad;  g += weight_decay * p;  sum += g^2
     p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps)
+
+Adagrad has no capturable flag (as in PyTorch). A step can be graph-captured when lr_decay is 0:
+the update then reads no step count, and ``state["step"]`` (on the host) counts only the steps run
+outside a capture. With lr_decay != 0 a capture raises: the decayed lr would be frozen.
 """
 from __future__ import annotations
 
@@ -35,13 +39,28 @@ class Adagrad(Optimizer):
         state["sum"] = self._state_tensor(p, group["initial_accumulator_value"])
         return state
 
-    def _update_group(self, group, params):
+    def _update_group(self, group, params, capturing):
         lr, lr_decay, wd = float(group["lr"]), float(group["lr_decay"]), float(group["weight_decay"])
+        if capturing and lr_decay != 0:
+            raise RuntimeError(f"Adagrad with lr_decay={group['lr_decay']} cannot be graph-captured: its learning "
+                               "rate lr / (1 + (step - 1) * lr_decay) is computed on the host from the step count "
+                               "and would be frozen into the graph. Use lr_decay=0 (or a learning-rate scheduler "
+                               "outside the graph).")
         states, scalars = [], []
         for p in params:
-            state = self.state[p] if "sum" in self.state[p] else self._init_state(p, group)  # a group added later
+            if "sum" not in self.state[p]:  # a group added later
+                self._no_state_during_capture(capturing, "sum")
+                self._init_state(p, group)
+            state = self.state[p]
+            if capturing:
+                # The step lives on the host (PyTorch's placement) and the update reads it only
+                # through lr_decay, 0 here: a captured step leaves it alone, so it counts the steps
+                # run outside captures (replays do not advance it).
+                scalars.append((lr, 0.0))
+                states.append([state["sum"]])
+                continue
             t = self._next_step(state)
             scalars.append((lr / (1 + (t - 1) * lr_decay), 0.0))
             states.append([state["sum"]])
         self._launch("adagrad", group, params, states, scalars=scalars, hyper=(wd, float(group["eps"])),
-                     weight_decay=wd != 0)
+                     cached=lr_decay == 0, capturing=capturing, weight_decay=wd != 0)

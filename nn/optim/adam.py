@@ -4,10 +4,16 @@
     Adam: g += weight_decay * p            AdamW: p *= 1 - lr * weight_decay
     m = m + (1 - beta1) (g - m);   v = beta2 v + (1 - beta2) g^2;   vmax = max(vmax, v) (amsgrad)
     p -= lr / (1 - beta1^t) * m / (sqrt(v or vmax) / sqrt(1 - beta2^t) + eps)
+
+With ``capturable=True`` the step count t lives on the parameter's device and the kernel computes
+the two bias corrections from it (see ``tgrad.kernels.optim``), so a step can be graph-captured.
 """
 from __future__ import annotations
 
+import torch
+
 import tgrad
+from tgrad.tensor import Tensor
 from .optimizer import Optimizer, _check_nonnegative
 
 __all__ = ["Adam", "AdamW"]
@@ -30,24 +36,32 @@ class Adam(Optimizer):
                         differentiable=differentiable, fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def _update_group(self, group, params):
+    def _update_group(self, group, params, capturing):
         lr, (beta1, beta2) = float(group["lr"]), group["betas"]
-        wd, amsgrad = float(group["weight_decay"]), group["amsgrad"]
-        states, scalars = [], []
+        wd, amsgrad, capturable = float(group["weight_decay"]), group["amsgrad"], group.get("capturable", False)
+        states, scalars, steps = [], [], []
         for p in params:
             state = self.state[p]
             if len(state) == 0:
-                state["step"] = tgrad.tensor(0.0)
+                self._no_state_during_capture(capturing, "exp_avg, exp_avg_sq")
+                # PyTorch's placement: a float32 step on the parameter's device when capturable
+                state["step"] = (Tensor._wrap(torch.zeros((), dtype=torch.float32, device=p.device)) if capturable
+                                 else tgrad.tensor(0.0))
                 state["exp_avg"] = self._state_tensor(p)
                 state["exp_avg_sq"] = self._state_tensor(p)
                 if amsgrad:
                     state["max_exp_avg_sq"] = self._state_tensor(p)
-            t = self._next_step(state)
-            scalars.append((lr / (1 - beta1 ** t), (1 - beta2 ** t) ** 0.5))
+            if capturable:  # the kernel computes the bias corrections from the device step
+                steps.append(self._device_step(state, p, capturing))
+            else:
+                t = self._next_step(state)
+                scalars.append((lr / (1 - beta1 ** t), (1 - beta2 ** t) ** 0.5))
             states.append([state["exp_avg"], state["exp_avg_sq"], state["max_exp_avg_sq"] if amsgrad else None])
-        self._launch("adam", group, params, states, scalars=scalars,
-                     hyper=(1.0 - beta1, beta2, 1.0 - beta2, float(group["eps"]), wd, 1.0 - lr * wd),
-                     weight_decay=wd != 0, amsgrad=amsgrad, decoupled=group["decoupled_weight_decay"])
+        hyper = (1.0 - beta1, beta2, 1.0 - beta2, float(group["eps"]), wd, 1.0 - lr * wd)
+        self._launch("adam", group, params, states, scalars=scalars or None,
+                     hyper=hyper + (lr, beta1) if capturable else hyper, steps=steps if capturable else None,
+                     capturing=capturing, weight_decay=wd != 0, amsgrad=amsgrad,
+                     decoupled=group["decoupled_weight_decay"])
 
 
 class AdamW(Adam):

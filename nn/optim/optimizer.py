@@ -5,6 +5,14 @@
 State dicts have PyTorch's structure: ``{"state": {index: {name: tensor}}, "param_groups":
 [{hyperparameters..., "params": [indices]}]}`` with parameters numbered in group order, so a state
 dict holds only tensors, numbers, strings, bools and None (what ``tgrad.save`` writes).
+
+Graph capture (``tgrad.kernels.capture``) records a step once and replays it, so whatever a step
+decides on the host is frozen into the graph. Hence, as in PyTorch: Adam, AdamW and RMSprop take
+``capturable=True``, which keeps ``state["step"]`` as a 0-d float32 tensor on the parameter's
+device that the kernels read and advance (no host value changes per step), and they refuse a
+capture with ``capturable=False``. Every optimizer refuses to create state during a capture (the
+zero fill and SGD's first-step flag would be replayed every time): run a step before capturing.
+Group hyperparameters (``lr`` ...) are read on the host, so a capture freezes them too.
 """
 from __future__ import annotations
 
@@ -16,7 +24,8 @@ from itertools import chain
 import torch
 
 import tgrad
-from tgrad.kernels.optim import fused_step
+from tgrad.kernels.capture import is_capturing
+from tgrad.kernels.optim import TableCache, fused_step
 from tgrad.tensor import Tensor
 from tgrad.nn.modules.module import zero_grads
 
@@ -106,6 +115,9 @@ class Optimizer:
     @tgrad.no_grad()
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
+        capturing = is_capturing()
+        if "capturable" in self.defaults:
+            self._capture_health_check(capturing)
         loss = None
         if closure is not None:
             with tgrad.enable_grad():
@@ -113,11 +125,58 @@ class Optimizer:
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             if params:
-                self._update_group(group, params)
+                self._update_group(group, params, capturing)
         return loss
 
-    def _update_group(self, group: dict, params: list):  # pragma: no cover - abstract
+    def _update_group(self, group: dict, params: list, capturing: bool):  # pragma: no cover - abstract
+        """Update ``params`` (those of ``group`` with a gradient); ``capturing``: a graph capture
+        is under way, so nothing may depend on a host value that changes per step."""
         raise NotImplementedError
+
+    def _capture_health_check(self, capturing: bool):
+        """PyTorch's checks for optimizers with a ``capturable`` flag: a capture needs every group
+        capturable; capturable outside a capture warns once (CUDA parameters only: on the CPU,
+        capturable is how graph capture is tested without a GPU)."""
+        capturable = all(group.get("capturable", False) for group in self.param_groups)
+        if capturing and not capturable:
+            raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of {type(self).__name__} "
+                               "but param_groups' capturable is False.")
+        if (not capturing and capturable and not getattr(self, "_warned_capturable_if_run_uncaptured", False)
+                and any(p.device.type == "cuda" for group in self.param_groups for p in group["params"])):
+            warnings.warn("This instance was constructed with capturable=True or some of all the param_groups came "
+                          "with capturable=True, but step() is running without CUDA graph capture. If you never "
+                          "intend to graph-capture this instance, capturable=True can impair performance, and you "
+                          "should set capturable=False.", UserWarning, stacklevel=4)
+            self._warned_capturable_if_run_uncaptured = True
+
+    def _tables(self) -> TableCache:
+        """This optimizer's cache of device pointer tables (made on first use; not saved)."""
+        cache = self.__dict__.get("_table_cache")
+        if cache is None:
+            cache = self._table_cache = TableCache()
+        return cache
+
+    def _no_state_during_capture(self, capturing: bool, what: str):
+        """State is made (zero-filled) on a parameter's first step; a capture would replay that
+        fill every time, so the state has to exist before capturing."""
+        if capturing:
+            raise RuntimeError(f"{type(self).__name__} creates its state ({what}) for a parameter on the first "
+                               "step() that updates it, and that cannot be graph-captured (the initialisation "
+                               "would be replayed every time): run at least one step() before capturing "
+                               "(warm-up).")
+
+    @staticmethod
+    def _device_step(state: dict, p: Tensor, capturing: bool) -> Tensor:
+        """``state["step"]`` as a capturable step keeps it: a 0-d float32 tensor on ``p``'s device
+        (moved there once if it was saved or made by the host path)."""
+        step = state["step"]
+        if step.dtype is not tgrad.float32 or step.device != p.device:
+            if capturing:
+                raise RuntimeError(f"capturable=True keeps state['step'] on the parameter's device ({p.device}) "
+                                   f"as float32, but it is {step.dtype} on {step.device}: run one step() "
+                                   "before capturing to move it there")
+            step = state["step"] = Tensor._wrap(step._data.to(dtype=torch.float32, device=p.device).clone())
+        return step
 
     def _state_tensor(self, p: Tensor, fill=0.0) -> Tensor:
         """A contiguous state buffer shaped like ``p`` (torch allocates and fills: storage work)."""
@@ -131,13 +190,17 @@ class Optimizer:
         step._data.fill_(value)
         return value
 
-    @staticmethod
-    def _launch(algo, group, params, states, scalars=None, firsts=None, hyper=(), **flags):
+    def _launch(self, algo, group, params, states, scalars=None, firsts=None, hyper=(), steps=None,
+                cached=False, capturing=False, **flags):
+        """One fused step of ``params``. ``steps``: their device step tensors (capturable); with
+        ``cached`` (or when capturable or capturing) the device table comes from ``_tables()``."""
         n = len(params)
+        cache = self._tables() if cached or capturing or steps is not None else None
         fused_step(algo, [p._data for p in params], [p.grad._data for p in params],
                    [[None if s is None else s._data for s in st] for st in states],
                    scalars or [(0.0, 0.0)] * n, firsts or [False] * n, hyper,
-                   maximize=group.get("maximize", False), **flags)
+                   maximize=group.get("maximize", False), steps=None if steps is None else [s._data for s in steps],
+                   cache=cache, capturing=capturing, **flags)
         for p in params:  # each parameter was written in place
             p._version.value += 1
 
@@ -170,12 +233,13 @@ class Optimizer:
                              "optimizer's group")
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
+        capturable = {i: g.get("capturable", False) for g in saved_groups for i in g["params"]}
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             k = int(k) if isinstance(k, str) and k.isdigit() else k  # JSON keys come back as strings
             if k in id_map:
                 param = id_map[k]
-                state[param] = {name: self._cast_state(param, name, value) for name, value in v.items()}
+                state[param] = {name: self._cast_state(param, name, value, capturable[k]) for name, value in v.items()}
             else:
                 state[k] = v
         for group, new in zip(groups, saved_groups):
@@ -189,13 +253,15 @@ class Optimizer:
         self.param_groups = saved_groups
 
     @staticmethod
-    def _cast_state(param: Tensor, name, value):
+    def _cast_state(param: Tensor, name, value, capturable=False):
         """A copy of a saved state value placed like ``param``: tensors other than ``step`` take its
-        dtype and device (contiguous, so the fused kernel can use them); ``step`` stays as saved."""
+        dtype and device (contiguous, so the fused kernel can use them); ``step`` is float32, on
+        ``param``'s device when its group is capturable, else on the CPU (PyTorch's policy)."""
         if not isinstance(value, Tensor):
             return value
         if name == "step":
-            return Tensor._wrap(value._data.detach().to(dtype=torch.float32, device="cpu").clone())
+            device = param.device if capturable else "cpu"
+            return Tensor._wrap(value._data.detach().to(dtype=torch.float32, device=device).clone())
         value = value.detach()
         if value.device != param.device:
             value = value.to(device=param.device)

@@ -4,10 +4,15 @@
     avg = sqrt(sq - ga^2) + eps with ga = ga + (1 - alpha)(g - ga) (centered), else sqrt(sq) + eps
     buf = momentum buf + g / avg;  p -= lr buf     (momentum > 0)
     p -= lr g / avg                                (otherwise)
+
+With ``capturable=True`` the step count lives on the parameter's device, advanced by a kernel.
 """
 from __future__ import annotations
 
+import torch
+
 import tgrad
+from tgrad.tensor import Tensor
 from .optimizer import Optimizer, _check_nonnegative
 
 __all__ = ["RMSprop"]
@@ -28,22 +33,28 @@ class RMSprop(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _update_group(self, group, params):
-        momentum, centered = float(group["momentum"]), group["centered"]
-        states = []
+    def _update_group(self, group, params, capturing):
+        momentum, centered, capturable = float(group["momentum"]), group["centered"], group.get("capturable", False)
+        states, steps = [], []
         for p in params:
             state = self.state[p]
             if len(state) == 0:
-                state["step"] = tgrad.tensor(0.0)
+                self._no_state_during_capture(capturing, "square_avg")
+                state["step"] = (Tensor._wrap(torch.zeros((), dtype=torch.float32, device=p.device)) if capturable
+                                 else tgrad.tensor(0.0))
                 state["square_avg"] = self._state_tensor(p)
                 if momentum > 0:
                     state["momentum_buffer"] = self._state_tensor(p)
                 if centered:
                     state["grad_avg"] = self._state_tensor(p)
-            self._next_step(state)
+            if capturable:  # the update does not read t; the step kernel advances it on the device
+                steps.append(self._device_step(state, p, capturing))
+            else:
+                self._next_step(state)
             states.append([state["square_avg"], state.get("momentum_buffer") if momentum > 0 else None,
                            state.get("grad_avg") if centered else None])
         alpha, wd = float(group["alpha"]), float(group["weight_decay"])
         self._launch("rmsprop", group, params, states,
                      hyper=(float(group["lr"]), alpha, 1.0 - alpha, float(group["eps"]), wd, momentum),
+                     steps=steps if capturable else None, capturing=capturing,
                      weight_decay=wd != 0, momentum=momentum > 0, centered=centered)

@@ -3,6 +3,9 @@
     g = -grad if maximize else grad;  g += weight_decay * p
     buf = g (first step) | momentum * buf + (1 - dampening) * g;  g = g + momentum * buf (nesterov) | buf
     p -= lr * g
+
+SGD has no capturable flag (as in PyTorch) and needs none: with its momentum buffers made (one
+step before capturing) a step reads no host value that changes, so it can be graph-captured.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
-    def _update_group(self, group, params):
+    def _update_group(self, group, params, capturing):
         momentum = float(group["momentum"])
         states, firsts = [], []
         for p in params:
@@ -38,9 +41,12 @@ class SGD(Optimizer):
             buf = state.get("momentum_buffer")
             firsts.append(buf is None)  # the first buffer is the gradient itself, undamped
             if buf is None:
+                self._no_state_during_capture(capturing, "momentum_buffer")
                 buf = state["momentum_buffer"] = self._state_tensor(p)
             states.append([buf])
         wd = float(group["weight_decay"])
+        # the table holds no per-step value once the buffers exist: reuse it (and capture it)
         self._launch("sgd", group, params, states, firsts=firsts,
                      hyper=(float(group["lr"]), wd, momentum, 1.0 - float(group["dampening"])),
+                     cached=True, capturing=capturing,
                      weight_decay=wd != 0, momentum=momentum != 0, nesterov=group["nesterov"])

@@ -15,6 +15,7 @@ from .. import _dtype
 from .._dtype import as_device
 from tgrad.kernels import factories as KF
 from tgrad.kernels import random as KR
+from tgrad.kernels.capture import is_capturing
 from .factories import _dt, _new, _shape
 
 
@@ -45,6 +46,11 @@ class Generator:
 
     def take(self, used: int):
         """Return the offset to draw from, then move past the ``used`` counters."""
+        if is_capturing():
+            raise RuntimeError("random number generation (rand, randn, dropout, init ...) cannot be captured in a "
+                               "graph: its (seed, offset) would be frozen, so every replay would draw the same "
+                               "numbers. Draw outside the capture, or capture a block without random ops "
+                               "(e.g. dropout in eval mode).")
         start = self.offset
         self.offset += used
         return start
