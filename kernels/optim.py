@@ -276,6 +276,20 @@ def _upload(rows: list, device: torch.device, capturing: bool = False) -> tuple[
     return host.to(device), host
 
 
+def _rows(chunk: int, item: int, capturable: bool, specs) -> list:
+    """The flat table (module docstring): per parameter ``(ptrs, n, c0, c1, first)``, one row per
+    chunk of ``chunk`` elements, pointers advanced to the chunk (``item`` bytes an element). A
+    capturable spec holds ``(ptrs, n, step_ptr, 0, None)``; its rows mark the parameter's first
+    chunk, and an empty parameter still gets a row, so its step advances as PyTorch's does."""
+    rows = []
+    for ptrs, n, c0, c1, first in specs:
+        for start in range(0, max(n, 1) if capturable else n, chunk):
+            off = start * item
+            rows.extend([*(ptr + off if ptr else 0 for ptr in ptrs), min(chunk, n - start), c0, c1,
+                         int(start == 0) if capturable else int(first)])
+    return rows
+
+
 class TableCache:
     """An optimizer's device pointer tables, looked up by their contents, so a step whose tensors
     and per-row values are those of an earlier step launches from the table already on the device
@@ -293,7 +307,7 @@ class TableCache:
     LIMIT = 16  # unpinned tables (and staging buffers) kept
 
     def __init__(self):
-        self._tables: OrderedDict = OrderedDict()  # (device, rows) -> (table, host copy, staging buffers)
+        self._tables: OrderedDict = OrderedDict()  # (device, row spec) -> (table, host copy, staging buffers)
         self._pinned: dict = {}  # the same, for tables a capture has used
         self._staging: OrderedDict = OrderedDict()  # (device, dtype, ptr, shape, strides) -> buffer
         self.uploads = 0
@@ -311,12 +325,17 @@ class TableCache:
         buf.copy_(t)
         return buf
 
-    def table(self, device: torch.device, rows: list, staging: list, capturing: bool) -> torch.Tensor:
-        key = (device, tuple(rows))
+    def table(self, device: torch.device, spec: tuple, staging: list, capturing: bool) -> torch.Tensor | None:
+        """The device table of ``_rows(*spec)`` (None when it has no rows), uploaded on a miss only:
+        a hit costs a lookup, not the rows (on CUDA a parameter has a row per 16K elements)."""
+        key = (device, spec)
         entry = self._pinned.get(key)
         if entry is None:
             entry = self._tables.get(key)
             if entry is None:
+                rows = _rows(*spec)
+                if not rows:
+                    return None
                 entry = self._tables[key] = (*_upload(rows, device, capturing), list(staging))
                 self.uploads += 1
                 if len(self._tables) > self.LIMIT:
@@ -357,7 +376,7 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
         if dtype == torch.bfloat16 and device.type == "cpu":  # the interpreter's bf16 arithmetic is wrong
             raise RuntimeError("bfloat16 parameters cannot be optimized on the CPU: Triton's interpreter computes "
                                "bfloat16 wrongly. Use float32 on the CPU, or a CUDA device for bfloat16.")
-        rows, keep, write_back, staging = [], [], [], []
+        specs, keep, write_back, staging = [], [], [], []  # specs: per parameter what its rows hold
         chunk, block = _chunk(device, max(params[i].numel() for i in idx))
         item = params[idx[0]].element_size()
         for i in idx:
@@ -388,20 +407,18 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
                                      f"its parameter's device ({device}), got {tuple(step.shape)} {step.dtype} "
                                      f"{step.device}")
                 keep.append(step)
-                # one row even for an empty parameter: its step still advances, as PyTorch's does
-                for start in range(0, max(n, 1), chunk):
-                    rows.extend([*(ptr + start * item if ptr else 0 for ptr in ptrs), min(chunk, n - start),
-                                 step.data_ptr(), 0, int(start == 0)])
-                continue
-            c0, c1 = (f64_bits(x) for x in scalars[i])
-            for start in range(0, n, chunk):
-                off = start * item
-                rows.extend([*(ptr + off if ptr else 0 for ptr in ptrs), min(chunk, n - start), c0, c1,
-                             int(bool(firsts[i]))])
-        if not rows:
+                specs.append((tuple(ptrs), n, step.data_ptr(), 0, None))
+            else:
+                specs.append((tuple(ptrs), n, *(f64_bits(x) for x in scalars[i]), bool(firsts[i])))
+        key = (chunk, item, capturable, tuple(specs))  # the rows are a function of this
+        if cache is None:
+            rows = _rows(*key)
+            table = _upload(rows, device, capturing)[0] if rows else None
+        else:
+            table = cache.table(device, key, staging, capturing)
+        if table is None:
             continue
-        table = _upload(rows, device, capturing)[0] if cache is None else cache.table(device, rows, staging, capturing)
-        n_rows = len(rows) // ROW.value
+        n_rows = table.numel() // ROW.value
         # one program walks every row under the interpreter (it pays per program); one per row compiled
         grid, per_program = ((1,), n_rows) if device.type == "cpu" else ((n_rows,), 1)
         launch(_optim_kernel, grid, table, keep[0], per_program, *h, ALGO=code, MAXIMIZE=bool(maximize),
