@@ -96,6 +96,8 @@ class Size(tuple):
     """``tgrad.Size([2, 3])``: a tuple of ints, printed as PyTorch prints ``torch.Size``."""
 
     def __new__(cls, dims=()):
+        if type(dims) is torch.Size:  # ints already: every Tensor.shape takes this path
+            return tuple.__new__(cls, dims)
         return super().__new__(cls, (builtins.int(d) for d in dims))
 
     def __repr__(self):
