@@ -24,6 +24,7 @@ import triton
 import triton.language as tl
 
 from . import math_ops
+from .capture import is_capturing
 from .launch import launch
 from .pointwise import _collapse, cdiv, next_pow2
 
@@ -209,6 +210,28 @@ def _pow2(n: int, lo: int, hi: int) -> int:
     return min(max(next_pow2(n), lo), hi)
 
 
+# Tensor-core configurations tried once per problem key on CUDA for large products (Hopper's
+# wgmma wants 8 warps and 128-wide tiles; which of these wins depends on the GPU and the shape).
+# All are checked to compile for sm_90 with pipelined loads within 227 KB of shared memory.
+_TENSOR_CORE_CANDIDATES = {
+    2: [(128, 256, 64, 8, 3), (128, 128, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4)],  # fp16/bf16
+    4: [(128, 256, 32, 8, 3), (128, 128, 32, 8, 3), (128, 128, 32, 4, 4)],  # fp32 as tf32
+}
+TUNE_MIN_FLOPS = 2 * 2048 ** 3  # below this a launch is too short for the choice to matter
+_tuned: dict = {}  # problem key -> the fastest candidate measured
+
+
+def _tuned_config(key, candidates, measure, capturing: bool):
+    """The candidate with the least ``measure(config)`` time, measured once per ``key``. During a
+    graph capture nothing is measured (the timing runs would be captured): the first candidate."""
+    best = _tuned.get(key)
+    if best is None:
+        if capturing:
+            return candidates[0]
+        best = _tuned[key] = min(candidates, key=measure)
+    return best
+
+
 def _config(dtype, M, N, K, device, allow_tf32):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); tl.dot needs every block dim >= 16."""
     if device.type == "cpu":
@@ -272,20 +295,43 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
 
     nb = len(batch)
     bshape, bstrides = _collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
-    bm, bn, bk, warps, stages = _config(a.dtype, M, N, K, a.device, allow_tf32)
     cuda = a.device.type == "cuda"
-    grid = (nbatch * cdiv(M, bm) * cdiv(N, bn),)
-    launch(matmul_kernel, grid, a, b, out, preact, out if bias is None else bias,
-           out if sums is None else sums, M, N, K,
-           bshape, *bstrides, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
-           out.stride(-2), out.stride(-1), preact.stride(-2), preact.stride(-1),
-           0 if bias is None else bias.stride(0), 0 if sums is None else sums.stride(0),
-           BATCH_NDIM=len(bshape) if nbatch > 1 else 0, HAS_BIAS=bias is not None,
-           ACT=ACTIVATIONS[activation], STORE_PREACT=return_preact,
-           ACC=tl.float64 if a.dtype == torch.float64 else tl.float32,
-           PRECISION="tf32" if allow_tf32 and a.dtype == torch.float32 else "ieee",
-           UPCAST=not cuda and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-           GROUP_M=8 if cuda else 1, ONE_TILE=grid == (1,), ONE_K=K <= bk,
-           EVEN_M=M % bm == 0, EVEN_N=N % bn == 0, EVEN_K=K > 0 and K % bk == 0, ROWSUM=rowsum,
-           num_warps=warps, num_stages=stages)
+    tf32 = allow_tf32 and a.dtype == torch.float32
+
+    def run(config, run_launch=launch):
+        bm, bn, bk, warps, stages = config
+        grid = (nbatch * cdiv(M, bm) * cdiv(N, bn),)
+        run_launch(matmul_kernel, grid, a, b, out, preact, out if bias is None else bias,
+                   out if sums is None else sums, M, N, K,
+                   bshape, *bstrides, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                   out.stride(-2), out.stride(-1), preact.stride(-2), preact.stride(-1),
+                   0 if bias is None else bias.stride(0), 0 if sums is None else sums.stride(0),
+                   BATCH_NDIM=len(bshape) if nbatch > 1 else 0, HAS_BIAS=bias is not None,
+                   ACT=ACTIVATIONS[activation], STORE_PREACT=return_preact,
+                   ACC=tl.float64 if a.dtype == torch.float64 else tl.float32,
+                   PRECISION="tf32" if tf32 else "ieee",
+                   UPCAST=not cuda and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                   GROUP_M=8 if cuda else 1, ONE_TILE=grid == (1,), ONE_K=K <= bk,
+                   EVEN_M=M % bm == 0, EVEN_N=N % bn == 0, EVEN_K=K > 0 and K % bk == 0, ROWSUM=rowsum,
+                   num_warps=warps, num_stages=stages)
+
+    config = _config(a.dtype, M, N, K, a.device, allow_tf32)
+    candidates = _TENSOR_CORE_CANDIDATES.get(a.element_size() if a.dtype != torch.float32 or tf32 else 0)
+    if cuda and candidates and 2 * nbatch * M * N * K >= TUNE_MIN_FLOPS:
+        # Timing runs write the same output (every store overwrites), straight through Triton:
+        # they are not the caller's launches.
+        key = (a.device, a.dtype, tf32, bias is not None, activation, return_preact, rowsum, nbatch, M, N, K,
+               a.stride(-1) == 1, b.stride(-1) == 1)
+        config = _tuned_config(key, candidates, lambda c: _time_ms(lambda: run(c, _direct_launch)),
+                               is_capturing())
+    run(config)
     return result
+
+
+def _direct_launch(kernel, grid, *args, **meta):
+    with torch.cuda.device(args[0].device):
+        kernel[grid](*args, **meta)
+
+
+def _time_ms(fn) -> float:
+    return triton.testing.do_bench(fn, warmup=5, rep=25, return_mode="median")

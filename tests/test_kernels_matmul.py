@@ -150,3 +150,72 @@ def test_bad_arguments():
         matmul(rand(3, 4), rand(4, 5), activation="swish")
     with pytest.raises(ValueError):
         matmul(rand(3, 4), rand(4, 5), bias=rand(4))
+
+
+def test_large_cuda_products_take_the_fastest_measured_configuration(monkeypatch):
+    """On CUDA, big products try a few tensor-core tilings once per problem and keep the fastest;
+    during a graph capture nothing is timed (the timing runs would be captured)."""
+    import tgrad.kernels.matmul as KM
+    monkeypatch.setattr(KM, "_tuned", {})
+    times = {(128, 256, 64, 8, 3): 3.0, (128, 128, 64, 8, 3): 1.0, (256, 128, 64, 8, 3): 2.0}
+    measured = []
+
+    def measure(config):
+        measured.append(config)
+        return times[config]
+    candidates = list(times)
+    assert KM._tuned_config("k", candidates, measure, capturing=True) == candidates[0] and not measured
+    assert KM._tuned_config("k", candidates, measure, capturing=False) == (128, 128, 64, 8, 3)
+    assert len(measured) == 3
+    assert KM._tuned_config("k", candidates, measure, capturing=True) == (128, 128, 64, 8, 3)  # cached
+    assert len(measured) == 3
+
+
+def test_tensor_core_candidates_compile_for_sm90_with_pipelined_loads():
+    """Each candidate tiling compiles for Hopper as the GPU would specialise a 4096^3 launch
+    (16-aligned pointers and sizes, unit inner strides), with its loads multi-buffered in shared
+    memory (stages x tile bytes) within the 227 KB an SM has."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    import tgrad.kernels.matmul as KM
+    from tgrad.kernels.launch import launch_observers
+    from test_cuda_compile import _record
+    launches = {}
+    observer = _record(launches)
+    launch_observers.append(observer)
+    try:
+        for dtype, tf32 in ((torch.float16, False), (torch.float32, True)):
+            matmul(torch.randn(64, 64).to(dtype), torch.randn(64, 64).to(dtype), allow_tf32=tf32)
+    finally:
+        launch_observers.remove(observer)
+    unit = ("stride_ak", "stride_bn", "stride_cn", "stride_pn", "stride_bias")
+    aligned = ("a_ptr", "b_ptr", "c_ptr", "p_ptr", "bias_ptr", "rs_ptr", "M", "N", "K", "stride_am", "stride_bk",
+               "stride_cm", "stride_pm")
+    assert len(launches) == 2
+    for kernel, signature, constants, _ in launches.values():
+        size = 2 if signature["a_ptr"] == "*fp16" else 4
+        names = list(signature)
+        signature = dict(signature, **{u: "constexpr" for u in unit})
+        attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+        for bm, bn, bk, warps, stages in KM._TENSOR_CORE_CANDIDATES[size]:
+            consts = dict(constants, **{u: 1 for u in unit}, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                          ONE_TILE=False, ONE_K=False, EVEN_M=True, EVEN_N=True, EVEN_K=True, UPCAST=False)
+            compiled = triton.compile(ASTSource(kernel, signature, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                                      options=dict(num_warps=warps, num_stages=stages))
+            assert compiled.metadata.shared == stages * (bm * bk + bk * bn) * size <= 227 * 1024
+            assert "wgmma" in compiled.asm["ptx"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_tuned_cuda_product_matches_torch(monkeypatch):
+    import tgrad.kernels.matmul as KM
+    monkeypatch.setattr(KM, "TUNE_MIN_FLOPS", 0)
+    monkeypatch.setattr(KM, "_tuned", {})
+    g = torch.Generator().manual_seed(5)
+    a64, b64 = torch.randn(384, 256, generator=g, dtype=torch.float64), torch.randn(256, 512, generator=g, dtype=torch.float64)
+    a, b = a64.half().cuda(), b64.half().cuda()
+    with count_launches() as launches:
+        got = matmul(a, b)
+    assert sum(launches.values()) == 1 and len(KM._tuned) == 1  # timing runs are not the caller's launches
+    torch.testing.assert_close(got.double().cpu(), a.double().cpu() @ b.double().cpu(), rtol=2e-2, atol=2e-2)
