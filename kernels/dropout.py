@@ -21,19 +21,20 @@ import triton.language as tl
 from .factories import as_i64, compile_options
 from .launch import launch
 from .pointwise import _collapse, _offset, block_for, compute_dtype
-from .random import _as_int64_bits, counters_for
+from .random import _as_int64_bits, counters_for, philox_key_and_base
 from .scalars import as_f64, f64_bits
 
 __all__ = ["dropout", "counters_for"]
 
 
 @triton.jit
-def dropout_kernel(x_ptr, out_ptr, seed, offset, threshold, scale_bits, numel, shape, strides,
+def dropout_kernel(x_ptr, out_ptr, seed, offset, state, threshold, scale_bits, numel, shape, strides,
                    NDIM: tl.constexpr, CONTIGUOUS: tl.constexpr, COMPUTE: tl.constexpr,
-                   BLOCK: tl.constexpr):
+                   FROM_STATE: tl.constexpr, BLOCK: tl.constexpr):
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < numel
-    x0, _, _, _ = tl.randint4x(seed, as_i64(offset) + lin)
+    key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
+    x0, _, _, _ = tl.randint4x(key, base + lin)
     keep = x0.to(tl.int64) < as_i64(threshold)
     if CONTIGUOUS:
         x = tl.load(x_ptr + lin, mask=mask, other=0)
@@ -44,9 +45,11 @@ def dropout_kernel(x_ptr, out_ptr, seed, offset, threshold, scale_bits, numel, s
     tl.store(out_ptr + lin, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def dropout(x: torch.Tensor, p: float, seed: int, offset: int) -> torch.Tensor:
+def dropout(x: torch.Tensor, p: float, seed: int, offset: int, state=None) -> torch.Tensor:
     """``x * keep / (1 - p)`` for ``0 <= p < 1``, a new contiguous tensor of x's shape and dtype;
-    ``keep`` is drawn from ``(seed, offset)`` as described above. x may have any strides."""
+    ``keep`` is drawn from ``(seed, offset)`` as described above (in a captured graph from
+    ``state``'s key and base counter plus ``offset``: ``random.philox_key_and_base``). x may have
+    any strides."""
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     numel = x.numel()
     if numel == 0:
@@ -57,7 +60,7 @@ def dropout(x: torch.Tensor, p: float, seed: int, offset: int) -> torch.Tensor:
     compute = torch.float64 if x.dtype == torch.float64 else torch.float32
     block = block_for(numel, x.device)
     launch(dropout_kernel, (triton.cdiv(numel, block),), x, out, _as_int64_bits(seed),
-           _as_int64_bits(offset), threshold, f64_bits(1.0 / (1.0 - p)), numel, shape, strides,
-           NDIM=len(shape), CONTIGUOUS=contiguous, COMPUTE=compute_dtype(compute), BLOCK=block,
-           **compile_options(x.device))
+           _as_int64_bits(offset), out if state is None else state, threshold, f64_bits(1.0 / (1.0 - p)),
+           numel, shape, strides, NDIM=len(shape), CONTIGUOUS=contiguous, COMPUTE=compute_dtype(compute),
+           FROM_STATE=state is not None, BLOCK=block, **compile_options(x.device))
     return out

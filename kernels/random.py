@@ -31,7 +31,7 @@ from .factories import as_f64, as_i64, cast_to, compile_options, f64_bits
 from .launch import launch
 from .pointwise import _collapse, _offset, block_for
 
-__all__ = ["fill_uniform", "fill_normal", "fill_randint", "fill_bernoulli", "counters_for"]
+__all__ = ["fill_uniform", "fill_normal", "fill_randint", "fill_bernoulli", "counters_for", "set_philox_state"]
 
 _UNIFORM, _NORMAL, _RANDINT, _BERNOULLI = 0, 1, 2, 3
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -46,14 +46,39 @@ def _u53(x0, x1):
 
 
 @triton.jit
-def _random_kernel(out, seed, offset, p0, p1, p2, numel, shape, strides,
+def philox_key_and_base(seed, offset, state, FROM_STATE: tl.constexpr):
+    """(Philox key, first counter) of a draw: the host's ``(seed, offset)``; or, in a captured
+    graph (FROM_STATE), the key and base counter the graph writes to ``state`` before each replay,
+    with ``offset`` the draw's counter within the graph -- so every replay draws fresh numbers,
+    the ones eager steps would have drawn."""
+    if FROM_STATE:
+        return tl.load(state), tl.load(state + 1) + as_i64(offset)
+    else:
+        return seed, as_i64(offset)
+
+
+@triton.jit
+def _set_state_kernel(state, seed, offset):
+    tl.store(state, as_i64(seed))
+    tl.store(state + 1, as_i64(offset))
+
+
+def set_philox_state(state: torch.Tensor, seed: int, offset: int) -> None:
+    """``state[:] = (seed, offset)`` (int64 bits) on state's device: what a replayed graph's random
+    kernels read (a launch, so a CUDA replay needs no host-to-device copy)."""
+    launch(_set_state_kernel, (1,), state, _as_int64_bits(seed), _as_int64_bits(offset), num_warps=1)
+
+
+@triton.jit
+def _random_kernel(out, seed, offset, state, p0, p1, p2, numel, shape, strides,
                    MODE: tl.constexpr, WIDE: tl.constexpr, NDIM: tl.constexpr,
-                   BLOCK: tl.constexpr):
+                   FROM_STATE: tl.constexpr, BLOCK: tl.constexpr):
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < numel
-    ctr = as_i64(offset) + lin  # 64-bit Philox counter of each logical element
+    key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
+    ctr = base + lin  # 64-bit Philox counter of each logical element
     if MODE == 0:  # uniform
-        x0, x1, _, _ = tl.randint4x(seed, ctr)
+        x0, x1, _, _ = tl.randint4x(key, ctr)
         if WIDE:
             u = _u53(x0, x1)
             low = as_f64(p0)
@@ -70,13 +95,13 @@ def _random_kernel(out, seed, offset, p0, p1, p2, numel, shape, strides,
         # rounding is monotonic, so the store cannot round a value <= cap above cap.
         y = tl.minimum(low + u * (high - low), cap)
     elif MODE == 1:  # normal
-        n = tl.randn(seed, ctr)  # Box-Muller on x0, x1 (fp32)
+        n = tl.randn(key, ctr)  # Box-Muller on x0, x1 (fp32)
         if WIDE:
             y = as_f64(p0) + as_f64(p1) * n.to(tl.float64)
         else:
             y = as_f64(p0).to(tl.float32) + as_f64(p1).to(tl.float32) * n
     elif MODE == 2:  # randint
-        x0, x1, _, _ = tl.randint4x(seed, ctr)
+        x0, x1, _, _ = tl.randint4x(key, ctr)
         low = as_i64(p0)
         span = as_i64(p1)  # high - low >= 1
         # floor(u * span) with a 53-bit u: bias at most span / 2^53. The fp64 product may round
@@ -84,7 +109,7 @@ def _random_kernel(out, seed, offset, p0, p1, p2, numel, shape, strides,
         k = (_u53(x0, x1) * span.to(tl.float64)).to(tl.int64)  # >= 0, so truncation is floor
         y = low + tl.minimum(k, span - 1)
     else:  # bernoulli
-        x0, _, _, _ = tl.randint4x(seed, ctr)
+        x0, _, _, _ = tl.randint4x(key, ctr)
         # u < p with u = x0 * 2^-32  <=>  x0 < threshold = ceil(p * 2^32) (host-computed)
         y = x0.to(tl.int64) < as_i64(p0)
     tl.store(out + _offset(lin, shape, strides, NDIM), cast_to(y, out.dtype.element_ty), mask=mask)
@@ -129,15 +154,16 @@ def _largest_below(high: float, dtype: torch.dtype) -> float:
     return float(np.array(bits, dtype=np.uint32).view(np.float32))
 
 
-def _run(out, seed, offset, params, mode, wide):
+def _run(out, seed, offset, params, mode, wide, state):
     numel = out.numel()
     if numel == 0:
         return 0
     shape, (strides,) = _collapse(tuple(out.shape), [out.stride()])
     block = block_for(numel, out.device)
     launch(_random_kernel, (triton.cdiv(numel, block),), out, _as_int64_bits(seed),
-           _as_int64_bits(offset), *params, numel, shape, strides, MODE=mode, WIDE=wide,
-           NDIM=len(shape), BLOCK=block, **compile_options(out.device))
+           _as_int64_bits(offset), out if state is None else state, *params, numel, shape, strides,
+           MODE=mode, WIDE=wide, NDIM=len(shape), FROM_STATE=state is not None, BLOCK=block,
+           **compile_options(out.device))
     return counters_for(numel)
 
 
@@ -147,7 +173,7 @@ def _check_float(out, what):
 
 
 def fill_uniform(out: torch.Tensor, seed: int, offset: int, low: float = 0.0,
-                 high: float = 1.0) -> int:
+                 high: float = 1.0, *, state=None) -> int:
     """``out[i] ~ U[low, high)``; returns the counters consumed.
 
     fp16/bf16/fp32 ``out``: ``u = (x0 >> 8) * 2^-24`` and ``y = low + u*(high-low)`` in fp32.
@@ -161,11 +187,11 @@ def fill_uniform(out: torch.Tensor, seed: int, offset: int, low: float = 0.0,
         raise ValueError(f"fill_uniform needs low <= high, got [{low}, {high})")
     cap = _largest_below(high, out.dtype) if high > low else high
     return _run(out, seed, offset, (f64_bits(low), f64_bits(high), f64_bits(cap)), _UNIFORM,
-                out.dtype == torch.float64)
+                out.dtype == torch.float64, state)
 
 
 def fill_normal(out: torch.Tensor, seed: int, offset: int, mean: float = 0.0,
-                std: float = 1.0) -> int:
+                std: float = 1.0, *, state=None) -> int:
     """``out[i] = mean + std * n_i``; returns the counters consumed.
 
     ``n_i`` is Triton's Box-Muller normal (``tl.randn``): ``u1, u2`` from ``x0, x1`` on a 2^-31 grid,
@@ -174,10 +200,10 @@ def fill_normal(out: torch.Tensor, seed: int, offset: int, mean: float = 0.0,
     """
     _check_float(out, "fill_normal")
     return _run(out, seed, offset, (f64_bits(mean), f64_bits(std), 0), _NORMAL,
-                out.dtype == torch.float64)
+                out.dtype == torch.float64, state)
 
 
-def fill_randint(out: torch.Tensor, seed: int, offset: int, low: int, high: int) -> int:
+def fill_randint(out: torch.Tensor, seed: int, offset: int, low: int, high: int, *, state=None) -> int:
     """``out[i]`` uniform over the integers ``low <= k < high``; returns the counters consumed.
 
     ``k = low + min(floor(u * (high - low)), high - low - 1)`` with the 53-bit ``u`` of an fp64
@@ -191,10 +217,10 @@ def fill_randint(out: torch.Tensor, seed: int, offset: int, low: int, high: int)
     span = high - low
     if span >= 1 << 63 or not (-(1 << 63) <= low < (1 << 63)):
         raise ValueError(f"fill_randint range [{low}, {high}) does not fit in int64")
-    return _run(out, seed, offset, (low, span, 0), _RANDINT, True)
+    return _run(out, seed, offset, (low, span, 0), _RANDINT, True, state)
 
 
-def fill_bernoulli(out: torch.Tensor, seed: int, offset: int, p: float) -> int:
+def fill_bernoulli(out: torch.Tensor, seed: int, offset: int, p: float, *, state=None) -> int:
     """``out[i] = (u_i < p)`` as ``out``'s dtype (bool, int or float 0/1), so P(out[i] = 1) = p;
     returns the counters consumed.
 
@@ -206,4 +232,4 @@ def fill_bernoulli(out: torch.Tensor, seed: int, offset: int, p: float) -> int:
     if math.isnan(p):
         raise ValueError("fill_bernoulli: p is nan")
     threshold = min(max(math.ceil(p * 4294967296.0), 0), 1 << 32)
-    return _run(out, seed, offset, (threshold, 0, 0), _BERNOULLI, False)
+    return _run(out, seed, offset, (threshold, 0, 0), _BERNOULLI, False, state)

@@ -300,17 +300,17 @@ class _Dropout(Function):
     node_name = "NativeDropoutBackward0"
 
     @staticmethod
-    def forward(ctx, x, p, seed, offset):
+    def forward(ctx, x, p, seed, offset, state):
         check_runnable(x)
-        ctx.cfg = (p, seed, offset)
-        return wrap(KD.dropout(x._data, p, seed, offset))
+        ctx.cfg = (p, seed, offset, state)  # state: the graph's (seed, base) tensor when captured
+        return wrap(KD.dropout(x._data, p, seed, offset, state))
 
     @staticmethod
     def backward(ctx, g):
-        p, seed, offset = ctx.cfg
+        p, seed, offset, state = ctx.cfg
         if is_grad_enabled():  # linear in g: the same masked scaling, recorded
-            return _Dropout.apply(g, p, seed, offset), None, None, None
-        return wrap(KD.dropout(g._data, p, seed, offset)), None, None, None
+            return _Dropout.apply(g, p, seed, offset, state), None, None, None, None
+        return wrap(KD.dropout(g._data, p, seed, offset, state)), None, None, None, None
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -324,9 +324,10 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"dropout expects a floating point input, got {input.dtype}")
     seed, offset = default_generator._seed, default_generator.take(KD.counters_for(input.numel()))
+    state = default_generator.graph_state
     if inplace:
-        return P.inplace(input, lambda t: _Dropout.apply(t, float(p), seed, offset))
-    return _Dropout.apply(input, float(p), seed, offset)
+        return P.inplace(input, lambda t: _Dropout.apply(t, float(p), seed, offset, state))
+    return _Dropout.apply(input, float(p), seed, offset, state)
 
 
 # ----------------------------------------------------------------------------- embedding

@@ -36,8 +36,8 @@ def _written(tensor):
 
 def _fill_random(fill, tensor, generator, *args):
     gen = generator or default_generator
-    used = fill(tensor._data, gen.initial_seed(), gen.offset, *args)
-    gen.take(used)
+    offset = gen.take(KR.counters_for(tensor.numel()))
+    fill(tensor._data, gen.initial_seed(), offset, *args, state=gen.graph_state)
     return _written(tensor)
 
 

@@ -1,7 +1,8 @@
 """Graph capture (``tgrad.graphs``, ``tgrad.cuda.CUDAGraph``): a captured training step, replayed on
 new inputs copied into the captured tensors, trains exactly as the same steps run eagerly -- and as
-PyTorch trains in float64. Host reads and random draws refuse to be captured; bad class indices in
-a replay give NaN, never another row's values; a failed capture leaves nothing behind."""
+PyTorch trains in float64. Random draws (dropout) in a graph draw fresh numbers each replay, the
+ones eager steps draw. Host reads refuse to be captured; bad class indices in a replay give NaN,
+never another row's values; a failed capture leaves nothing behind."""
 import pytest
 import torch
 
@@ -190,6 +191,72 @@ def test_a_replay_with_out_of_range_embedding_indices_gives_nan_rows_and_no_stra
     assert torch.equal(emb.weight.grad.torch(), want)
 
 
+def test_each_replay_draws_the_numbers_the_next_eager_run_would():
+    tgrad.manual_seed(7)
+    eager = [torch.cat([tgrad.rand(5).torch(), tgrad.randn(3).torch()]) for _ in range(4)]
+    tgrad.manual_seed(7)
+    g = tgrad.graphs.Graph("cpu")
+    with tgrad.graphs.graph(g):
+        u, n = tgrad.rand(5), tgrad.randn(3)
+    drawn = [torch.cat([u.torch(), n.torch()])]  # the CPU capture ran the block once
+    for _ in range(3):
+        g.replay()
+        drawn.append(torch.cat([u.torch(), n.torch()]))
+    for a, b in zip(eager, drawn):
+        assert torch.equal(a, b)
+    after_replays = tgrad.rand(2).torch()  # the generator moved past the replays' draws, as eagerly
+    tgrad.manual_seed(7)
+    for _ in range(4):
+        tgrad.rand(5), tgrad.randn(3)
+    assert torch.equal(after_replays, tgrad.rand(2).torch())
+
+
+def test_dropout_training_step_replays_as_eager_steps():
+    data = _batches(STEPS)
+
+    def make():
+        tgrad.manual_seed(3)
+        model = nn.Sequential(nn.Linear(5, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 3))
+        return model, tgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    model, opt = make()
+    eager_losses = []
+    for x, y in data:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(tgrad.tensor(x.float())), tgrad.tensor(y))
+        loss.backward()
+        opt.step()
+        eager_losses.append(loss.item())
+
+    graphed, opt = make()
+    static_x, static_y = tgrad.zeros(data[0][0].shape), tgrad.zeros(data[0][1].shape, dtype=tgrad.long)
+
+    def step():
+        loss = nn.functional.cross_entropy(graphed(static_x), static_y)
+        loss.backward()
+        opt.step()
+        return loss
+    losses = []
+    for i, (x, y) in enumerate(data):
+        static_x.copy_(tgrad.tensor(x.float()))
+        static_y.copy_(tgrad.tensor(y))
+        if i == 0:  # warm-up: momentum buffers
+            opt.zero_grad(set_to_none=True)
+            losses.append(step().item())
+        elif i == 1:
+            g = tgrad.graphs.Graph("cpu")
+            opt.zero_grad(set_to_none=True)
+            with tgrad.graphs.graph(g):
+                static_loss = step()
+            losses.append(static_loss.item())
+        else:
+            g.replay()
+            losses.append(static_loss.item())
+    assert losses == eager_losses
+    for a, b in zip(model.parameters(), graphed.parameters()):
+        assert torch.equal(a.torch(), b.torch())
+
+
 class TestRefusals:
     def test_host_reads_inside_a_capture(self):
         x = tgrad.ones(3)
@@ -203,18 +270,12 @@ class TestRefusals:
         g.replay()
         assert y.tolist() == [3.0, 3.0, 3.0]
 
-    def test_random_draws_inside_a_capture(self):
+    def test_draws_from_another_generator_inside_a_capture(self):
         g = tgrad.graphs.Graph("cpu")
-        with pytest.raises(RuntimeError, match="random number generation .* cannot be captured"):
+        with pytest.raises(RuntimeError, match="generator other than tgrad's default one cannot be captured"):
             with tgrad.graphs.graph(g):
-                tgrad.rand(3)
-        with pytest.raises(RuntimeError, match="random number generation"):
-            with tgrad.graphs.graph(g):
-                nn.functional.dropout(tgrad.ones(4), 0.5, training=True)
-        with tgrad.graphs.graph(g):  # dropout in eval mode draws nothing
-            y = nn.functional.dropout(tgrad.ones(4), 0.5, training=False) * 2.0
-        g.replay()
-        assert y.tolist() == [2.0] * 4
+                tgrad.rand(3, generator=tgrad.Generator().manual_seed(1))
+        assert tgrad.ops.random.default_generator.graph_draws is None
 
     def test_misuse_of_the_graph_object(self):
         g = tgrad.graphs.Graph("cpu")
@@ -271,3 +332,33 @@ def test_cuda_graph_replays_train_as_eager_steps(opt_name):
     torch.testing.assert_close(torch.tensor(graphed_losses), torch.tensor(eager_losses), rtol=1e-6, atol=1e-6)
     for a, b in zip(eager.state_dict().values(), graphed.state_dict().values()):
         torch.testing.assert_close(b.torch(), a.torch(), rtol=1e-6, atol=1e-6)
+
+
+def test_graph_random_kernels_compile_for_sm90():
+    """The graph-safe variants (key and base counter read from the state tensor) and the kernel
+    that sets that state compile for a CUDA GPU too."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from tgrad.kernels.launch import launch_observers
+    from test_cuda_compile import _record
+    launches = {}
+    observer = _record(launches)
+    launch_observers.append(observer)
+    try:
+        x = tgrad.ones(6, 5, requires_grad=True)
+        g = tgrad.graphs.Graph("cpu")
+        with tgrad.graphs.graph(g):
+            y = nn.functional.dropout(x, 0.4) * tgrad.rand(6, 5) + tgrad.randn(5, dtype=tgrad.float64).float()
+            y.sum().backward()
+            tgrad.randint(0, 9, (4,))
+        g.replay()
+    finally:
+        launch_observers.remove(observer)
+    names = {key[0] for key in launches}
+    assert {"_set_state_kernel", "dropout_kernel", "_random_kernel"} <= names
+    assert any(dict(v[2]).get("FROM_STATE") for v in launches.values())
+    for kernel, signature, constants, options in launches.values():
+        compiled = triton.compile(ASTSource(kernel, signature, constants), target=GPUTarget("cuda", 90, 32),
+                                  options=options)
+        assert compiled.asm["cubin"]

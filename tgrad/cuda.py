@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import torch as _torch
 
+from . import graphs  # noqa: F401  (tgrad.cuda.graphs: the capture module, as torch.cuda.graphs)
 from .graphs import Graph, graph
 
-__all__ = ["is_available", "device_count", "synchronize", "CUDAGraph", "graph", "graph_pool_handle"]
+__all__ = ["is_available", "device_count", "synchronize", "CUDAGraph", "graph", "graph_pool_handle", "graphs"]
 
 is_available = _torch.cuda.is_available
 device_count = _torch.cuda.device_count

@@ -16,9 +16,12 @@ On CUDA the block becomes a CUDA graph (``replay`` is one driver call); on the C
 recording of the interpreted launches and the storage ops between them (see
 ``tgrad/kernels/capture.py``), replayed without Python autograd, argument packing or allocation.
 The rules are PyTorch's: inputs are fed by copying into the tensors the capture used, host values
-(Python numbers, step counts kept on the host, ``.item()``) are frozen, optimizers need
-``capturable=True`` (Adam, AdamW, RMSprop) and at least one step before capture, and random number
-generation cannot be captured yet (each replay would draw the same numbers, so it raises).
+(Python numbers, step counts kept on the host, ``.item()``) are frozen, and optimizers need
+``capturable=True`` (Adam, AdamW, RMSprop) and at least one step before capture. Random numbers
+from the default generator (``rand``, ``dropout`` ...) are graph-safe, as in PyTorch: captured
+kernels read the Philox key and base counter from a small device tensor that ``replay()`` sets
+from the generator (and advances it past the graph's draws), so each replay draws what the same
+block run eagerly would have drawn.
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ import torch
 from .kernels import launch as _launch
 from .kernels.capture import Recording, is_capturing
 from .kernels.launch import count_launches, launch_counts
+from .kernels.random import set_philox_state
+from .ops.random import GraphDraws, default_generator
 
 __all__ = ["Graph", "graph", "is_capturing"]
 
@@ -49,6 +54,7 @@ class Graph:
             raise ValueError(f"graphs capture CPU or CUDA work, got device {self.device}")
         self._recording = None
         self._capture = None  # the open capture: (torch.cuda.graph context or None, count_launches context, counter)
+        self._draws = None  # the default generator's draws in the capture (GraphDraws), if any
         self.launches: Counter = Counter()  # kernel name -> launches one replay makes
 
     @property
@@ -60,6 +66,12 @@ class Graph:
             raise RuntimeError("this graph is already capturing")
         if self.captured:
             raise RuntimeError("this graph already holds a capture; call reset() before capturing again")
+        if default_generator.graph_draws is not None:
+            raise RuntimeError("another graph is capturing: captures cannot be nested")
+        # set before the capture starts (not part of it); replays set it again themselves
+        state = torch.empty(2, dtype=torch.int64, device=self.device)
+        set_philox_state(state, default_generator.initial_seed(), default_generator.offset)
+        default_generator.graph_draws = GraphDraws(state)
         counting = count_launches()
         counter = counting.__enter__()
         if self.device.type == "cuda":
@@ -78,6 +90,9 @@ class Graph:
             raise RuntimeError("this graph is not capturing: call capture_begin() first")
         cuda_capture, counting, counter = self._capture
         self._capture = None
+        draws, default_generator.graph_draws = default_generator.graph_draws, None
+        default_generator.offset += draws.used  # the capture's draws consumed these counters
+        self._draws = draws if draws.used else None
         try:
             if cuda_capture is not None:
                 _launch._cuda_captures.remove(self)
@@ -100,6 +115,9 @@ class Graph:
         if not self.captured:
             raise RuntimeError("this graph holds no capture: capture a block with `with tgrad.graphs.graph(g):` "
                                "before replay()")
+        if self._draws is not None:  # the draws of this replay: the generator's next counters
+            set_philox_state(self._draws.state, default_generator.initial_seed(), default_generator.offset)
+            default_generator.offset += self._draws.used
         if self.device.type == "cuda":
             self._cuda_graph.replay()
             launch_counts.update(self.launches)
@@ -113,6 +131,7 @@ class Graph:
         if self.device.type == "cuda":
             self._cuda_graph.reset()
         self._recording = None
+        self._draws = None
         self.launches = Counter()
 
     def pool(self):

@@ -19,10 +19,21 @@ from tgrad.kernels.capture import is_capturing
 from .factories import _dt, _new, _shape
 
 
+class GraphDraws:
+    """The default generator while a graph captures: a draw takes counters *within the graph*
+    (from 0), and its kernels add the base counter -- and take the key -- from ``state``, an int64
+    (seed, offset) tensor on the graph's device that the graph sets before each replay. So replay k
+    draws exactly what the k-th eager run of the block would have drawn."""
+
+    def __init__(self, state: torch.Tensor):
+        self.state, self.used = state, 0
+
+
 class Generator:
     def __init__(self, device="cpu"):
         self.device = torch.device(device)
         self._seed, self.offset = 67280421310721, 0
+        self.graph_draws = None  # a GraphDraws while a tgrad graph captures this generator
 
     def manual_seed(self, seed):
         seed = int(seed)
@@ -45,15 +56,26 @@ class Generator:
         self._seed, self.offset = state
 
     def take(self, used: int):
-        """Return the offset to draw from, then move past the ``used`` counters."""
+        """Return the offset to draw from, then move past the ``used`` counters (during a graph
+        capture: the offset within the graph; the kernels read the rest from ``graph_state``)."""
+        draws = getattr(self, "graph_draws", None)
+        if draws is not None:
+            start = draws.used
+            draws.used += used
+            return start
         if is_capturing():
-            raise RuntimeError("random number generation (rand, randn, dropout, init ...) cannot be captured in a "
-                               "graph: its (seed, offset) would be frozen, so every replay would draw the same "
-                               "numbers. Draw outside the capture, or capture a block without random ops "
-                               "(e.g. dropout in eval mode).")
+            raise RuntimeError("random numbers drawn from a generator other than tgrad's default one cannot be "
+                               "captured in a graph: its (seed, offset) would be frozen, so every replay would "
+                               "draw the same numbers. Use the default generator inside a capture.")
         start = self.offset
         self.offset += used
         return start
+
+    @property
+    def graph_state(self):
+        """The (seed, base offset) tensor captured random kernels read, or None outside a capture."""
+        draws = getattr(self, "graph_draws", None)
+        return None if draws is None else draws.state
 
 
 default_generator = Generator()
@@ -73,9 +95,8 @@ def initial_seed():
 
 def _draw(fill, out: torch.Tensor, generator, *args):
     gen = generator or default_generator
-    offset = gen.offset
-    used = fill(out, gen._seed, offset, *args)
-    gen.take(used)
+    offset = gen.take(KR.counters_for(out.numel()))
+    fill(out, gen._seed, offset, *args, state=gen.graph_state)
     return out
 
 
