@@ -304,18 +304,18 @@ def launch(kernel: JITFunction, grid, *args, keep_alive=(), **meta):
         # numpy warns on inf/nan arithmetic (log(0), masked lanes); the results are what torch gives
         runner = _interpreted(kernel)
         grid, call = runner.prepare(grid, args, meta)
-        if _recorders:  # a graph capture: the launch is the block's work, not the torch calls it makes
-            recording = _recorders[-1]
+        # in a graph capture the launch is the block's work, not the torch calls it makes on the way
+        recording = _recorders[-1] if _recorders else None
+        if recording is not None:
             recording.paused = True
-            try:
-                with _interpreting(), np.errstate(all="ignore"):
-                    runner.execute(grid, call)
-            finally:
+        try:
+            with _interpreting(), np.errstate(all="ignore"):
+                runner.execute(grid, call)
+        finally:
+            if recording is not None:
                 recording.paused = False
+        if recording is not None:
             recording.add_launch(kernel.__name__, runner, grid, call, (args, keep_alive))
-            return None
-        with _interpreting(), np.errstate(all="ignore"):
-            runner.execute(grid, call)
         return None
     if _recorders:
         raise RuntimeError(f"a CPU graph capture cannot record {kernel.__name__} on {device}: a graph replays the "
