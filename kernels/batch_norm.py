@@ -27,7 +27,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import _collapse, _offset, compute_dtype
+from .pointwise import _collapse, _offset, cdiv, compute_dtype
 from .reduce import block_shape_2d
 from .scalars import as_f64, f64_bits
 
@@ -182,7 +182,7 @@ def batch_norm_forward(x, weight, bias, running_mean, running_var, training, mom
     update = training and running_mean is not None
     block_r, block_c, warps = block_shape_2d(C, M, x.device)
     vec_strides = [t.stride(0) if t is not None else 0 for t in (weight, bias, running_mean, running_var)]
-    launch(bn_fwd_kernel, (triton.cdiv(C, block_r),), x, y, weight if weight is not None else x,
+    launch(bn_fwd_kernel, (cdiv(C, block_r),), x, y, weight if weight is not None else x,
            bias if bias is not None else x, running_mean if running_mean is not None else mean,
            running_var if running_var is not None else rstd, mean, rstd, C, M, x.stride(1),
            y.stride(1), *vec_strides, cshape, x_cs, y_cs, f64_bits(eps), f64_bits(momentum),
@@ -204,7 +204,7 @@ def batch_norm_backward(x, g, weight, mean, rstd, training, need_dx, need_dwb, d
     if C == 0 or not (need_dx or need_dwb):
         return dx, dw, db
     block_r, block_c, warps = block_shape_2d(C, M, x.device)
-    launch(bn_bwd_kernel, (triton.cdiv(C, block_r),), x, g, dx if need_dx else x,
+    launch(bn_bwd_kernel, (cdiv(C, block_r),), x, g, dx if need_dx else x,
            weight if weight is not None else x, mean, rstd, dw if need_dwb else mean,
            db if need_dwb else mean, C, M, x.stride(1), g.stride(1),
            dx.stride(1) if need_dx else 0, weight.stride(0) if weight is not None else 0, cshape, x_cs,

@@ -30,6 +30,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
+from .pointwise import cdiv
 from .reduce import reduce
 
 __all__ = ["conv2d_forward", "conv2d_grad_input", "conv2d_grad_weight"]
@@ -235,7 +236,7 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, groups, out_hw):
         return y
     bm, bn, bk, warps = _gemm_blocks(M, OCG, K, x.dtype, x.device)
     acc, upcast = _acc(x.dtype, x.device)
-    grid = (groups * triton.cdiv(M, bm) * triton.cdiv(OCG, bn),)
+    grid = (groups * cdiv(M, bm) * cdiv(OCG, bn),)
     launch(conv_fwd_kernel, grid, x, w, y if bias is None else bias, y, H, W, OH, OW, M, K, KH, KW,
            CG, OCG, OC, *x.stride(), *w.stride(), 0 if bias is None else bias.stride(0),
            *stride, *padding, *dilation, HAS_BIAS=bias is not None, ACC=acc, UPCAST=upcast,
@@ -258,7 +259,7 @@ def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups):
         return dx.fill_(0)
     bm, bn, bk, warps = _gemm_blocks(M, CG, K, g.dtype, g.device)
     acc, upcast = _acc(g.dtype, g.device)
-    grid = (groups * triton.cdiv(M, bm) * triton.cdiv(CG, bn),)
+    grid = (groups * cdiv(M, bm) * cdiv(CG, bn),)
     launch(conv_dgrad_kernel, grid, g, w, dx, H, W, OH, OW, M, K, KH, KW, CG, OCG, C,
            *g.stride(), *w.stride(), *stride, *padding, *dilation, ACC=acc, UPCAST=upcast,
            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
@@ -281,13 +282,13 @@ def conv2d_grad_weight(x, g, w_shape, stride, padding, dilation, groups, splits=
         return dw.fill_(0)
     bm, bn, bk, warps = _gemm_blocks(OCG, CKK, P, x.dtype, x.device)
     acc, upcast = _acc(x.dtype, x.device)
-    tiles = groups * triton.cdiv(OCG, bm) * triton.cdiv(CKK, bn)
+    tiles = groups * cdiv(OCG, bm) * cdiv(CKK, bn)
     if splits is None:
         splits = 1
         if x.device.type != "cpu":  # a long pixel sum over few tiles: spread it over ~256 programs
-            splits = max(1, min(256 // tiles, triton.cdiv(P, 8 * bk)))
-    k_per_split = triton.cdiv(triton.cdiv(P, splits), bk) * bk
-    splits = triton.cdiv(P, k_per_split)
+            splits = max(1, min(256 // tiles, cdiv(P, 8 * bk)))
+    k_per_split = cdiv(cdiv(P, splits), bk) * bk
+    splits = cdiv(P, k_per_split)
     acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     out = dw if splits == 1 else torch.empty((splits, OC, CG, KH, KW), dtype=acc_dtype, device=x.device)
     launch(conv_wgrad_kernel, (tiles, splits), x, g, out, H, W, OH, OW, P, CKK, KH, KW, CG, OCG, OC,

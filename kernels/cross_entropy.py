@@ -35,7 +35,7 @@ import triton.language as tl
 from .capture import is_capturing
 from .launch import launch
 from .losses import finish_sum, programs_for
-from .pointwise import compute_dtype
+from .pointwise import cdiv, compute_dtype
 from .reduce import block_shape_2d
 from .scalars import as_f64, f64_bits
 
@@ -271,9 +271,9 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
     aux = torch.empty((R,) if prob else (1,), dtype=acc, device=dev)
     t3 = target if prob else target.unsqueeze(1)
     block_r, block_c, warps = block_shape_2d(R, C, dev)
-    programs = programs_for(triton.cdiv(max(R, 1), block_r), dev)
-    rows_per_prog = triton.cdiv(triton.cdiv(max(R, 1), block_r), programs) * block_r
-    programs = triton.cdiv(max(R, 1), rows_per_prog)
+    programs = programs_for(cdiv(max(R, 1), block_r), dev)
+    rows_per_prog = cdiv(cdiv(max(R, 1), block_r), programs) * block_r
+    programs = cdiv(max(R, 1), rows_per_prog)
     part = torch.zeros((programs, 2), dtype=acc, device=dev)
     bad = torch.full((1,), R, dtype=torch.int64, device=dev)
     launch(cross_entropy_fwd_kernel, (programs,), x, t3, x if weight is None else weight, loss, lse,
@@ -308,7 +308,7 @@ def cross_entropy_backward(x, target, weight, saved, g, ignore_index=-100, label
     t3 = target if prob else target.unsqueeze(1)
     block_r, block_c, warps = block_shape_2d(R, C, x.device)
     gs = (g.stride(0), g.stride(1)) if red == 0 else (0, 0)
-    launch(cross_entropy_bwd_kernel, (triton.cdiv(R, block_r),), x, t3,
+    launch(cross_entropy_bwd_kernel, (cdiv(R, block_r),), x, t3,
            x if weight is None else weight, lse, aux, g, tot, dx if dx is not None else dt,
            dt if dt is not None else dx, R, C, I, *_strides3(x), *_strides3(t3),
            0 if weight is None else weight.stride(0), *gs, int(ignore_index),

@@ -20,7 +20,7 @@ import triton.language as tl
 
 from .factories import as_i64, compile_options
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for, compute_dtype
+from .pointwise import _collapse, _offset, block_for, cdiv, compute_dtype
 from .random import _as_int64_bits, counters_for, philox_key_and_base
 from .scalars import as_f64, f64_bits
 
@@ -59,7 +59,7 @@ def dropout(x: torch.Tensor, p: float, seed: int, offset: int, state=None) -> to
     threshold = min(max(math.ceil((1.0 - p) * 4294967296.0), 0), 1 << 32)
     compute = torch.float64 if x.dtype == torch.float64 else torch.float32
     block = block_for(numel, x.device)
-    launch(dropout_kernel, (triton.cdiv(numel, block),), x, out, _as_int64_bits(seed),
+    launch(dropout_kernel, (cdiv(numel, block),), x, out, _as_int64_bits(seed),
            _as_int64_bits(offset), out if state is None else state, threshold, f64_bits(1.0 / (1.0 - p)),
            numel, shape, strides, NDIM=len(shape), CONTIGUOUS=contiguous, COMPUTE=compute_dtype(compute),
            FROM_STATE=state is not None, BLOCK=block, **compile_options(x.device))

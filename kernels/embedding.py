@@ -21,7 +21,7 @@ import triton.language as tl
 from . import math_ops, segment
 from .capture import is_capturing
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for, pointwise
+from .pointwise import _collapse, _offset, block_for, cdiv, pointwise
 from .reduce import block_shape_2d
 
 __all__ = ["embedding_forward", "embedding_backward", "one_hot", "index_range"]
@@ -107,7 +107,7 @@ def embedding_forward(idx: torch.Tensor, weight: torch.Tensor):
     shape, strides = _index_geometry(idx)
     bad = torch.full((1,), K, dtype=torch.int64, device=idx.device)
     block_r, block_c, warps = block_shape_2d(K, max(D, 1), weight.device)
-    launch(embedding_fwd_kernel, (triton.cdiv(K, block_r),), idx, weight, out, bad, K, V, D, shape,
+    launch(embedding_fwd_kernel, (cdiv(K, block_r),), idx, weight, out, bad, K, V, D, shape,
            strides, weight.stride(0), weight.stride(1), NDIM=len(shape), BLOCK_R=block_r,
            BLOCK_C=block_c, num_warps=warps)
     if is_capturing():  # a captured graph cannot stop to read back; its bad rows hold NaN
@@ -127,7 +127,7 @@ def embedding_backward(idx: torch.Tensor, g: torch.Tensor, num_weights: int, pad
     if K and D:
         shape, strides = _index_geometry(idx)
         block_r, block_c, warps = block_shape_2d(K, D, g.device)
-        launch(embedding_bwd_kernel, (triton.cdiv(K, block_r),), idx, g, dw, K, num_weights, D, shape, strides,
+        launch(embedding_bwd_kernel, (cdiv(K, block_r),), idx, g, dw, K, num_weights, D, shape, strides,
                g.stride(0), g.stride(1), -1 if padding_idx is None else int(padding_idx),
                NDIM=len(shape), BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
     if acc != g.dtype:
@@ -141,7 +141,7 @@ def index_range(idx: torch.Tensor):
     out = torch.tensor([2 ** 63 - 1, -(2 ** 63)], dtype=torch.int64, device=idx.device)
     shape, strides = _index_geometry(idx)
     block = block_for(K, idx.device)
-    launch(index_range_kernel, (triton.cdiv(K, block),), idx, out, K, shape, strides,
+    launch(index_range_kernel, (cdiv(K, block),), idx, out, K, shape, strides,
            NDIM=len(shape), BLOCK=block, num_warps=4)
     lo, hi = out.tolist()
     return lo, hi
@@ -155,6 +155,6 @@ def one_hot(idx: torch.Tensor, num_classes: int) -> torch.Tensor:
         return out
     shape, strides = _index_geometry(idx)
     block_r, block_c, warps = block_shape_2d(K, num_classes, idx.device)
-    launch(one_hot_kernel, (triton.cdiv(K, block_r),), idx, out, K, num_classes, shape, strides,
+    launch(one_hot_kernel, (cdiv(K, block_r),), idx, out, K, num_classes, shape, strides,
            NDIM=len(shape), BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
     return out

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for
+from .pointwise import _collapse, _offset, block_for, cdiv
 from .scalars import as_f64, f64_bits  # noqa: F401 (re-exported for random.py)
 
 __all__ = ["arange", "linspace", "eye", "fill", "f64_bits"]
@@ -125,7 +125,7 @@ def arange(out: torch.Tensor, start, step) -> torch.Tensor:
     else:
         a, b = int(start), int(step)
     block = block_for(n, out.device)
-    launch(_arange_kernel, (triton.cdiv(n, block),), out, a, b, n, out.stride(0),
+    launch(_arange_kernel, (cdiv(n, block),), out, a, b, n, out.stride(0),
            FLOAT=is_float, BLOCK=block, **compile_options(out.device))
     return out
 
@@ -196,7 +196,7 @@ def linspace(out: torch.Tensor, start, end, steps: int) -> torch.Tensor:
     else:
         a, b = f64_bits(s), f64_bits(e)
     block = block_for(steps, out.device)
-    launch(_linspace_kernel, (triton.cdiv(steps, block),), out, a, b, f64_bits(d), steps, halfway,
+    launch(_linspace_kernel, (cdiv(steps, block),), out, a, b, f64_bits(d), steps, halfway,
            out.stride(0), KIND=kind, BLOCK=block, **compile_options(out.device))
     return out
 
@@ -224,7 +224,7 @@ def eye(out: torch.Tensor) -> torch.Tensor:
     if numel == 0:
         return out
     block = block_for(numel, out.device)
-    launch(_eye_kernel, (triton.cdiv(numel, block),), out, numel, m, out.stride(0), out.stride(1),
+    launch(_eye_kernel, (cdiv(numel, block),), out, numel, m, out.stride(0), out.stride(1),
            BLOCK=block, **compile_options(out.device))
     return out
 
@@ -268,6 +268,6 @@ def fill(out: torch.Tensor, value) -> torch.Tensor:
         kind, v = _FILL_INT, int(value)
     shape, (strides,) = _collapse(tuple(out.shape), [out.stride()])
     block = block_for(numel, out.device)
-    launch(_fill_kernel, (triton.cdiv(numel, block),), out, v, numel, shape, strides,
+    launch(_fill_kernel, (cdiv(numel, block),), out, v, numel, shape, strides,
            NDIM=len(shape), KIND=kind, BLOCK=block, **compile_options(out.device))
     return out

@@ -37,7 +37,7 @@ import triton.language as tl
 
 from . import segment
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for
+from .pointwise import _collapse, _offset, block_for, cdiv
 
 __all__ = ["index_op", "first_out_of_bounds", "nonzero", "sort", "sort_block_limit"]
 
@@ -102,7 +102,7 @@ def index_op(mode: str, x: torch.Tensor, other: torch.Tensor, indices, shape, x_
         return
     cshape, strides = _collapse(tuple(shape), [x_strides, other_strides, *idx_strides])
     block = block_for(numel, x.device)
-    launch(index_kernel, (triton.cdiv(numel, block),), x, other, tuple(indices), numel, cshape,
+    launch(index_kernel, (cdiv(numel, block),), x, other, tuple(indices), numel, cshape,
            strides[0], strides[1], tuple(strides[2:]), tuple(int(s) for s in sizes),
            tuple(int(s) for s in dim_strides), MODE=mode, N_IDX=len(indices), NDIM=len(cshape),
            BLOCK=block, num_warps=4)
@@ -128,7 +128,7 @@ def first_out_of_bounds(index: torch.Tensor, size: int, allow_negative: bool = T
     first = torch.full((), numel, dtype=torch.int64, device=index.device)
     shape, (strides,) = _collapse(tuple(index.shape), [index.stride()])
     block = block_for(numel, index.device)
-    launch(_bounds_kernel, (triton.cdiv(numel, block),), index, first, numel,
+    launch(_bounds_kernel, (cdiv(numel, block),), index, first, numel,
            -size if allow_negative else 0, size, shape, strides, NDIM=len(shape), BLOCK=block, num_warps=4)
     pos = int(first.item())
     if pos == numel:
@@ -182,7 +182,7 @@ def nonzero(x: torch.Tensor) -> torch.Tensor:
     # coordinates need every dim (no collapsing); a 0-d tensor reads as one element
     shape, strides = (tuple(x.shape), x.stride()) if ncol else ((1,), (0,))
     block = block_for(numel, x.device)
-    n_blocks = triton.cdiv(numel, block)
+    n_blocks = cdiv(numel, block)
     counts = torch.empty((n_blocks,), dtype=torch.int64, device=x.device)
     total = torch.zeros((), dtype=torch.int64, device=x.device)
     launch(_count_kernel, (n_blocks,), x, counts, total, numel, shape, strides, NDIM=len(shape),
@@ -309,7 +309,7 @@ def sort(x: torch.Tensor, dim: int, descending: bool = False):
     P = triton.next_power_of_2(n)
     B = min(P, sort_block_limit(x.device))
     rows_per_program = min(triton.next_power_of_2(n_rows), max(1, block_for(1 << 30, x.device) // B))
-    grid_rows = triton.cdiv(n_rows, rows_per_program)
+    grid_rows = cdiv(n_rows, rows_per_program)
     common = dict(DESCENDING=bool(descending), ROWS=rows_per_program, LOG_B=B.bit_length() - 1,
                   num_warps=8 if rows_per_program * B >= 2048 else 4)
     out_geometry = (row_shape, out_rows, values_.stride(dim), len(row_shape))
@@ -330,7 +330,7 @@ def sort(x: torch.Tensor, dim: int, descending: bool = False):
     while k <= P:
         j = k // 2
         while j >= B:
-            launch(_sort_exchange_kernel, (n_rows, triton.cdiv(P // 2, exchange_block)), key, idx, P, n, j, k,
+            launch(_sort_exchange_kernel, (n_rows, cdiv(P // 2, exchange_block)), key, idx, P, n, j, k,
                    DESCENDING=bool(descending), BLOCK=exchange_block, num_warps=4)
             j //= 2
         last = k == P

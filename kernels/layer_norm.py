@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import compute_dtype
+from .pointwise import cdiv, compute_dtype
 from .reduce import block_shape_2d, reduce
 from .scalars import as_f64, f64_bits
 
@@ -192,7 +192,7 @@ def layer_norm_forward(x: torch.Tensor, weight, bias, eps: float):
     if M == 0 or D == 0:
         return y, mean.fill_(float("nan")), rstd.fill_(float("nan"))
     block_r, block_c, warps = block_shape_2d(M, D, x.device)
-    launch(layer_norm_fwd_kernel, (triton.cdiv(M, block_r),), x, x if weight is None else weight,
+    launch(layer_norm_fwd_kernel, (cdiv(M, block_r),), x, x if weight is None else weight,
            x if bias is None else bias, y, mean, rstd, M, D, x.stride(0), x.stride(1),
            0 if weight is None else weight.stride(0), 0 if bias is None else bias.stride(0),
            f64_bits(eps), HAS_W=weight is not None, HAS_B=bias is not None,
@@ -205,7 +205,7 @@ def _programs(M, block_r, device) -> int:
     if device.type == "cpu":
         return 1
     sms = torch.cuda.get_device_properties(device).multi_processor_count
-    return max(1, min(triton.cdiv(M, block_r), 4 * sms))
+    return max(1, min(cdiv(M, block_r), 4 * sms))
 
 
 def layer_norm_backward(x, g, weight, mean, rstd, need_dx=True, need_wb=True, wb_dtype=None):
@@ -222,8 +222,8 @@ def layer_norm_backward(x, g, weight, mean, rstd, need_dx=True, need_wb=True, wb
     block_r, block_c, warps = block_shape_2d(M, D, x.device)
     one_chunk = D <= block_c
     programs = _programs(M, block_r, x.device)
-    rows_per_prog = triton.cdiv(triton.cdiv(M, block_r), programs) * block_r
-    programs = triton.cdiv(M, rows_per_prog)
+    rows_per_prog = cdiv(cdiv(M, block_r), programs) * block_r
+    programs = cdiv(M, rows_per_prog)
     # zeros: the chunked path adds into its partial rows
     part = torch.zeros((programs, 2, D) if need_wb else (1,), dtype=acc, device=g.device)
     launch(layer_norm_bwd_kernel, (programs,), x, g, x if weight is None else weight, mean, rstd,

@@ -31,7 +31,7 @@ import triton.language as tl
 from .capture import is_capturing
 from .launch import launch
 from .math_ops import log1p
-from .pointwise import _collapse, _offset, block_for, compute_dtype
+from .pointwise import _collapse, _offset, block_for, cdiv, compute_dtype
 from .scalars import as_f64, f64_bits
 
 __all__ = ["LOSSES", "loss_forward", "loss_backward", "finish_sum", "programs_for"]
@@ -248,9 +248,9 @@ def loss_forward(mode, x, y, weight=None, pos_weight=None, param=0.0, reduction=
     ws = strides[2] if weight is not None else xs
     qs = strides[-1] if pos_weight is not None else xs
     block = block_for(numel, x.device)
-    programs = programs_for(triton.cdiv(numel, block), x.device)
-    per_prog = triton.cdiv(triton.cdiv(numel, block), programs) * block
-    programs = triton.cdiv(numel, per_prog)
+    programs = programs_for(cdiv(numel, block), x.device)
+    per_prog = cdiv(cdiv(numel, block), programs) * block
+    programs = cdiv(numel, per_prog)
     acc = _acc(out_dtype)
     part = torch.empty((programs, 1), dtype=acc, device=x.device)
     bad = torch.zeros((1,), dtype=torch.int32, device=x.device)
@@ -290,7 +290,7 @@ def loss_backward(mode, x, y, g, weight=None, pos_weight=None, param=0.0, reduct
     gs = strides[-1] if reduce_code == 0 else xs
     block = block_for(numel, x.device)
     acc = _acc(g.dtype)
-    launch(loss_bwd_kernel, (triton.cdiv(numel, block),), views[0], views[1],
+    launch(loss_bwd_kernel, (cdiv(numel, block),), views[0], views[1],
            views[2] if weight is not None else views[0],
            views[2 + (weight is not None)] if pos_weight is not None else views[0], g,
            dx if dx is not None else dy, dy if dy is not None else dx, numel, cshape, xs, ys, ws, qs,

@@ -47,6 +47,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
+from .pointwise import next_pow2
 from .scalars import as_f64, f64_bits
 
 __all__ = ["ALGORITHMS", "TableCache", "fused_step"]
@@ -241,7 +242,7 @@ def _chunk(device: torch.device, longest: int) -> tuple[int, int]:
     of up to 2^16 elements, no wider than needed; compiled, rows of 16K elements walked in 1K
     blocks keep the table short and every SM busy."""
     if device.type == "cpu":
-        block = min(triton.next_power_of_2(max(longest, 16)), 1 << 16)
+        block = min(next_pow2(max(longest, 16)), 1 << 16)
         return block, block
     return 1 << 14, 1 << 10
 
@@ -426,7 +427,7 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
                AMSGRAD=bool(amsgrad), DECOUPLED=bool(decoupled), CENTERED=bool(centered),
                CAPTURABLE=capturable, COMPUTE=_COMPUTE[dtype], BLOCK=block, num_warps=4, keep_alive=keep)
         if capturable:  # after every row has read the step counts
-            launch(_advance_steps_kernel, (1,), table, n_rows, BLOCK=min(triton.next_power_of_2(max(n_rows, 16)), 1024),
+            launch(_advance_steps_kernel, (1,), table, n_rows, BLOCK=min(next_pow2(max(n_rows, 16)), 1024),
                    num_warps=1, keep_alive=keep)
         for dst, src in write_back:
             dst.copy_(src)

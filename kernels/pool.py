@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import block_for, compute_dtype
+from .pointwise import block_for, cdiv, compute_dtype
 
 __all__ = ["max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "avg_pool2d_backward"]
 
@@ -163,7 +163,7 @@ def max_pool2d_forward(x, kernel, stride, padding, dilation, out_hw):
     total = y.numel()
     if total:
         block = _block(total, x.device)
-        launch(max_pool_fwd_kernel, (triton.cdiv(total, block),), x, y, idx, total, C, H, W, OH, OW,
+        launch(max_pool_fwd_kernel, (cdiv(total, block),), x, y, idx, total, C, H, W, OH, OW,
                *x.stride(), *kernel, *stride, *padding, *dilation, COMPUTE=_compute(x.dtype),
                BLOCK=block, num_warps=4)
     return y, idx
@@ -177,7 +177,7 @@ def max_pool2d_backward(g, idx, x_shape, kernel, stride, padding, dilation):
     total = dx.numel()
     if total:
         block = _block(total, g.device)
-        launch(max_pool_bwd_kernel, (triton.cdiv(total, block),), g, idx.contiguous(), dx, total, C, H, W,
+        launch(max_pool_bwd_kernel, (cdiv(total, block),), g, idx.contiguous(), dx, total, C, H, W,
                OH, OW, *g.stride(), *kernel, *stride, *padding, *dilation,
                COMPUTE=_compute(g.dtype), BLOCK=block, num_warps=4)
     return dx
@@ -190,7 +190,7 @@ def avg_pool2d_forward(x, kernel, stride, padding, out_hw, count_include_pad, di
     total = y.numel()
     if total:
         block = _block(total, x.device)
-        launch(avg_pool_fwd_kernel, (triton.cdiv(total, block),), x, y, total, C, H, W, OH, OW,
+        launch(avg_pool_fwd_kernel, (cdiv(total, block),), x, y, total, C, H, W, OH, OW,
                *x.stride(), *kernel, *stride, *padding, int(divisor_override or 0),
                COUNT_INCLUDE_PAD=bool(count_include_pad), HAS_DIVISOR=bool(divisor_override),
                COMPUTE=_compute(x.dtype), BLOCK=block, num_warps=4)
@@ -204,7 +204,7 @@ def avg_pool2d_backward(g, x_shape, kernel, stride, padding, count_include_pad, 
     total = dx.numel()
     if total:
         block = _block(total, g.device)
-        launch(avg_pool_bwd_kernel, (triton.cdiv(total, block),), g, dx, total, C, H, W, OH, OW,
+        launch(avg_pool_bwd_kernel, (cdiv(total, block),), g, dx, total, C, H, W, OH, OW,
                *g.stride(), *kernel, *stride, *padding, int(divisor_override or 0),
                COUNT_INCLUDE_PAD=bool(count_include_pad), HAS_DIVISOR=bool(divisor_override),
                COMPUTE=_compute(g.dtype), BLOCK=block, num_warps=4)

@@ -29,7 +29,7 @@ import triton.language as tl
 
 from .factories import as_f64, as_i64, cast_to, compile_options, f64_bits
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for
+from .pointwise import _collapse, _offset, block_for, cdiv
 
 __all__ = ["fill_uniform", "fill_normal", "fill_randint", "fill_bernoulli", "counters_for", "set_philox_state"]
 
@@ -160,7 +160,7 @@ def _run(out, seed, offset, params, mode, wide, state):
         return 0
     shape, (strides,) = _collapse(tuple(out.shape), [out.stride()])
     block = block_for(numel, out.device)
-    launch(_random_kernel, (triton.cdiv(numel, block),), out, _as_int64_bits(seed),
+    launch(_random_kernel, (cdiv(numel, block),), out, _as_int64_bits(seed),
            _as_int64_bits(offset), out if state is None else state, *params, numel, shape, strides,
            MODE=mode, WIDE=wide, NDIM=len(shape), FROM_STATE=state is not None, BLOCK=block,
            **compile_options(out.device))

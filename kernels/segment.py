@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for
+from .pointwise import _collapse, _offset, block_for, cdiv
 from .reduce import block_shape_2d
 
 __all__ = ["deterministic", "set_deterministic", "segment_sum", "embedding_grad", "index_add"]
@@ -123,7 +123,7 @@ def segment_sum(keys: torch.Tensor, values: torch.Tensor, v_geometry, x: torch.T
         block_r, block_w, warps = block_for(E, x.device), 1, 4
     else:
         block_r, block_w, warps = block_shape_2d(E, width, x.device)
-    launch(segment_sum_kernel, (triton.cdiv(E, block_r),), s, perm, values, x, R, E, width,
+    launch(segment_sum_kernel, (cdiv(E, block_r),), s, perm, values, x, R, E, width,
            max(R, 1).bit_length() + 1, int(skip_key), xs, ks, xst, x_col, vs, vst, v_col,
            XD=len(xs), VD=len(vs), ACCUMULATE=bool(accumulate), ACC=_acc(values.dtype), BLOCK_R=block_r,
            BLOCK_W=block_w, num_warps=warps)

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import _collapse, _offset, compute_dtype
+from .pointwise import _collapse, _offset, cdiv, compute_dtype
 from .reduce import block_shape_2d
 
 __all__ = ["softmax", "softmax_backward"]
@@ -172,7 +172,7 @@ def softmax(x: torch.Tensor, dim: int, log: bool = False, out_dtype=None) -> tor
     n_rows, n_cols, row_shape, (x_rs, out_rs), (x_cs, out_cs) = _rows_along(x.shape, dim, [x, out])
     block_r, block_c, warps, one_chunk = _blocks(n_rows, n_cols, x.device)
     acc = torch.float64 if torch.float64 in (x.dtype, out.dtype) else torch.float32
-    launch(softmax_kernel, (triton.cdiv(n_rows, block_r),), x, out, n_rows, n_cols, row_shape,
+    launch(softmax_kernel, (cdiv(n_rows, block_r),), x, out, n_rows, n_cols, row_shape,
            x_rs, out_rs, x_cs, out_cs, LOG=bool(log), NK=len(row_shape),
            COMPUTE=compute_dtype(acc), ONE_CHUNK=one_chunk, BLOCK_R=block_r, BLOCK_C=block_c,
            num_warps=warps)
@@ -192,7 +192,7 @@ def softmax_backward(y: torch.Tensor, g: torch.Tensor, dim: int, log: bool = Fal
         g.shape, dim, [y, g, out])
     block_r, block_c, warps, one_chunk = _blocks(n_rows, n_cols, g.device)
     acc = torch.float64 if torch.float64 in (y.dtype, g.dtype) else torch.float32
-    launch(softmax_backward_kernel, (triton.cdiv(n_rows, block_r),), y, g, out, n_rows, n_cols,
+    launch(softmax_backward_kernel, (cdiv(n_rows, block_r),), y, g, out, n_rows, n_cols,
            row_shape, y_rs, g_rs, out_rs, y_cs, g_cs, out_cs, LOG=bool(log), NK=len(row_shape),
            COMPUTE=compute_dtype(acc), ONE_CHUNK=one_chunk, BLOCK_R=block_r, BLOCK_C=block_c,
            num_warps=warps)
