@@ -25,7 +25,7 @@ import warnings
 import tgrad
 from tgrad import _dtype
 from tgrad import ops
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import BuiltinFunction
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.kernels import dropout as KD
 from tgrad.kernels import embedding as KE
@@ -118,7 +118,7 @@ def _allow_tf32(t):
     return t.device.type == "cuda" and tgrad.backends.cuda.matmul.allow_tf32
 
 
-class _Linear(Function):
+class _Linear(BuiltinFunction):
     """y = act(x W^T + b) over x (*, K), W (N, K), b (N,) or None."""
     act = None
     edge_args = (0, 1, 2)
@@ -225,7 +225,7 @@ def linear(input, weight, bias=None):
 # ----------------------------------------------------------------------------- layer_norm
 
 
-class _LayerNorm(Function):
+class _LayerNorm(BuiltinFunction):
     node_name = "NativeLayerNormBackward0"
     edge_args = (0, 1, 2)
 
@@ -295,7 +295,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 # ----------------------------------------------------------------------------- dropout
 
 
-class _Dropout(Function):
+class _Dropout(BuiltinFunction):
     """y = x * keep / (1 - p), keep regenerated from (seed, offset) in the backward."""
     node_name = "NativeDropoutBackward0"
 
@@ -333,7 +333,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
 # ----------------------------------------------------------------------------- embedding
 
 
-class _Embedding(Function):
+class _Embedding(BuiltinFunction):
     node_name = "EmbeddingBackward0"
     edge_args = (0,)  # the indices are not differentiable: no edge, as in PyTorch
 
@@ -357,7 +357,7 @@ class _Embedding(Function):
         return wrap(KE.embedding_backward(indices._data, g._data.reshape(-1, D), V, padding_idx)), None, None
 
 
-class _EmbeddingDense(Function):
+class _EmbeddingDense(BuiltinFunction):
     """The embedding backward as a differentiable op of g (for create_graph): its own gradient is
     the embedding of the incoming gradient, with the padding row zeroed."""
     node_name = "EmbeddingDenseBackward0"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import BuiltinFunction
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.kernels import batch_norm as BN
 from tgrad.kernels import conv as CONV
@@ -44,7 +44,7 @@ def _float_only(x, fn):
 
 # ----------------------------------------------------------------------------- conv2d
 
-class Convolution(Function):
+class Convolution(BuiltinFunction):
     """y = conv2d(x, w) + b for batched x; see kernels/conv.py for the three GEMMs."""
     node_name = "ConvolutionBackward0"
     edge_args = (0, 1, 2)
@@ -78,7 +78,7 @@ class Convolution(Function):
         return dx, dw, db, None, None, None, None, None
 
 
-class ConvGradInput(Function):
+class ConvGradInput(BuiltinFunction):
     """dx = conv^T(g, w), the input gradient of y = conv(x, w), as an op of (g, w). It is bilinear
     and <conv^T(g, w), a> = <g, conv(a, w)>, so its gradients for an upstream gg (x's shape) are
     conv(gg, w) for g and the weight gradient of conv(gg, .) against g for w."""
@@ -98,7 +98,7 @@ class ConvGradInput(Function):
                 ConvGradWeight.apply(gg, g, w.shape, ctx.conv) if ctx.needs_input_grad[1] else None, None, None)
 
 
-class ConvGradWeight(Function):
+class ConvGradWeight(BuiltinFunction):
     """dw = the weight gradient of y = conv(x, w) for upstream g, as an op of (x, g):
     <dw(x, g), v> = <g, conv(x, v)>, so for an upstream gw (w's shape) the gradients are
     conv^T(g, gw) for x and conv(x, gw) for g."""
@@ -252,7 +252,7 @@ def _pool_input(x, fn, kernel, stride, padding, dilation, ceil_mode):
     return data, out
 
 
-class MaxPool2d(Function):
+class MaxPool2d(BuiltinFunction):
     """(values, indices) of 2-d max pooling; indices are h*W + w within each input plane."""
     node_name = "MaxPool2DWithIndicesBackward0"
     edge_args = (0,)
@@ -287,7 +287,7 @@ class MaxPool2d(Function):
         return (wrap(dx.view(g.shape[:-2] + tuple(shape[-2:]))),) + (None,) * 5
 
 
-class MaxPool2dBackward(Function):
+class MaxPool2dBackward(BuiltinFunction):
     """dx = g scattered to the argmax positions ``idx`` (max pooling's gradient) as an op of
     (g, x). It is linear in g, with adjoint the gather of an upstream gg at idx; x only chose idx,
     so its derivative is zero (reported as zeros, as PyTorch does)."""
@@ -321,7 +321,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return (y, idx) if return_indices else y
 
 
-class AvgPool2d(Function):
+class AvgPool2d(BuiltinFunction):
     node_name = "AvgPool2DBackward0"
     edge_args = (0,)
 
@@ -343,7 +343,7 @@ class AvgPool2d(Function):
         return (wrap(dx if g.ndim == 4 else dx.squeeze(0)),) + (None,) * 6
 
 
-class AvgPool2dBackward(Function):
+class AvgPool2dBackward(BuiltinFunction):
     """dx = avg pooling's gradient, the adjoint of the (linear) pooling; as an op of g its own
     gradient is the pooling of the upstream gradient again."""
     node_name = "AvgPool2DBackwardBackward0"
@@ -377,7 +377,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 # ----------------------------------------------------------------------------- batch_norm
 
-class BatchNorm(Function):
+class BatchNorm(BuiltinFunction):
     """Batch normalisation over dim 1; see kernels/batch_norm.py for the formulas."""
     node_name = "NativeBatchNormBackward0"
     edge_args = (0, 1, 2)

@@ -19,7 +19,7 @@ import warnings
 
 from tgrad import _dtype
 from tgrad import ops
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import BuiltinFunction
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.kernels import cross_entropy as KCE
 from tgrad.kernels import losses as KL
@@ -57,7 +57,7 @@ def _no_grad_for(fn_name, arg, t):
 # ----------------------------------------------------------------------------- elementwise losses
 
 
-class _Pointwise(Function):
+class _Pointwise(BuiltinFunction):
     """loss(x, y) elementwise (optionally weighted), then reduced; one launch each way."""
     mode = None
     edge_args = (0, 1)
@@ -204,7 +204,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # ----------------------------------------------------------------------------- cross entropy
 
 
-class _CrossEntropy(Function):
+class _CrossEntropy(BuiltinFunction):
     """Fused (log-softmax +) NLL over x viewed as (N, C, I); see kernels/cross_entropy.py."""
     node_name = "NllLossBackward0"
     edge_args = (0,)

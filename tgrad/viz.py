@@ -78,7 +78,7 @@ def _saved_of(node):
     saved = node.__dict__.get("_saved")
     if saved is None or saved is _FREED:
         return []
-    user = node._forward_cls.__module__.split(".")[0] != "tgrad"
+    user = not node._forward_cls.builtin
     out, n_in, n_out = [], 0, 0
     for i, s in enumerate(saved):
         if s is None:

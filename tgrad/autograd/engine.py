@@ -45,7 +45,7 @@ def _check_grads(node, grads):
     n_in = len(node._next)
     if not isinstance(grads, tuple):
         grads = (grads,)
-    user = isinstance(node, BackwardNode) and node._forward_cls.__module__.split(".")[0] != "tgrad"
+    user = isinstance(node, BackwardNode) and not node._forward_cls.builtin
     if user:
         name = node.name()
         if len(grads) < n_in or any(g is not None for g in grads[n_in:]):

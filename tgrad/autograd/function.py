@@ -172,7 +172,13 @@ class BackwardNode(Node, FunctionCtx):
     _edge_pos = None  # built-ins: the argument positions PyTorch shows in next_functions
 
     def apply(self, *grads):
-        return self._forward_cls.backward(self, *grads)
+        # The one place that decides how a backward runs: the recorded (differentiable) form when
+        # a graph of the gradient is wanted (create_graph runs backward with grad mode on), the
+        # fused form otherwise. A Function without a recorded form always runs ``backward``.
+        fn = self._forward_cls
+        if fn.differentiable_backward is not None and is_grad_enabled():
+            return fn.differentiable_backward(self, *grads)
+        return fn.backward(self, *grads)
 
     @property
     def next_functions(self):
@@ -216,6 +222,10 @@ class Function(metaclass=_FunctionMeta):
     with ``YourFunction.apply(*args)``."""
 
     edge_args = None  # built-ins: argument positions shown in next_functions (default: the tensors)
+    builtin = False   # tgrad's own ops (BuiltinFunction): PyTorch's node names, no user-facing checks
+    # ``backward`` computed from differentiable tgrad ops, run instead of ``backward`` when the
+    # gradient itself must be recorded (create_graph); None: ``backward`` serves both
+    differentiable_backward = None
 
     def __init__(self, *args, **kwargs):
         pass
@@ -239,7 +249,7 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         Tensor = _tensor_cls()
-        builtin = cls.__module__.split(".")[0] == "tgrad"
+        builtin = cls.builtin
         if kwargs and not builtin:  # keyword arguments count as forward arguments (needs_input_grad, grads)
             import inspect
             bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
@@ -305,6 +315,12 @@ class Function(metaclass=_FunctionMeta):
                                for t in to_save)
             del ctx._to_save
         return new_outs[0] if single else tuple(new_outs)
+
+
+class BuiltinFunction(Function):
+    """Base of tgrad's own ops."""
+
+    builtin = True
 
 
 class once_differentiable:  # pragma: no cover - kept for API parity; tgrad backward is always plain

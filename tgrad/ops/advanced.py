@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from .. import _dtype, return_types
-from ..autograd.function import Function
+from ..autograd.function import BuiltinFunction
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _legacy_scalar, check_inplace
 from tgrad.kernels import index as KI
@@ -205,7 +205,7 @@ def _resolve(x: Tensor, items):
 
 # ----------------------------------------------------------------------------- getitem / setitem
 
-class Index(Function):
+class Index(BuiltinFunction):
     node_name = "IndexBackward0"
 
     @staticmethod
@@ -219,7 +219,7 @@ class Index(Function):
         return IndexAdd.apply(g, ctx.plan, ctx.x_shape), None
 
 
-class IndexAdd(Function):
+class IndexAdd(BuiltinFunction):
     """zeros(shape) with g added at the plan: the gradient of ``Index`` (PyTorch's
     ``index_put(zeros, idx, g, accumulate=True)``); its own gradient is the gather again."""
     node_name = "IndexPutBackward0"
@@ -234,7 +234,7 @@ class IndexAdd(Function):
         return Index.apply(gg, ctx.plan), None, None
 
 
-class IndexPut(Function):
+class IndexPut(BuiltinFunction):
     """out-of-place ``x[idx] = value``; ``advanced_setitem`` rebases x onto it."""
     node_name = "IndexPutBackward0"
 
@@ -253,7 +253,7 @@ class IndexPut(Function):
         return gx, gv, None
 
 
-class IndexZero(Function):
+class IndexZero(BuiltinFunction):
     """g with the plan's positions set to 0 (the gradient of x's overwritten values); linear and
     self-adjoint, so its gradient is itself."""
     node_name = "IndexPutBackward0"
@@ -371,7 +371,7 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     return Gather.apply(x, _along_dim_checks(x, dim, index, "gather"))
 
 
-class ScatterAdd(Function):
+class ScatterAdd(BuiltinFunction):
     node_name = "ScatterAddBackward0"
 
     @staticmethod
@@ -416,7 +416,7 @@ def _mask_value(x, mask, value, name="masked_fill_"):
     return as_operand(value, x, x.dtype)
 
 
-class MaskedFill(Function):
+class MaskedFill(BuiltinFunction):
     node_name = "MaskedFillBackward0"
 
     @staticmethod
@@ -475,7 +475,7 @@ def nonzero(x: Tensor, *, as_tuple=False):
 
 # ----------------------------------------------------------------------------- sort
 
-class Sort(Function):
+class Sort(BuiltinFunction):
     node_name = "SortBackward0"
 
     @staticmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import backends
-from ..autograd.function import Function
+from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import matmul as K
 from ._common import broadcast_shapes, check_runnable, result_type, sum_to_shape, wrap
@@ -26,7 +26,7 @@ def _mismatch(a, b):
                         f"{'x'.join(map(str, b.shape[-2:]))})")
 
 
-class Matmul(Function):
+class Matmul(BuiltinFunction):
     """(*batch_a, M, K) @ (*batch_b, K, N) with broadcast batches."""
     node_name = "MatmulBackward0"
 
@@ -105,7 +105,7 @@ def dot(a, b):
     return Dot.apply(a, b)
 
 
-class Dot(Function):
+class Dot(BuiltinFunction):
     node_name = "DotBackward0"
 
     @staticmethod
@@ -161,7 +161,7 @@ def matmul(a, b):
     return Matmul.apply(a, b)
 
 
-class Mv(Function):
+class Mv(BuiltinFunction):
     """y = A v for A (M, K), v (K,) (PyTorch's MvBackward0): dA = g v^T, dv = A^T g."""
     node_name = "MvBackward0"
 

@@ -11,7 +11,7 @@ import math
 import torch
 
 from .. import _dtype
-from ..autograd.function import Function
+from ..autograd.function import BuiltinFunction
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, check_inplace
 from tgrad.kernels import math_ops as M
@@ -45,7 +45,7 @@ def _float_dtype(x: Tensor):
 def unary(name, forward, backward=None, saves="x", float_only=True):
     """A differentiable unary Function: y = forward(x, params), dx = backward(saved, g, params)."""
 
-    class Unary(Function):
+    class Unary(BuiltinFunction):
         node_name = f"{name}Backward0"
 
         @staticmethod
@@ -107,7 +107,7 @@ def neg(x):
     return Neg.apply(x)
 
 
-class ClampTensor(Function):
+class ClampTensor(BuiltinFunction):
     """y = min(max(x, lo), hi) with tensor (or number) bounds, either one absent (None): PyTorch's
     ClampBackward0, an edge for each of x, min, max. g goes to whichever value was selected: x
     between the bounds, min where x < min < max, max where x > max or max < min (as PyTorch)."""
@@ -183,7 +183,7 @@ _derivatives()
 
 # ----------------------------------------------------------------------------- binary
 
-class _Binary(Function):
+class _Binary(BuiltinFunction):
     """a (op) b with broadcasting; a Python number operand is a 0-d constant (next_functions (None, 0))."""
 
     formula = backward_formula = None
@@ -253,7 +253,7 @@ class Sub(_Binary):
         return ga, gb, None
 
 
-class Rsub(Function):
+class Rsub(BuiltinFunction):
     """c - x for a Python number c (PyTorch's RsubBackward1: one edge)."""
     node_name = "RsubBackward1"
 
@@ -346,7 +346,7 @@ class Pow(_Binary):
         return da, db, None
 
 
-class PowScalarBase(Function):
+class PowScalarBase(BuiltinFunction):
     """y = c^x for a Python number c (PyTorch's PowBackward2: one edge). dy/dx = c^x ln c, taken as
     0 where c = 0 and x >= 0 (as PyTorch)."""
     node_name = "PowBackward2"
@@ -393,7 +393,7 @@ class Minimum(_Binary):
     backward = _extreme_backward(M.minimum_bwd, lambda a, b: a < b)
 
 
-class Where(Function):
+class Where(BuiltinFunction):
     """y = cond ? a : b; the node's edges are a's and b's only (the condition is not differentiable)."""
     node_name = "WhereBackward0"
     edge_args = (1, 2)
@@ -422,7 +422,7 @@ class Where(Function):
                 sum_to_shape(db, ctx.shapes[1]) if ctx.needs_input_grad[2] else None)
 
 
-class ZeroSlope(Function):
+class ZeroSlope(BuiltinFunction):
     """``value`` passed through, recorded as also depending on ``x`` with derivative zero.
 
     Where PyTorch's backward formula reads a saved input only through a step (relu's mask, the
@@ -457,7 +457,7 @@ def compare(formula, a, b):
 
 # ----------------------------------------------------------------------------- casts and copies
 
-class ToCopy(Function):
+class ToCopy(BuiltinFunction):
     node_name = "ToCopyBackward0"
 
     @staticmethod
@@ -477,7 +477,7 @@ class ToCopy(Function):
         return ToCopy.apply(g, dtype, device), None, None
 
 
-class Clone(Function):
+class Clone(BuiltinFunction):
     node_name = "CloneBackward0"
 
     @staticmethod
@@ -492,7 +492,7 @@ class Clone(Function):
         return g
 
 
-class Copy(Function):
+class Copy(BuiltinFunction):
     """``dst.copy_(src)`` recorded: the old value of dst gets no gradient, src gets it summed back
     over the dims it was broadcast along."""
     node_name = "CopyBackwards"
@@ -511,7 +511,7 @@ class Copy(Function):
         return g0, (gs.to(dtype) if gs is not None and gs.dtype is not dtype else gs)
 
 
-class Fill(Function):
+class Fill(BuiltinFunction):
     """``t.fill_(number)`` recorded: the old value gets a zero gradient."""
     node_name = "FillBackward2"
 
@@ -528,7 +528,7 @@ class Zero(Fill):
     node_name = "ZeroBackward0"
 
 
-class FillTensor(Function):
+class FillTensor(BuiltinFunction):
     """``t.fill_(v)`` with a 0-d tensor ``v`` recorded: v gets the sum of the gradient."""
     node_name = "FillBackward3"
 

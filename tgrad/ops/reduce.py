@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype
-from ..autograd.function import Function
+from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import reduce as K
 from tgrad.kernels import softmax as KS
@@ -61,7 +61,7 @@ def _run(x, dims, op, dtype=None, **kw):
         raise IndexError(str(e)) if "non-zero size" in str(e) else RuntimeError(str(e))
 
 
-class Sum(Function):
+class Sum(BuiltinFunction):
     node_name = "SumBackward0"
 
     @staticmethod
@@ -79,7 +79,7 @@ class SumDim(Sum):
     node_name = "SumBackward1"
 
 
-class Mean(Function):
+class Mean(BuiltinFunction):
     node_name = "MeanBackward0"
 
     @staticmethod
@@ -101,7 +101,7 @@ class MeanDim(Mean):
     node_name = "MeanBackward1"
 
 
-class Prod(Function):
+class Prod(BuiltinFunction):
     node_name = "ProdBackward0"
 
     @staticmethod
@@ -145,7 +145,7 @@ class ProdDim(Prod):
     node_name = "ProdBackward1"
 
 
-class Extreme(Function):
+class Extreme(BuiltinFunction):
     """max()/min()/amax/amin: the gradient is split evenly between tied extremes."""
     node_name = "AmaxBackward0"
 
@@ -177,7 +177,7 @@ class MinAll(Extreme):
     node_name = "MinBackward1"
 
 
-class MaxDim(Function):
+class MaxDim(BuiltinFunction):
     """max(dim)/min(dim): values and indices; the gradient goes to the returned index alone."""
     node_name = "MaxBackward0"
 
@@ -211,7 +211,7 @@ class MinDim(MaxDim):
     node_name = "MinBackward0"
 
 
-class Var(Function):
+class Var(BuiltinFunction):
     node_name = "VarBackward0"
 
     @staticmethod
@@ -246,7 +246,7 @@ class Std(Var):
     node_name = "StdBackward0"
 
 
-class Norm(Function):
+class Norm(BuiltinFunction):
     node_name = "LinalgVectorNormBackward0"
 
     @staticmethod
@@ -292,7 +292,7 @@ class Norm(Function):
         return scaled * _where(n == 0, 0.0, ge / n ** (p - 1)), None, None, None
 
 
-class Logsumexp(Function):
+class Logsumexp(BuiltinFunction):
     node_name = "LogsumexpBackward0"
 
     @staticmethod
@@ -309,7 +309,7 @@ class Logsumexp(Function):
         return _expand_back(g, *ctx.meta) * (x - _expand_back(out, shape, dims, keepdim)).exp(), None, None
 
 
-class Softmax(Function):
+class Softmax(BuiltinFunction):
     node_name = "SoftmaxBackward0"
     log = False
 

@@ -7,7 +7,7 @@ import operator
 
 import torch
 
-from ..autograd.function import Function
+from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from . import views as V
@@ -212,7 +212,7 @@ def contiguous(x, memory_format=None):
 
 # ----------------------------------------------------------------------------- joins and splits
 
-class Cat(Function):
+class Cat(BuiltinFunction):
     node_name = "CatBackward0"
 
     @staticmethod
@@ -276,7 +276,7 @@ def cat(tensors, dim=0):
 concat = concatenate = cat
 
 
-class Stack(Function):
+class Stack(BuiltinFunction):
     node_name = "StackBackward0"
 
     @staticmethod
@@ -314,7 +314,7 @@ def vstack(tensors):
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
 
-class Split(Function):
+class Split(BuiltinFunction):
     """Views of consecutive pieces along ``dim``: one node with one output per piece."""
     node_name = "SplitBackward0"
 
@@ -370,7 +370,7 @@ def chunk(x, chunks, dim=0):
     return split(x, builtins.max(1, -(-n // chunks)), dim)
 
 
-class Unbind(Function):
+class Unbind(BuiltinFunction):
     """``x.unbind(dim)``: one node whose i-th output (``output_nr`` i) is the view ``x.select(dim, i)``;
     unused outputs' gradients arrive as zeros, so backward stacks them all."""
     node_name = "UnbindBackward0"

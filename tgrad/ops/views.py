@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ..autograd.function import Function, Node, edge_of
+from ..autograd.function import BuiltinFunction, Node, edge_of
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from ._common import sum_to_shape, wrap
@@ -54,7 +54,7 @@ def _scatter_into_zeros(g: Tensor, shape, index) -> Tensor:
     return z
 
 
-class View(Function):
+class View(BuiltinFunction):
     node_name = "ViewBackward0"
 
     @staticmethod
@@ -77,7 +77,7 @@ class ReshapeAlias(View):
     node_name = "ReshapeAliasBackward0"
 
 
-class Permute(Function):
+class Permute(BuiltinFunction):
     node_name = "PermuteBackward0"
 
     @staticmethod
@@ -93,7 +93,7 @@ class Permute(Function):
         return g.permute(*inverse), None
 
 
-class Transpose(Function):
+class Transpose(BuiltinFunction):
     node_name = "TransposeBackward0"
 
     @staticmethod
@@ -106,7 +106,7 @@ class Transpose(Function):
         return g.transpose(*ctx.dims), None, None
 
 
-class T(Function):
+class T(BuiltinFunction):
     node_name = "TBackward0"
 
     @staticmethod
@@ -118,7 +118,7 @@ class T(Function):
         return g.t()
 
 
-class Reshaped(Function):
+class Reshaped(BuiltinFunction):
     """squeeze/unsqueeze: a view whose gradient is the upstream gradient reshaped back."""
 
     @staticmethod
@@ -147,7 +147,7 @@ class Unsqueeze(Reshaped):
     node_name = "UnsqueezeBackward0"
 
 
-class Expand(Function):
+class Expand(BuiltinFunction):
     node_name = "ExpandBackward0"
 
     @staticmethod
@@ -160,7 +160,7 @@ class Expand(Function):
         return sum_to_shape(g, ctx.in_shape), None
 
 
-class Slice(Function):
+class Slice(BuiltinFunction):
     """Basic indexing (ints, slices, None, ...): a view; its gradient is scattered into zeros."""
     node_name = "SliceBackward0"
 
@@ -194,7 +194,7 @@ class Alias(Slice):
     node_name = "AliasBackward0"
 
 
-class ScatterSlice(Function):
+class ScatterSlice(BuiltinFunction):
     """The backward of a slice as a differentiable op: zeros with ``g`` at ``index``; its own
     gradient is the slice of the incoming one."""
     node_name = "SliceBackwardBackward0"
@@ -209,7 +209,7 @@ class ScatterSlice(Function):
         return Slice.apply(gg, ctx.index), None, None
 
 
-class AsStrided(Function):
+class AsStrided(BuiltinFunction):
     node_name = "AsStridedBackward0"
 
     @staticmethod
@@ -234,7 +234,7 @@ def _as_strided_scatter(g, shape, geometry):
     return z
 
 
-class AsStridedScatter(Function):
+class AsStridedScatter(BuiltinFunction):
     """The backward of ``as_strided`` as a differentiable op: zeros with g at the region; its own
     gradient is the region of the incoming gradient (read from a contiguous copy, whose layout
     the geometry describes)."""
