@@ -41,7 +41,7 @@ def tanh(x):
     """tanh(|x|) = -t / (t + 2) with t = expm1(-2|x|); the sign is put back after."""
     t = expm1(-2.0 * tl.abs(x))
     r = -t / (t + 2.0)
-    return tl.where(x < 0, -r, r)
+    return tl.where(x == 0, x, tl.where(x < 0, -r, r))  # tanh(-0.0) is -0.0
 
 
 # ----------------------------------------------------------------------------- unary
@@ -49,6 +49,10 @@ def tanh(x):
 @triton.jit
 def neg(x, p):                 # y = -x                  dy/dx = -1
     return -x
+
+@triton.jit
+def neg_bwd(g, p):
+    return -g
 
 @triton.jit
 def abs_(x, p):                # y = |x|                 dy/dx = sign(x), 0 at 0
@@ -131,8 +135,8 @@ def sigmoid_bwd(y, g, p):
     return g * y * (1.0 - y)
 
 @triton.jit
-def relu(x, p):                # y = max(x, 0)           dy/dx = [y > 0]
-    return tl.where(x > 0, x, 0.0 * x)
+def relu(x, p):                # y = max(x, 0)           dy/dx = [y > 0]; NaN and -0.0 kept, as PyTorch
+    return tl.where(x < 0, tl.zeros_like(x), x)
 
 @triton.jit
 def relu_bwd(y, g, p):
@@ -188,11 +192,11 @@ def leaky_relu_bwd(x, g, p):
 
 @triton.jit
 def elu(x, p):                 # y = x if x > 0 else alpha (e^x - 1); p = (alpha,)
-    return tl.where(x > 0, x, p[0] * expm1(tl.minimum(x, 0.0)))
+    return tl.where(x > 0, x, p[0] * expm1(tl.where(x > 0, 0.0, x)))  # NaN and -0.0 kept
 
 @triton.jit
 def elu_bwd(x, g, p):          # dy/dx = 1, or alpha e^x
-    return tl.where(x > 0, g, g * p[0] * tl.exp(tl.minimum(x, 0.0)))
+    return tl.where(x > 0, g, g * p[0] * tl.exp(tl.where(x > 0, 0.0, x)))
 
 @triton.jit
 def clamp(x, p):               # y = min(max(x, lo), hi); p = (lo, hi), +-inf when absent
@@ -255,7 +259,7 @@ def _powi(x, e):
 
 @triton.jit
 def sign(x, p):                # zero gradient for sign/floor/ceil/round
-    return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0)).to(x.dtype) + 0.0 * x
+    return tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)  # sign(NaN) is 0, as PyTorch
 
 @triton.jit
 def floor(x, p):

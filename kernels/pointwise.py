@@ -20,7 +20,7 @@ import triton.language as tl
 from .launch import launch
 from .scalars import as_f64, f64_bits
 
-MAX_INPUTS, MAX_OUTPUTS = 3, 2
+MAX_INPUTS, MAX_OUTPUTS = 4, 3
 _TL_DTYPE = {torch.float32: tl.float32, torch.float64: tl.float64, torch.float16: tl.float32,
              torch.bfloat16: tl.float32, torch.int64: tl.int64, torch.int32: tl.int32,
              torch.int16: tl.int16, torch.int8: tl.int8, torch.uint8: tl.uint8, torch.bool: tl.int1}
@@ -63,16 +63,16 @@ def _load(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, MODE: tl.constexpr
 
 
 @triton.jit
-def pointwise_kernel(out0, out1, in0, in1, in2, p0_bits, p1_bits, numel, shape,
-                     out_strides, strides0, strides1, strides2,
+def pointwise_kernel(out0, out1, out2, in0, in1, in2, in3, p0_bits, p1_bits, numel, shape,
+                     out_strides, strides0, strides1, strides2, strides3,
                      OP: tl.constexpr, N_IN: tl.constexpr, N_OUT: tl.constexpr, N_PARAMS: tl.constexpr,
                      NDIM: tl.constexpr, MODE_OUT: tl.constexpr, MODE0: tl.constexpr, MODE1: tl.constexpr,
-                     MODE2: tl.constexpr, COMPUTE: tl.constexpr, ONE_PROGRAM: tl.constexpr,
-                     MASKED: tl.constexpr, BLOCK: tl.constexpr):
+                     MODE2: tl.constexpr, MODE3: tl.constexpr, COMPUTE: tl.constexpr,
+                     ONE_PROGRAM: tl.constexpr, MASKED: tl.constexpr, BLOCK: tl.constexpr):
     # the interpreter pays per tl op, not per element: every constexpr branch below skips ops
     if ONE_PROGRAM:
         lin = tl.arange(0, BLOCK)
-        if MODE_OUT == 2 or MODE0 == 2 or MODE1 == 2 or MODE2 == 2:
+        if MODE_OUT == 2 or MODE0 == 2 or MODE1 == 2 or MODE2 == 2 or MODE3 == 2:
             lin = lin.to(tl.int64)  # strided offsets (lin * a large stride) overflow int32
     else:
         lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -91,9 +91,13 @@ def pointwise_kernel(out0, out1, in0, in1, in2, p0_bits, p1_bits, numel, shape,
         y = OP(a, params)
     elif N_IN == 2:
         y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, MODE1, COMPUTE), params)
-    else:
+    elif N_IN == 3:
         y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, MODE1, COMPUTE),
                _load(in2, lin, mask, shape, strides2, NDIM, MODE2, COMPUTE), params)
+    else:
+        y = OP(a, _load(in1, lin, mask, shape, strides1, NDIM, MODE1, COMPUTE),
+               _load(in2, lin, mask, shape, strides2, NDIM, MODE2, COMPUTE),
+               _load(in3, lin, mask, shape, strides3, NDIM, MODE3, COMPUTE), params)
     if MODE_OUT == 0:
         out_off = lin
     else:
@@ -103,6 +107,8 @@ def pointwise_kernel(out0, out1, in0, in1, in2, p0_bits, p1_bits, numel, shape,
     else:
         _store(out0 + out_off, y[0], mask)
         _store(out1 + out_off, y[1], mask)
+        if N_OUT == 3:
+            _store(out2 + out_off, y[2], mask)
 
 
 @triton.jit
@@ -176,8 +182,8 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
         return outs
     views = [t.expand(shape) for t in inputs]
     cshape, cstrides = _collapse(shape, [o.stride() for o in outs[:1]] + [v.stride() for v in views])
-    if len(outs) == 2 and outs[1].stride() != outs[0].stride():
-        raise ValueError("both outputs of a two-output pointwise op must share strides")
+    if any(o.stride() != outs[0].stride() for o in outs[1:]):
+        raise ValueError("the outputs of a multi-output pointwise op must share strides")
     in_strides = cstrides[1:] + [cstrides[1]] * (MAX_INPUTS - len(views))
     ptrs = views + [views[0]] * (MAX_INPUTS - len(views))
     out_ptrs = list(outs) + [outs[0]] * (MAX_OUTPUTS - len(outs))
@@ -192,6 +198,6 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     grid = cdiv(numel, block)
     launch(pointwise_kernel, (grid,), *out_ptrs, *ptrs, *bits, numel, cshape,
            cstrides[0], *in_strides, OP=op, N_IN=len(inputs), N_OUT=len(outs), N_PARAMS=len(params),
-           NDIM=len(cshape), MODE_OUT=modes[0], MODE0=modes[1], MODE1=modes[2], MODE2=modes[3],
+           NDIM=len(cshape), MODE_OUT=modes[0], MODE0=modes[1], MODE1=modes[2], MODE2=modes[3], MODE3=modes[4],
            COMPUTE=compute, ONE_PROGRAM=grid == 1, MASKED=numel % block != 0, BLOCK=block, num_warps=4)
     return outs

@@ -26,7 +26,7 @@ import tgrad
 from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.modes import is_grad_enabled
 from tgrad.kernels import dropout as KD
 from tgrad.kernels import embedding as KE
 from tgrad.kernels import layer_norm as KLN
@@ -34,57 +34,43 @@ from tgrad.kernels import math_ops as M
 from tgrad.kernels import matmul as KM
 from tgrad.kernels.pointwise import pointwise
 from tgrad.kernels.reduce import reduce as _reduce
-from tgrad.ops import pointwise as P
+from tgrad.ops.formula import traced_backward
+from tgrad.ops.inplace import inplace
+from tgrad.ops.registry import NN_FUNCTIONAL
+from tgrad.ops.table import BY_NAME as OP_ROWS
 from tgrad.ops._common import check_runnable, wrap
 from tgrad.ops.random import default_generator
 from tgrad.tensor import Tensor
 
 __all__ = ["linear", "linear_act", "layer_norm", "dropout", "embedding", "one_hot", "relu", "relu_",
-           "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
-           "log_softmax"]
+           "gelu", "tanh", "sigmoid", "softmax", "log_softmax", *NN_FUNCTIONAL]
 
 # ----------------------------------------------------------------------------- activations
+# the core's op table has the activations PyTorch keeps in torch.nn.functional (silu, elu,
+# hardtanh, mish, ...: each with ``inplace=``); the ones below are the core ops' own twins
 
 
 def relu(input, inplace=False):
-    return relu_(input) if inplace else ops.relu(input)
+    return input.relu_() if inplace else tgrad.relu(input)
 
 
 def relu_(input):
-    return P.inplace(input, ops.relu, formula=M.relu)
+    return input.relu_()
 
 
 def gelu(input, approximate="none"):
-    return ops.gelu(input, approximate)
-
-
-def silu(input, inplace=False):
-    return P.inplace(input, ops.silu, formula=M.silu) if inplace else ops.silu(input)
+    return tgrad.gelu(input, approximate)
 
 
 def tanh(input):
-    return ops.tanh(input)
+    return tgrad.tanh(input)
 
 
 def sigmoid(input):
-    return ops.sigmoid(input)
+    return tgrad.sigmoid(input)
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    if inplace:
-        return P.inplace(input, lambda a: ops.leaky_relu(a, negative_slope), formula=M.leaky_relu,
-                         params=(negative_slope,))
-    return ops.leaky_relu(input, negative_slope)
-
-
-def elu(input, alpha=1.0, inplace=False):
-    if inplace:
-        return P.inplace(input, lambda a: ops.elu(a, alpha), formula=M.elu, params=(alpha,))
-    return ops.elu(input, alpha)
-
-
-def softplus(input, beta=1.0, threshold=20.0):
-    return ops.softplus(input, beta, threshold)
+globals().update(NN_FUNCTIONAL)
 
 
 def _softmax_dim(name, ndim, stacklevel):
@@ -109,9 +95,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 # activation -> (the unary op whose derivative it shares, its fused backward formula, whether
 # that formula reads the output y or the pre-activation z)
-_ACTS = {"relu": (P.Relu, M.relu_bwd, "y"), "tanh": (P.Tanh, M.tanh_bwd, "y"),
-         "sigmoid": (P.Sigmoid, M.sigmoid_bwd, "y"), "gelu": (P.Gelu, M.gelu_bwd, "z"),
-         "gelu_tanh": (P.GeluTanh, M.gelu_tanh_bwd, "z"), "silu": (P.Silu, M.silu_bwd, "z")}
+_ACTS = {name: (OP_ROWS[name], "y" if OP_ROWS[name].saves == "y" else "z")
+         for name in ("relu", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu")}
 
 
 def _allow_tf32(t):
@@ -127,7 +112,7 @@ class _Linear(BuiltinFunction):
     def forward(cls, ctx, x, weight, bias):
         N, K = weight.shape
         x2 = x._data.reshape(-1, K)
-        kind = _ACTS[cls.act][2] if cls.act else None
+        kind = _ACTS[cls.act][1] if cls.act else None
         out = KM.matmul(x2, weight._data.t(), bias=None if bias is None else bias._data,
                         activation=cls.act, allow_tf32=_allow_tf32(x), return_preact=kind == "z")
         y, z = out if kind == "z" else (out, None)
@@ -141,17 +126,9 @@ class _Linear(BuiltinFunction):
         x, w, b, s = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad[:3]
         N, K = w.shape
-        if is_grad_enabled():  # create_graph: the same formulas from differentiable ops
-            gz = g
-            if cls.act:
-                op, _, kind = _ACTS[cls.act]
-                gz = g * op.derivative(s if kind == "y" else _linear_ops(x, w, b))
-            g2 = gz.reshape(-1, N)
-            return (gz @ w if nx else None, g2.t() @ x.reshape(-1, K) if nw else None,
-                    g2.sum(0) if nb else None)
         g2 = g._data.reshape(-1, N)
-        if cls.act:
-            g2, = pointwise(_ACTS[cls.act][1], [s._data.reshape(-1, N), g2], g2.shape, [g2.dtype])
+        if cls.act:  # dZ = dY act'(.): the activation row's derivative formula, one launch
+            g2, = pointwise(_ACTS[cls.act][0].derivative, [s._data.reshape(-1, N), g2], g2.shape, [g2.dtype])
         tf32 = _allow_tf32(g)
         dx = wrap(KM.matmul(g2, w._data, allow_tf32=tf32).view(x.shape)) if nx else None
         if nw and nb:  # dW = dZ^T X and db = dZ^T 1 from one launch (db summed beside the product)
@@ -160,6 +137,19 @@ class _Linear(BuiltinFunction):
         dw = wrap(KM.matmul(g2.t(), x._data.reshape(-1, K), allow_tf32=tf32)) if nw else None
         db = wrap(_reduce(g2, (0,), "sum")) if nb else None
         return dx, dw, db
+
+
+    @classmethod
+    def differentiable_backward(cls, ctx, g):  # the same formulas from differentiable ops
+        x, w, b, s = ctx.saved_tensors
+        nx, nw, nb = ctx.needs_input_grad[:3]
+        N, K = w.shape
+        gz = g
+        if cls.act:
+            row, kind = _ACTS[cls.act]
+            gz = traced_backward(row.derivative, (s if kind == "y" else _linear_ops(x, w, b),), g, (), row.zero_edges)
+        g2 = gz.reshape(-1, N)
+        return gz @ w if nx else None, g2.t() @ x.reshape(-1, K) if nw else None, g2.sum(0) if nb else None
 
 
 def _linear_ops(x, w, b):
@@ -174,7 +164,7 @@ def _linear_class(activation, has_bias):
         if activation is None:
             name = "AddmmBackward0" if has_bias else "MmBackward0"
         else:
-            name = _ACTS[activation][0]._backward_cls.__name__  # the activation's own node name
+            name = _ACTS[activation][0].node  # the activation's own node name
         attrs = {"act": activation, "node_name": name}
         cls = type(f"Linear_{activation}", (_Linear,), attrs)
         _LINEAR_CLASSES[key] = cls
@@ -326,7 +316,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     seed, offset = default_generator._seed, default_generator.take(KD.counters_for(input.numel()))
     state = default_generator.graph_state
     if inplace:
-        return P.inplace(input, lambda t: _Dropout.apply(t, float(p), seed, offset, state))
+        return inplace(input, lambda t: _Dropout.apply(t, float(p), seed, offset, state))
     return _Dropout.apply(input, float(p), seed, offset, state)
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.modes import is_grad_enabled
 from tgrad.kernels import batch_norm as BN
 from tgrad.kernels import conv as CONV
 from tgrad.kernels import pool as POOL
 from tgrad.kernels.reduce import reduce
-from tgrad.ops.pointwise import ZeroSlope
+from tgrad.ops.formula import ZeroSlope
 from tgrad.ops._common import check_runnable, wrap
 from tgrad.tensor import Tensor
 

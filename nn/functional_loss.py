@@ -20,7 +20,7 @@ import warnings
 from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.modes import is_grad_enabled
 from tgrad.kernels import cross_entropy as KCE
 from tgrad.kernels import losses as KL
 from tgrad.ops._common import broadcast_shapes, check_runnable, result_type, sum_to_shape, wrap
@@ -281,7 +281,7 @@ def _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw):
     if nx:
         dx = (gr * (a.sum(1, keepdim=True) * lp.exp() - a) if softmax else -(gr * a)).reshape(x.shape)
         if not softmax:  # nll's gradient reads x only to pick a class: x's derivative is zero
-            from tgrad.ops.pointwise import ZeroSlope
+            from tgrad.ops.formula import ZeroSlope
             dx = ZeroSlope.apply(dx, x)
     if nt:
         dt = (-(gr * (1.0 - eps)) * (wb if wb is not None else 1.0) * lp).reshape(x.shape)

@@ -1,8 +1,10 @@
 """``tgrad.Tensor``: a torch tensor used as storage, plus autograd state.
 
 The storage (``_data``) is only allocated, viewed, copied and filled by torch; every value it holds
-is computed by a Triton kernel. Methods that compute live in ``tgrad.ops`` and are attached to the
-class there, so this file holds only identity, metadata and autograd bookkeeping.
+is computed by a Triton kernel. This file holds identity, metadata and autograd bookkeeping; it
+imports nothing of tgrad but dtypes and modes. Methods that compute are attached by ``tgrad.ops``
+(its registry: ``x.exp()``, operators, the legacy ``Tensor(data)`` constructor, ``_refresh_view``),
+and the autograd verbs (``backward``, ``register_hook``, ...) by ``tgrad.autograd``.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import torch
 
 from . import _dtype
 from ._dtype import Size
-from .autograd.grad_mode import _inference_mode_enabled, is_grad_enabled
+from .modes import _inference_mode_enabled, is_grad_enabled
 
 
 class _Version:
@@ -63,15 +65,6 @@ class Tensor:
     # ------------------------------------------------------------------ construction
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
-
-    def __init__(self, *args, device=None):
-        # Legacy constructor: Tensor(list) copies data, Tensor(2, 3) allocates (filled with zeros).
-        from . import ops
-        if len(args) == 1 and not isinstance(args[0], int):
-            src = ops.tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
-        else:
-            src = ops.zeros(*args, device=device)
-        Tensor._init(self, src._data)
 
     @staticmethod
     def _init(t, data: torch.Tensor, requires_grad=False, version=None, base=None):
@@ -207,8 +200,7 @@ class Tensor:
     @property
     def grad_fn(self):
         if self._base is not None:  # a view whose base changed in place: its history is regenerated
-            from .ops.views import refresh_view
-            refresh_view(self)
+            self._refresh_view()
         return self._grad_fn
 
     @property
@@ -260,20 +252,6 @@ class Tensor:
             return
         self._retains_grad = True
         self._grad_fn._retained[self._output_nr] = weakref.ref(self)
-
-    def register_hook(self, hook):
-        from .autograd.hooks import register_tensor_hook
-        return register_tensor_hook(self, hook)
-
-    def register_post_accumulate_grad_hook(self, hook):
-        from .autograd.hooks import register_post_accumulate_hook
-        return register_post_accumulate_hook(self, hook)
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd.engine import backward
-        if gradient is not None and not isinstance(gradient, Tensor):
-            raise TypeError(f"gradient must be a Tensor or None, but got {type(gradient).__name__}")
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> "Tensor":
         """A leaf over the same storage that shares the version counter (in-place changes through

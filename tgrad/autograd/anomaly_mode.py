@@ -10,62 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import traceback
 import warnings
 
-from .grad_mode import _ContextDecorator
-
-_state = threading.local()
-
-
-def is_anomaly_enabled() -> bool:
-    return getattr(_state, "enabled", False)
-
-
-def is_anomaly_check_nan_enabled() -> bool:
-    return getattr(_state, "check_nan", True)
-
-
-def _set(enabled: bool, check_nan: bool):
-    _state.enabled, _state.check_nan = bool(enabled), bool(check_nan)
-
-
-class _AnomalyMode(_ContextDecorator):
-    """Restores the previous mode on exit."""
-
-    def __exit__(self, *exc):
-        _set(*self._prev)
-        return False
-
-
-class detect_anomaly(_AnomalyMode):
-    """``with tgrad.autograd.detect_anomaly():`` turns anomaly mode on for the block."""
-
-    def __init__(self, check_nan: bool = True):
-        self.check_nan = check_nan
-        self._args = (check_nan,)
-
-    def __enter__(self):
-        self._prev = (is_anomaly_enabled(), is_anomaly_check_nan_enabled())
-        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
-                      "enabled for debugging.", UserWarning, stacklevel=2)
-        _set(True, self.check_nan)
-        return None
-
-
-class set_detect_anomaly(_AnomalyMode):
-    """``set_detect_anomaly(mode, check_nan=True)`` switches anomaly mode at once (a plain call) and,
-    used as ``with``, restores the previous mode when the block ends."""
-
-    def __init__(self, mode: bool, check_nan: bool = True):
-        self._prev = (is_anomaly_enabled(), is_anomaly_check_nan_enabled())
-        self._args = (mode, check_nan)
-        _set(mode, check_nan)
-
-    def __enter__(self):
-        return None
-
+from ..modes import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
+                     no_grad, set_detect_anomaly)
+from ..tensor import Tensor
 
 def _internal_dirs():
     dirs = []
@@ -100,8 +50,6 @@ def warn_backward_error(node):
 
 def check_nan(node, grads):
     """Raise if a gradient ``node`` returned holds a NaN, found by a tgrad kernel (``g != g``)."""
-    from ..tensor import Tensor
-    from .grad_mode import no_grad
     with no_grad():
         for i, g in enumerate(grads):
             if isinstance(g, Tensor) and g.dtype.is_floating_point and g.numel() and (g != g).any().item():

@@ -10,21 +10,22 @@
 from __future__ import annotations
 
 import heapq
+import sys
 import warnings
 
+import torch
+
+from .. import ops
+from .._dtype import Size
+from ..modes import set_grad_enabled
+from ..ops._common import sum_to_shape
+from ..ops.pointwise import Copy
+from ..tensor import Tensor
 from . import anomaly_mode
 from .function import AccumulateGrad, BackwardNode, edge_of
-from .grad_mode import set_grad_enabled
-
-
-def _sizes(shape):
-    from .._dtype import Size
-    return Size(shape)
 
 
 def _validate_root(i, t, g):
-    from ..tensor import Tensor
-    from .. import ops
     if g is None:
         if t.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -32,8 +33,8 @@ def _validate_root(i, t, g):
     if not isinstance(g, Tensor):
         raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
     if tuple(g.shape) != tuple(t.shape):
-        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {_sizes(g.shape)} and "
-                           f"output[{i}] has a shape of {_sizes(t.shape)}.")
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {Size(g.shape)} and "
+                           f"output[{i}] has a shape of {Size(t.shape)}.")
     if g.device != t.device:
         raise RuntimeError(f"invalid gradient at index {i} - expected device {t.device} but got {g.device}")
     return g.to(t.dtype) if g.dtype is not t.dtype else g
@@ -41,7 +42,6 @@ def _validate_root(i, t, g):
 
 def _check_grads(node, grads):
     """Gradients a node returned: one per input, of the input's shape, cast to its dtype."""
-    from ..tensor import Tensor
     n_in = len(node._next)
     if not isinstance(grads, tuple):
         grads = (grads,)
@@ -63,14 +63,12 @@ def _check_grads(node, grads):
         if g is not None and meta is not None:
             shape, dtype, _ = meta
             if tuple(g.shape) != tuple(shape):
-                if user and _expandable(shape, g.shape):  # PyTorch sums such a gradient back to the input
-                    from ..ops._common import sum_to_shape
-                    g = sum_to_shape(g, shape)
-                elif not user and g.numel() == _sizes(shape).numel():
-                    g = g.reshape(shape)
-                else:
+                # the one place where a gradient is fitted to its input: summed over the dims a
+                # broadcast expanded (as PyTorch's engine does); any other shape is an error
+                if not _expandable(shape, g.shape):
                     raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - "
                                        f"got {list(g.shape)} but expected shape compatible with {list(shape)}")
+                g = sum_to_shape(g, shape)
             if g.dtype is not dtype:
                 g = g.to(dtype)
         out.append(g)
@@ -129,16 +127,12 @@ def _new_grad(grad, create_graph, steal=False):
     ``.grad`` as it is, as PyTorch's AccumulateGrad steals it: no copy of every parameter's
     gradient each step."""
     if not create_graph:
-        from ..tensor import Tensor
-        import torch
         if steal and _unreachable(grad):
             return Tensor._wrap(grad._data)
         # a storage copy, not a kernel: one interpreted launch per parameter per step otherwise
         return Tensor._wrap(grad._data.clone(memory_format=torch.contiguous_format))
     if not grad._requires_grad:
         return grad
-    from .. import ops
-    from ..ops.pointwise import Copy
     return Copy.apply(ops.empty_like(grad), grad)
 
 
@@ -150,8 +144,6 @@ _OWN_REFS = 5
 def _unreachable(grad) -> bool:
     """Whether ``grad`` (a tgrad Tensor) and its storage are held by nobody but the engine: no other
     Python reference to the wrapper or its torch tensor, no other tensor or view on the storage."""
-    import sys
-    import torch
     if sys.getrefcount(grad) > _OWN_REFS or grad._requires_grad:
         return False
     data = grad._data
@@ -289,7 +281,6 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
 def _materialize(node, grads):
     if not getattr(node, "_materialize_grads", True):
         return grads
-    from .. import ops
     out = list(grads)
     for i, g in enumerate(out):
         if g is None and i < len(node._output_meta) and node._output_meta[i] is not None:
@@ -299,7 +290,6 @@ def _materialize(node, grads):
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    from ..tensor import Tensor
     if isinstance(tensors, Tensor):
         tensors = (tensors,)
     tensors = tuple(tensors)
@@ -345,8 +335,6 @@ def _accumulate_into(x, g, create_graph):
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    from ..tensor import Tensor
-    from .. import ops
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
@@ -375,3 +363,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = g.detach()
         result.append(g)
     return tuple(result)
+
+
+def tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """``Tensor.backward``."""
+    if gradient is not None and not isinstance(gradient, Tensor):
+        raise TypeError(f"gradient must be a Tensor or None, but got {type(gradient).__name__}")
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)

@@ -8,11 +8,13 @@ graph node (as in PyTorch), an instance of a per-Function node class named ``<Na
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import weakref
 
+from ..modes import _inference_mode_enabled, is_anomaly_enabled, is_grad_enabled, no_grad
+from ..tensor import Tensor, check_inplace
 from . import anomaly_mode
-from .grad_mode import _inference_mode_enabled, is_grad_enabled, no_grad
 
 _sequence = itertools.count()
 
@@ -21,11 +23,6 @@ FREED_MESSAGE = (
     "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
     "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
     "or if you need to access saved tensors after calling backward.")
-
-
-def _tensor_cls():
-    from ..tensor import Tensor
-    return Tensor
 
 
 class Node:
@@ -42,7 +39,7 @@ class Node:
         self._output_meta = ()       # (shape, dtype, device) per output: zero grads for unused outputs
         self._input_meta = ()        # (shape, dtype, device) or None per input: gradient validation
         self.metadata = {}
-        if anomaly_mode.is_anomaly_enabled() and is_grad_enabled():
+        if is_anomaly_enabled() and is_grad_enabled():
             anomaly_mode.record_forward_stack(self)
 
     @property
@@ -83,8 +80,7 @@ def accumulator_of(t) -> AccumulateGrad:
 def edge_of(t):
     """Where the gradient of tensor ``t`` enters the graph."""
     if t._base is not None:  # a view whose base changed in place takes a fresh history first
-        from ..ops.views import refresh_view
-        refresh_view(t)
+        t._refresh_view()
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     if t._requires_grad:
@@ -135,7 +131,6 @@ class FunctionCtx:
     """What ``forward`` and ``backward`` receive as ``ctx``."""
 
     def save_for_backward(self, *tensors):
-        Tensor = _tensor_cls()
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
@@ -248,10 +243,8 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        Tensor = _tensor_cls()
         builtin = cls.builtin
         if kwargs and not builtin:  # keyword arguments count as forward arguments (needs_input_grad, grads)
-            import inspect
             bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
             args, kwargs = bound.args[1:], bound.kwargs
         ctx = cls._backward_cls()
@@ -288,7 +281,6 @@ class Function(metaclass=_FunctionMeta):
                     if not builtin and o._grad_fn is None and o._requires_grad and o._base is None:
                         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                                            "operation.")  # PyTorch's wording for a dirty leaf
-                    from ..tensor import check_inplace
                     check_inplace(o)
                 if id(outs[i]) in non_diff or not o.dtype.is_floating_point:
                     o._requires_grad = False  # integer results (argmax, .long()) are never differentiable

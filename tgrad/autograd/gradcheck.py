@@ -11,8 +11,11 @@ import warnings
 
 import numpy as np
 
+from .. import ops
+from ..tensor import Tensor
+
 from .engine import grad as autograd_grad
-from .grad_mode import enable_grad, no_grad
+from ..modes import enable_grad, no_grad
 
 
 class GradcheckError(RuntimeError):
@@ -20,7 +23,6 @@ class GradcheckError(RuntimeError):
 
 
 def _as_tuple(x):
-    from ..tensor import Tensor
     return (x,) if isinstance(x, Tensor) else tuple(x)
 
 
@@ -30,7 +32,6 @@ def _outputs(func, inputs):
 
 
 def _differentiable(inputs):
-    from ..tensor import Tensor
     return [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
 
 
@@ -51,7 +52,6 @@ def _numerical_column(func, inputs, i, j, eps):
 
 def _jacobians(func, inputs, eps):
     """numerical[o][i] and analytical[o][i]: (numel(input i), numel(output o)) Jacobians."""
-    from .. import ops
     diff = _differentiable(inputs)
     outputs = _outputs(func, inputs)
     numerical = [[None] * len(inputs) for _ in outputs]
@@ -89,7 +89,6 @@ def _fail(message, raise_exception):
 
 
 def _check_inputs(inputs):
-    from ..tensor import Tensor
     diff = _differentiable(inputs)
     if not diff:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
@@ -121,7 +120,6 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
 
 def _fast_gradcheck(func, inputs, eps, atol, rtol, raise_exception):
     """v^T J u for random u (input space) and v (output space), numerically and analytically."""
-    from .. import ops
     diff = _differentiable(inputs)
     us = {i: ops.rand(inputs[i].shape, dtype=inputs[i].dtype, device=inputs[i].device) for i in diff}
     outputs = _outputs(func, inputs)
@@ -155,7 +153,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
                   masked=False):
     """gradcheck of the function (inputs, grad_outputs) -> d(func)/d(inputs) . grad_outputs, built with
     create_graph=True: second derivatives against finite differences of first derivatives."""
-    from .. import ops
     inputs = _as_tuple(inputs)
     _check_inputs(inputs)
     outputs = _outputs(func, inputs)

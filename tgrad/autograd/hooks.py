@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+from .function import accumulator_of
+
 _ids = itertools.count()
 
 
@@ -30,7 +32,6 @@ def register_tensor_hook(t, hook):
     if t._grad_fn is not None:
         node, nr = t._grad_fn, t._output_nr
     else:  # a leaf: its hooks run in its AccumulateGrad node, before the sum into .grad
-        from .function import accumulator_of
         node, nr = accumulator_of(t), 0
         t._leaf_hook_node = node  # keep the node (and so the hooks) alive with the tensor
     hooks = node._tensor_hooks.setdefault(nr, [])

@@ -3,19 +3,18 @@ from __future__ import annotations
 
 import warnings
 
+from .. import ops
+from ..tensor import Tensor
 
 
 class _VariableMeta(type):
     # Variable is Tensor's legacy constructor: isinstance(t, Variable) holds for any tensor
     def __instancecheck__(cls, obj):
-        from ..tensor import Tensor
         return isinstance(obj, Tensor)
 
 
 class Variable(metaclass=_VariableMeta):
     def __new__(cls, data=None, requires_grad=False, volatile=False):
-        from .. import ops
-        from ..tensor import Tensor
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with tgrad.no_grad():` instead.",
                           UserWarning, stacklevel=2)

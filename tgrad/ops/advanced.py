@@ -24,13 +24,16 @@ import triton.language as tl
 
 from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction
-from ..autograd.grad_mode import is_grad_enabled
+from ..modes import is_grad_enabled
 from ..tensor import Tensor, _legacy_scalar, check_inplace
 from tgrad.kernels import index as KI
 from tgrad.kernels import math_ops as M
-from . import indexing
-from ._common import as_operand, broadcast_shapes, check_runnable, sum_to_shape, wrap
-from .pointwise import inplace, map_
+from .factories import tensor
+from ._common import as_operand, broadcast_shapes, check_runnable, wrap
+from .formula import fused
+from .inplace import inplace
+from .pointwise import Where
+from .views import _scatter_into_zeros, normalize_basic, rebase_history
 
 __all__ = ["index_select", "gather", "scatter_add", "masked_fill", "masked_select", "nonzero", "sort", "argsort"]
 
@@ -108,7 +111,7 @@ def _scatter_into_zeros(plan, g: Tensor, shape) -> Tensor:
     low = g._data.dtype in (torch.float16, torch.bfloat16) and not plan.unique
     z = torch.zeros(tuple(shape), dtype=torch.float32 if low else g._data.dtype, device=g.device)
     _run("put" if plan.unique else "add", plan, z, g._data)
-    return map_(M.identity, [wrap(z)], g.dtype, compute=g.dtype) if low else wrap(z)
+    return fused(M.identity, [wrap(z)], g.dtype, compute=g.dtype) if low else wrap(z)
 
 
 def _put(plan, data: torch.Tensor, value: torch.Tensor):
@@ -163,7 +166,7 @@ def _resolve(x: Tensor, items):
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     if not adv:
         return None, tuple(basic)
-    norm = indexing._normalize(x, tuple(basic))
+    norm = normalize_basic(x, tuple(basic))
     n_real = sum(1 for i in norm if i is not None and i is not Ellipsis)
     view_dim, x_dim, d, xd = [], [], 0, 0
     for i in norm:  # the view dim and the dim of x each basic entry lands on
@@ -241,15 +244,15 @@ class IndexPut(BuiltinFunction):
     @staticmethod
     def forward(ctx, x, value, plan):
         check_runnable(x, value)
-        ctx.plan, ctx.value_shape = plan, value.shape
-        out = map_(M.identity, [x], x.dtype, compute=x.dtype)
+        ctx.plan = plan
+        out = fused(M.identity, [x], x.dtype, compute=x.dtype)
         _put(plan, out._data, value._data)
         return out
 
     @staticmethod
     def backward(ctx, g):
         gx = IndexZero.apply(g, ctx.plan) if ctx.needs_input_grad[0] else None
-        gv = sum_to_shape(Index.apply(g, ctx.plan), ctx.value_shape) if ctx.needs_input_grad[1] else None
+        gv = Index.apply(g, ctx.plan) if ctx.needs_input_grad[1] else None  # the engine sums it to value's shape
         return gx, gv, None
 
 
@@ -261,7 +264,7 @@ class IndexZero(BuiltinFunction):
     @staticmethod
     def forward(ctx, g, plan):
         ctx.plan = plan
-        out = map_(M.identity, [g], g.dtype, compute=g.dtype)
+        out = fused(M.identity, [g], g.dtype, compute=g.dtype)
         _run("put", plan, out._data, torch.zeros((), dtype=g._data.dtype, device=g.device))
         return out
 
@@ -270,10 +273,12 @@ class IndexZero(BuiltinFunction):
         return IndexZero.apply(gg, ctx.plan), None
 
 
-def advanced_getitem(x: Tensor, items):
-    plan, basic = _resolve(x, items)
-    if plan is None:
-        return indexing.getitem(x, basic)
+def resolve(x: Tensor, items):
+    """(plan, None) for an index with tensor/list/mask parts, else (None, the index as basic items)."""
+    return _resolve(x, items)
+
+
+def advanced_getitem(x: Tensor, plan):
     return Index.apply(x, plan)
 
 
@@ -281,7 +286,6 @@ def _value_operand(value, x: Tensor, shape) -> Tensor:
     if not isinstance(value, Tensor):
         if isinstance(value, numbers.Number):
             return as_operand(value, x, x.dtype)
-        from .factories import tensor
         value = tensor(value, dtype=x.dtype, device=x.device)
     if value.dtype is not x.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
@@ -300,12 +304,9 @@ def _value_operand(value, x: Tensor, shape) -> Tensor:
     return value
 
 
-def advanced_setitem(x: Tensor, items, value):
-    """``x[items] = value`` in place (index_put): recorded as IndexPutBackward0 when x or value
+def advanced_setitem(x: Tensor, plan, value):
+    """``x[plan] = value`` in place (index_put): recorded as IndexPutBackward0 when x or value
     requires grad, else one kernel writing straight into x."""
-    plan, basic = _resolve(x, items)
-    if plan is None:
-        return indexing.setitem(x, basic, value)
     value = _value_operand(value, x, plan.shape)
     check_inplace(x)
     if not (is_grad_enabled() and (x.requires_grad or value.requires_grad)):
@@ -313,7 +314,6 @@ def advanced_setitem(x: Tensor, items, value):
         _put(plan, x._data, value._data)
         x._version.value += 1
         return
-    from .views import rebase_history
     rebase_history(x, IndexPut.apply(x, value, plan))
 
 
@@ -378,7 +378,7 @@ class ScatterAdd(BuiltinFunction):
     def forward(ctx, x, src, plan):
         check_runnable(x, src)
         ctx.plan, ctx.src_shape = plan, src.shape
-        out = map_(M.identity, [x], x.dtype, compute=x.dtype)
+        out = fused(M.identity, [x], x.dtype, compute=x.dtype)
         _run("add", plan, out._data, src._data[tuple(slice(0, s) for s in plan.shape)])
         return out
 
@@ -388,8 +388,7 @@ class ScatterAdd(BuiltinFunction):
         if ctx.needs_input_grad[1]:
             gs = Gather.apply(g, ctx.plan)
             if tuple(gs.shape) != tuple(ctx.src_shape):  # src elements past index's extent get none
-                from .views import _scatter_into_zeros as into_zeros
-                gs = into_zeros(gs, ctx.src_shape, tuple(slice(0, s) for s in gs.shape))
+                gs = _scatter_into_zeros(gs, ctx.src_shape, tuple(slice(0, s) for s in gs.shape))
         return g, gs, None
 
 
@@ -422,21 +421,14 @@ class MaskedFill(BuiltinFunction):
     @staticmethod
     def forward(ctx, x, mask, value):
         check_runnable(x, mask, value)
-        ctx.x_shape = x.shape
         ctx.save_for_backward(mask)
-        return map_(M.where, [mask, value, x], x.dtype)
+        return fused(M.where, [mask, value, x], x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        mask, = ctx.saved_tensors
-        if is_grad_enabled():  # create_graph: the same selections as recorded (differentiable) wheres
-            from .pointwise import Where
-            gx = sum_to_shape(Where.apply(mask, 0.0, g), ctx.x_shape) if ctx.needs_input_grad[0] else None
-            return gx, None, Where.apply(mask, g, 0.0).sum() if ctx.needs_input_grad[2] else None
-        zero = as_operand(0, g, g.dtype)
-        gx = sum_to_shape(map_(M.where, [mask, zero, g], g.dtype), ctx.x_shape) if ctx.needs_input_grad[0] else None
-        gv = map_(M.where, [mask, g, zero], g.dtype).sum() if ctx.needs_input_grad[2] else None
-        return gx, None, gv
+        mask, = ctx.saved_tensors  # the engine sums both back to x's and value's shapes
+        return (Where.apply(mask, 0.0, g) if ctx.needs_input_grad[0] else None, None,
+                Where.apply(mask, g, 0.0) if ctx.needs_input_grad[2] else None)
 
 
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:

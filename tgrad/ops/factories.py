@@ -9,8 +9,13 @@ import torch
 
 from .. import _dtype
 from .._dtype import as_device, as_dtype
-from ..autograd.grad_mode import _inference_mode_enabled
+from ..modes import _inference_mode_enabled
 from ..tensor import Tensor
+from ._common import scalar_dtype
+
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "from_torch", "from_dlpack", "empty", "full", "zeros", "ones",
+           "zeros_like", "ones_like", "empty_like", "full_like", "FloatTensor", "DoubleTensor", "LongTensor"]
 
 
 def _shape(size):
@@ -96,7 +101,6 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     if dtype is None:
-        from ._common import scalar_dtype
         dtype = scalar_dtype(fill_value)
     return _new(torch.full(_shape((size,)), fill_value, dtype=_dt(dtype).torch, device=as_device(device)),
                 requires_grad)

@@ -8,41 +8,13 @@ import operator
 
 from .. import _dtype
 from ..tensor import Tensor
+from . import advanced
 from . import views as V
+from .shape import expanded_shape
 
 
 def _is_basic(item):
     return isinstance(item, (int, slice, type(None), type(Ellipsis))) and not isinstance(item, bool)
-
-
-def _normalize(x: Tensor, index):
-    """Check a basic index against ``x``'s shape and return it as a tuple torch can apply as a view."""
-    if not isinstance(index, tuple):
-        index = (index,)
-    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
-    if sum(1 for i in index if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if n_real > x.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
-    out, dim = [], 0
-    for i in index:
-        if i is Ellipsis:
-            dim += x.ndim - n_real
-            out.append(i)
-        elif i is None:
-            out.append(i)
-        elif isinstance(i, slice):
-            if i.step is not None and i.step <= 0:
-                raise ValueError("step must be greater than zero")
-            out.append(i)
-            dim += 1
-        else:
-            size = x.shape[dim]
-            if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
-            out.append(i % size)
-            dim += 1
-    return tuple(out)
 
 
 def _as_int(i):
@@ -89,10 +61,16 @@ def getitem(x: Tensor, index):
                              "C++ to convert a 0-dim tensor to a number")
         if x.ndim == 0 and not is_tuple and isinstance(items[0], slice):
             raise IndexError("slice() cannot be applied to a 0-dim tensor.")
-        idx = _normalize(x, items)
-        return _node(x, idx, is_tuple).apply(x, idx)
-    from .advanced import advanced_getitem
-    return advanced_getitem(x, items)
+        return _basic_getitem(x, items, is_tuple)
+    plan, basic = advanced.resolve(x, items)
+    if plan is None:
+        return _basic_getitem(x, basic, True)
+    return advanced.advanced_getitem(x, plan)
+
+
+def _basic_getitem(x: Tensor, items, is_tuple):
+    idx = V.normalize_basic(x, items)
+    return _node(x, idx, is_tuple).apply(x, idx)
 
 
 def _fit_value(value: Tensor, shape):
@@ -105,7 +83,6 @@ def _fit_value(value: Tensor, shape):
         dims.pop(0)
     if len(dims) != value.ndim:
         value = value.reshape(dims)
-    from .shape import expanded_shape
     expanded_shape(value, shape)
     return value
 
@@ -113,9 +90,10 @@ def _fit_value(value: Tensor, shape):
 def setitem(x: Tensor, index, value):
     is_tuple = isinstance(index, tuple)
     items = tuple(_as_int(i) for i in (index if is_tuple else (index,)))
-    if all(_is_basic(i) for i in items):
-        target = getitem(x, index)
-        target.copy_(_fit_value(value, target.shape) if isinstance(value, Tensor) else value)
-        return
-    from .advanced import advanced_setitem
-    advanced_setitem(x, items, value)
+    if not all(_is_basic(i) for i in items):
+        plan, items = advanced.resolve(x, items)
+        if plan is not None:
+            return advanced.advanced_setitem(x, plan, value)
+        index = items
+    target = getitem(x, index)
+    target.copy_(_fit_value(value, target.shape) if isinstance(value, Tensor) else value)

@@ -12,7 +12,7 @@ from .. import backends
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import matmul as K
-from ._common import broadcast_shapes, check_runnable, result_type, sum_to_shape, wrap
+from ._common import broadcast_shapes, check_runnable, result_type, wrap
 
 __all__ = ["matmul", "mm", "bmm", "dot", "mv", "outer", "vdot", "inner"]
 
@@ -43,15 +43,14 @@ class Matmul(BuiltinFunction):
         batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
         ad = a._data.expand(batch + tuple(a.shape[-2:]))
         bd = b._data.expand(batch + tuple(b.shape[-2:]))
-        ctx.shapes = (a.shape, b.shape)
         ctx.save_for_backward(a, b)
         return wrap(K.matmul(ad, bd, allow_tf32=_allow_tf32(a)))
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        da = sum_to_shape(g @ b.transpose(-1, -2), ctx.shapes[0]) if ctx.needs_input_grad[0] else None
-        db = sum_to_shape(a.transpose(-1, -2) @ g, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+        da = g @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None  # the engine sums broadcast batches
+        db = a.transpose(-1, -2) @ g if ctx.needs_input_grad[1] else None
         return da, db
 
 

@@ -17,6 +17,14 @@ from tgrad.kernels import factories as KF
 from tgrad.kernels import random as KR
 from tgrad.kernels.capture import is_capturing
 from .factories import _dt, _new, _shape
+from ._common import broadcast_shapes
+from .advanced import argsort
+from ..modes import no_grad
+from ..tensor import Tensor, _legacy_scalar
+
+
+__all__ = ["manual_seed", "seed", "initial_seed", "rand", "randn", "randint", "rand_like", "randn_like",
+           "randint_like", "randperm", "normal", "arange", "linspace", "eye", "default_generator", "Generator"]
 
 
 class GraphDraws:
@@ -103,7 +111,6 @@ def _draw(fill, out: torch.Tensor, generator, *args):
 def _float_dt(dtype, kernel="check_uniform_bounds"):
     dt = _dt(dtype)
     if not dt.is_floating_point:
-        from ..tensor import _legacy_scalar
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_legacy_scalar(dt, True)}'")
     return dt
 
@@ -134,10 +141,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """N(mean, std^2) draws. Tensor ``mean``/``std`` give one draw per element of their broadcast
     shape: ``mean + std * z`` with z ~ N(0, 1) (computed by kernels, not tracked by autograd)."""
-    from ..tensor import Tensor
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        from ._common import broadcast_shapes
-        from ..autograd.grad_mode import no_grad
         like = mean if isinstance(mean, Tensor) else std
         shape = broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
         with no_grad():
@@ -161,7 +165,6 @@ def randint_like(t, low, high=None, dtype=None, device=None):
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation: sort random keys (the argsort runs in a kernel)."""
-    from .shape import argsort
     keys = rand(n, generator=generator, dtype=_dtype.float64, device=device)
     return argsort(keys).to(_dt(dtype, _dtype.int64))
 

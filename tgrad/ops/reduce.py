@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import math
 
-from .. import _dtype
+from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import reduce as K
 from tgrad.kernels import softmax as KS
 from ._common import check_runnable, wrap
+from .pointwise import Maximum, Minimum, Where
+from .random import arange
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
            "logsumexp", "softmax", "log_softmax", "var_mean", "std_mean", "all", "any"]
 
 
 def _where(cond, a, b):
-    from .pointwise import Where
     return Where.apply(cond, a, b)
 
 
@@ -122,23 +123,31 @@ class Prod(BuiltinFunction):
         nonzero_prod = prod(_where(is_zero, 1.0, x), dims, True)
         ge = _expand_back(g, shape, dims, keepdim)
         safe_x = _where(is_zero, 1.0, x)
-        from ..autograd.grad_mode import is_grad_enabled
-        if is_grad_enabled():
-            # create_graph: the product of the others, written so that its own derivatives are
-            # exact where x has zeros. With n the product of the non-zeros and s the sum of the
-            # zero entries (0, but with derivative 1 for each): one zero j gives n at j and
-            # s n / x_k elsewhere; two zeros give n (s - x_k) at each zero, the other one's
-            # value; elsewhere, and with more zeros, every second derivative is 0 too.
-            n, z = nonzero_prod.expand(*shape), zeros.expand(*shape)
-            s = sum(_where(is_zero, x, 0.0), dims, True).expand(*shape)
-            one = _where(is_zero, n, n * s / safe_x)
-            two = _where(is_zero, n * (s - x), 0.0)
-            none = _expand_back(out, shape, dims, keepdim) / safe_x
-            return ge * _where(z == 0, none, _where(z == 1, one, _where(z == 2, two, 0.0))), None, None, None
         no_zero = ge * _expand_back(out, shape, dims, keepdim) / safe_x
         one_zero = ge * nonzero_prod.expand(*shape)
         grad = _where((zeros == 0).expand(*shape), no_zero, _where((zeros == 1).expand(*shape) & is_zero, one_zero, 0.0))
         return grad, None, None, None
+
+    @staticmethod
+    def differentiable_backward(ctx, g):
+        # The product of the others, written so that its own derivatives are exact where x has
+        # zeros. With n the product of the non-zeros and s the sum of the zero entries (0, but with
+        # derivative 1 for each): one zero j gives n at j and s n / x_k elsewhere; two zeros give
+        # n (s - x_k) at each zero, the other one's value; elsewhere, and with more zeros, every
+        # second derivative is 0 too.
+        x, out = ctx.saved_tensors
+        shape, dims, keepdim = ctx.meta
+        is_zero = x == 0
+        zeros = sum(is_zero.to(x.dtype), dims, True)
+        nonzero_prod = prod(_where(is_zero, 1.0, x), dims, True)
+        ge = _expand_back(g, shape, dims, keepdim)
+        safe_x = _where(is_zero, 1.0, x)
+        n, z = nonzero_prod.expand(*shape), zeros.expand(*shape)
+        s = sum(_where(is_zero, x, 0.0), dims, True).expand(*shape)
+        one = _where(is_zero, n, n * s / safe_x)
+        two = _where(is_zero, n * (s - x), 0.0)
+        none = _expand_back(out, shape, dims, keepdim) / safe_x
+        return ge * _where(z == 0, none, _where(z == 1, one, _where(z == 2, two, 0.0))), None, None, None
 
 
 class ProdDim(Prod):
@@ -196,7 +205,6 @@ class MaxDim(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g, _):
-        from .random import arange
         i, = ctx.saved_tensors
         shape, dim, keepdim = ctx.meta
         if not shape:
@@ -325,13 +333,15 @@ class Softmax(BuiltinFunction):
 
     @classmethod
     def backward(cls, ctx, g):
-        from ..autograd.grad_mode import is_grad_enabled
         y, = ctx.saved_tensors
-        if is_grad_enabled():  # create_graph: the same formula from differentiable ops
-            if cls.log:
-                return g - y.exp() * g.sum(ctx.dim, keepdim=True), None, None
-            return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None, None
         return wrap(KS.softmax_backward(y._data, g._data, ctx.dim, log=cls.log)), None, None
+
+    @classmethod
+    def differentiable_backward(cls, ctx, g):  # the kernel's formula, from differentiable ops
+        y, = ctx.saved_tensors
+        if cls.log:
+            return g - y.exp() * g.sum(ctx.dim, keepdim=True), None, None
+        return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None, None
 
 
 class LogSoftmax(Softmax):
@@ -379,12 +389,10 @@ def _extreme(x, dim, keepdim, op, all_cls, dim_cls):
                                "reduction dim with the 'dim' argument.")
         return all_cls.apply(x, _dims(x, None), False, "amax" if op == "max" else "amin")
     if isinstance(dim, Tensor):  # max(a, b) spelled tgrad.max(a, other)
-        from . import maximum, minimum
-        return maximum(x, dim) if op == "max" else minimum(x, dim)
+        return Maximum.apply(x, dim) if op == "max" else Minimum.apply(x, dim)
     if not isinstance(dim, int):
         raise TypeError(f"{op}() received an invalid combination of arguments - dim must be an int, got "
                         f"{type(dim).__name__}")
-    from .. import return_types
     d = _dims(x, dim)
     pair = getattr(return_types, op)
     return pair(*dim_cls.apply(x, d[0] if d else 0, keepdim, op))

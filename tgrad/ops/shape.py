@@ -11,7 +11,9 @@ from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from . import views as V
-from ._common import check_runnable, wrap
+from ._common import check_runnable, result_type, wrap
+from .factories import zeros
+from .formula import fused
 
 __all__ = ["reshape", "view", "permute", "transpose", "swapaxes", "t", "squeeze", "unsqueeze", "expand",
            "flatten", "unflatten", "contiguous", "cat", "concat", "concatenate", "stack", "split", "chunk",
@@ -217,14 +219,13 @@ class Cat(BuiltinFunction):
 
     @staticmethod
     def forward(ctx, dim, *tensors):
-        from .pointwise import map_
         out = torch.empty(_cat_shape(tensors, dim), dtype=tensors[0]._data.dtype, device=tensors[0].device)
         ctx.sizes, ctx.dim = [t.shape[dim] for t in tensors], dim
         start = 0
         for t in tensors:  # one strided copy per input, straight into its slice of the output
             n = t.shape[dim]
             if t.numel():
-                map_(M.identity, [t], t.dtype, out=wrap(out.narrow(dim, start, n)), compute=t.dtype)
+                fused(M.identity, [t], t.dtype, out=wrap(out.narrow(dim, start, n)), compute=t.dtype)
             start += n
         return wrap(out)
 
@@ -267,7 +268,6 @@ def cat(tensors, dim=0):
     if ref.ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     check_runnable(*kept)
-    from ._common import result_type
     dtype = result_type(*kept)
     kept = [t if t.dtype is dtype else t.to(dtype) for t in kept]
     return Cat.apply(ref._dim(dim), *kept)
@@ -301,7 +301,6 @@ def stack(tensors, dim=0):
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     check_runnable(*tensors)
-    from ._common import result_type
     dtype = result_type(*tensors)
     return Stack.apply(dim % n, *[t if t.dtype is dtype else t.to(dtype) for t in tensors])
 
@@ -330,7 +329,6 @@ class Split(BuiltinFunction):
     @staticmethod
     def backward(ctx, *grads):
         shape, sizes, dim, dtype, device = ctx.meta
-        from .factories import zeros
         parts = [g if g is not None else zeros(*[n if d == dim else s for d, s in enumerate(shape)], dtype=dtype,
                                                 device=device) for g, n in zip(grads, sizes)]
         return cat(parts, dim) if len(parts) > 1 else parts[0], None, None
@@ -404,4 +402,3 @@ def narrow(x, dim, start, length):
     return V.Slice.apply(x, index)
 
 
-from .advanced import argsort, sort  # noqa: E402,F401  (random.randperm imports argsort from here)

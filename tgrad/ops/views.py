@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import torch
 
-from ..autograd.function import BuiltinFunction, Node, edge_of
+from ..autograd.function import BuiltinFunction, Node, _Saved, edge_of
+from ..modes import enable_grad
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
-from ._common import sum_to_shape, wrap
+from ._common import wrap
+from .formula import fused
 
 
 def make_view(x: Tensor, data: torch.Tensor) -> Tensor:
@@ -35,11 +37,41 @@ def refresh_view(t: Tensor):
     base = t._base
     if not base._data.is_contiguous():  # as_strided offsets assume a contiguous base
         return
-    from ..autograd.grad_mode import enable_grad
     with enable_grad():
         again = AsStrided.apply(base, *_geometry(t, base))
     t._grad_fn, t._output_nr = again._grad_fn, 0
     t._view_version = t._version.value
+
+
+def normalize_basic(x: Tensor, index):
+    """Check a basic index against ``x``'s shape and return it as a tuple torch can apply as a view."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if sum(1 for i in index if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_real > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    out, dim = [], 0
+    for i in index:
+        if i is Ellipsis:
+            dim += x.ndim - n_real
+            out.append(i)
+        elif i is None:
+            out.append(i)
+        elif isinstance(i, slice):
+            if i.step is not None and i.step <= 0:
+                raise ValueError("step must be greater than zero")
+            out.append(i)
+            dim += 1
+        else:
+            size = x.shape[dim]
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+            out.append(i % size)
+            dim += 1
+    return tuple(out)
+
 
 
 def _zeros(shape, like: Tensor) -> Tensor:
@@ -48,9 +80,8 @@ def _zeros(shape, like: Tensor) -> Tensor:
 
 def _scatter_into_zeros(g: Tensor, shape, index) -> Tensor:
     """zeros(shape) with ``g`` written at basic index ``index`` (the backward of a slice)."""
-    from .pointwise import map_
     z = _zeros(shape, g)
-    map_(M.identity, [g], g.dtype, out=wrap(z._data[index]), compute=g.dtype)
+    fused(M.identity, [g], g.dtype, out=wrap(z._data[index]), compute=g.dtype)
     return z
 
 
@@ -157,7 +188,7 @@ class Expand(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        return sum_to_shape(g, ctx.in_shape), None
+        return g, None  # the engine sums it back over the expanded dims
 
 
 class Slice(BuiltinFunction):
@@ -175,10 +206,7 @@ class Slice(BuiltinFunction):
     def backward(ctx, g):
         if ctx.whole:  # every element was kept (only None, full slices, size-1 dims): no scatter
             return g.reshape(ctx.in_shape), None
-        from ..autograd.grad_mode import is_grad_enabled
-        if is_grad_enabled() and g._requires_grad:  # create_graph: a recorded scatter
-            return ScatterSlice.apply(g, ctx.in_shape, ctx.index), None
-        return _scatter_into_zeros(g, ctx.in_shape, ctx.index), None
+        return ScatterSlice.apply(g, ctx.in_shape, ctx.index), None
 
 
 class Select(Slice):
@@ -219,18 +247,14 @@ class AsStrided(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        from ..autograd.grad_mode import is_grad_enabled
-        if is_grad_enabled() and g._requires_grad:  # create_graph: a recorded scatter
-            return AsStridedScatter.apply(g, ctx.in_shape, ctx.geometry), None, None, None
-        return _as_strided_scatter(g, ctx.in_shape, ctx.geometry), None, None, None
+        return AsStridedScatter.apply(g, ctx.in_shape, ctx.geometry), None, None, None
 
 
 def _as_strided_scatter(g, shape, geometry):
     """zeros(shape) (contiguous) with g written at the strided region ``geometry``."""
-    from .pointwise import map_
     z = _zeros(shape, g)
     size, stride, offset = geometry
-    map_(M.identity, [g], g.dtype, out=wrap(z._data.as_strided(size, stride, offset)), compute=g.dtype)
+    fused(M.identity, [g], g.dtype, out=wrap(z._data.as_strided(size, stride, offset)), compute=g.dtype)
     return z
 
 
@@ -262,42 +286,32 @@ class CopySlices(Node):
         self._output_meta = (base_meta + (False,),)
 
     def apply(self, g):
-        from .pointwise import map_
-        from ..autograd.grad_mode import is_grad_enabled
+        # g split in two with differentiable ops (so create_graph records it): the region's
+        # part for the op's result, the rest (g times a mask that is 0 on the region) for the base
         size, stride, offset = self.geometry
         g = g.contiguous()
-        if is_grad_enabled() and g._requires_grad:
-            # create_graph: the same split from recorded ops (a strided view of g, and g times a
-            # constant mask that is 0 on the region)
-            mask = torch.ones(tuple(g.shape), dtype=g._data.dtype, device=g.device)
-            mask.as_strided(size, stride, offset).fill_(0)
-            return g * wrap(mask), AsStrided.apply(g, size, stride, offset)
-        region = wrap(g._data.as_strided(size, stride, g._data.storage_offset() + offset))
-        g_result = region.clone()
-        g_base = g.clone()
-        map_(M.fill, [g_result], g.dtype, (0.0,), out=wrap(g_base._data.as_strided(size, stride, offset)))
-        return g_base, g_result
+        mask = torch.ones(tuple(g.shape), dtype=g._data.dtype, device=g.device)
+        mask.as_strided(size, stride, offset).fill_(0)
+        return g * wrap(mask), AsStrided.apply(g, size, stride, offset)
 
 
 def rebase_history(t: Tensor, result: Tensor):
     """``t`` takes ``result``'s value (copied into its storage) and, if recorded, its history."""
-    from .pointwise import Clone, map_
     node = result._grad_fn
     saved = getattr(node, "_saved", None)
     if saved:
         # the new node may have saved ``t`` itself, which is about to change: keep the old value
-        from ..autograd.function import _Saved
         fixed = []
         for s in saved:
             if s is not None and s.tensor is t:
-                old = Tensor._wrap(Clone.forward(None, t)._data)
+                old = Tensor._wrap(t._data.clone(memory_format=torch.contiguous_format))
                 old._grad_fn, old._output_nr, old._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
                 s = _Saved(old)
             fixed.append(s)
         node._saved = tuple(fixed)
     base = t._base
     base_edge = edge_of(base) if base is not None else None
-    map_(M.identity, [result], t.dtype, out=t, compute=t.dtype)
+    fused(M.identity, [result], t.dtype, out=t, compute=t.dtype)
     t._version.value += 1
     if node is None:
         return

@@ -1,0 +1,149 @@
+"""The public elementwise functions written by hand: those whose arguments need more than a table
+row says (``alpha``, ``rounding_mode``, ``decimals``, ``approximate``, tensor-or-number bounds and
+exponents), the comparisons and logical ops, and ``where``. Each is registered as ``tgrad.<name>``
+and as a method; the Functions they call are table rows or ``pointwise.py``'s classes."""
+from __future__ import annotations
+
+import math
+import numbers
+
+from .. import _dtype
+from ..tensor import Tensor
+from tgrad.kernels import math_ops as M
+from . import pointwise as P
+from ._common import as_operand, check_runnable, result_type
+from .formula import fused
+from .generated import function_class
+from .registry import register
+from .table import BY_NAME
+
+_Round, _Gelu, _GeluTanh = (function_class(BY_NAME[n]) for n in ("round", "gelu", "gelu_tanh"))
+_Clamp, _PowScalar = function_class(BY_NAME["clamp"]), function_class(BY_NAME["pow_scalar"])
+
+
+def round(x, decimals=0):  # noqa: A001
+    if decimals:
+        scale = 10.0 ** decimals
+        return _Round.apply(x * scale) / scale
+    return _Round.apply(x)
+
+
+def gelu(x, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    return _Gelu.apply(x) if approximate == "none" else _GeluTanh.apply(x)
+
+
+def clamp(x, min=None, max=None):  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dtype = result_type(x, *(b for b in (min, max) if b is not None))
+    if isinstance(min, Tensor) or isinstance(max, Tensor) or dtype is not x.dtype or not dtype.is_floating_point:
+        # the scalar kernel takes +-inf for an absent bound, which integers cannot hold
+        return P.ClampTensor.apply(x, min, max)
+    return _Clamp.apply(x, -math.inf if min is None else min, math.inf if max is None else max)
+
+
+def add(a, b, alpha=1):
+    return P.Add.apply(a, b, alpha) if alpha != 1 else P.Add.apply(a, b)
+
+
+def sub(a, b, alpha=1):
+    return P.Sub.apply(a, b, alpha) if alpha != 1 else P.Sub.apply(a, b)
+
+
+def rsub(a, b):
+    return P.Rsub.apply(a, b)
+
+
+def mul(a, b):
+    return P.Mul.apply(a, b)
+
+
+def div(a, b, rounding_mode=None):
+    if rounding_mode is None:
+        return P.Div.apply(a, b)
+    q = P.Div.apply(a, b)
+    floor, sign, absolute = (function_class(BY_NAME[n]) for n in ("floor", "sign", "abs"))
+    out = floor.apply(q) if rounding_mode == "floor" else sign.apply(q) * floor.apply(absolute.apply(q))
+    if isinstance(a, Tensor) and not a.dtype.is_floating_point and not (isinstance(b, Tensor) and b.dtype.is_floating_point) \
+            and not isinstance(b, float):
+        out = out.to(result_type(a, b))
+    return out
+
+
+def pow(a, b):  # noqa: A001
+    if isinstance(a, Tensor) and isinstance(b, numbers.Number) and not isinstance(b, bool):
+        dtype = result_type(a, b)
+        if not dtype.is_floating_point:
+            if b < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            a = a.to(dtype) if a.dtype is _dtype.bool else a
+            return fused(M.pow_scalar, [a], dtype, (b, 1.0), compute=_dtype.float64)
+        return _PowScalar.apply(a, b)
+    if not isinstance(a, Tensor):
+        return P.PowScalarBase.apply(b, a)
+    return P.Pow.apply(a, b)
+
+
+def maximum(a, b):
+    return P.Maximum.apply(a, b)
+
+
+def minimum(a, b):
+    return P.Minimum.apply(a, b)
+
+
+def where(condition, input=None, other=None):  # noqa: A002
+    return P.Where.apply(condition, input, other)
+
+
+def compare(formula, a, b):
+    """Comparisons and logical ops: bool results, never differentiable."""
+    dtype = result_type(a, b)
+    ref = a if isinstance(a, Tensor) else b
+    ta, tb = as_operand(a, ref, dtype), as_operand(b, ref, dtype)
+    check_runnable(ta, tb)
+    return fused(formula, [ta, tb], _dtype.bool, compute=dtype)
+
+
+def _comparison(formula):
+    return lambda a, b: compare(formula, a, b)
+
+
+def _test(formula):
+    return lambda x: fused(formula, [x], _dtype.bool, compute=x.dtype)
+
+
+def clone(x, memory_format=None):
+    return P.Clone.apply(x)
+
+
+def bitwise(formula, a, b):
+    for t in (a, b):
+        if isinstance(t, Tensor) and t.dtype is not _dtype.bool:
+            raise TypeError("tgrad supports &, |, ^ and ~ on bool tensors only")
+    return compare(formula, a, b)
+
+
+register(round, "round")
+register(gelu, "gelu")
+register(clamp, "clamp", "clip")
+register(add, "add")
+register(sub, "sub", "subtract")
+register(rsub, "rsub", method=False)
+register(mul, "mul", "multiply")
+register(div, "div", "divide", "true_divide")
+register(pow, "pow")
+register(maximum, "maximum")
+register(minimum, "minimum")
+register(where, "where", method=False)
+register(clone, "clone")
+for _names, _formula in ((("eq",), M.eq), (("ne",), M.ne), (("lt", "less"), M.lt), (("le", "less_equal"), M.le),
+                         (("gt", "greater"), M.gt), (("ge", "greater_equal"), M.ge),
+                         (("logical_and",), M.logical_and), (("logical_or",), M.logical_or),
+                         (("logical_xor",), M.logical_xor)):
+    register(_comparison(_formula), *_names)
+for _name, _formula in (("logical_not", M.logical_not), ("isnan", M.isnan), ("isinf", M.isinf),
+                        ("isfinite", M.isfinite)):
+    register(_test(_formula), _name)

@@ -1,0 +1,241 @@
+"""What the op table's rows (``table.py``) become: for each row a Function (one per node name
+the row can show), the public function, the method, the in-place forms and, for activations, the
+``tgrad.nn.functional`` entry with PyTorch's ``inplace=`` argument.
+
+The backward of a row runs its derivative formula fused (one launch); under ``create_graph`` the
+same formula runs traced on Tensors (``formula.traced_backward``): the derivative is written once.
+"""
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+from .. import _dtype
+from ..autograd.function import BuiltinFunction
+from ..tensor import Tensor, _legacy_scalar
+from . import registry
+from ._common import as_operand, check_runnable, result_type, wrap
+from .formula import fused, traced_backward
+from .inplace import inplace
+from .table import ROWS
+
+
+def _float(dtype):
+    return dtype if dtype.is_floating_point else _dtype.get_default_dtype()
+
+
+class RowFunction(BuiltinFunction):
+    """A row's op: ``apply(*operands, *params)``; a number among the operands is a 0-d constant
+    (not an edge). Gradients come out in the broadcast shape: the engine sums them back."""
+
+    row = None
+
+    @classmethod
+    def forward(cls, ctx, *args):
+        row = cls.row
+        n = 1 + len(row.operands)
+        ref = next(a for a in args[:n] if isinstance(a, Tensor))
+        dtype = result_type(*args[:n])
+        out_dtype = _float(dtype) if row.dtypes == "float" else dtype
+        # the kernel keeps bool operands bool (masks): a formula on numbers needs them cast first
+        operands = [a.to(out_dtype) if isinstance(a, Tensor) and a.dtype is _dtype.bool and out_dtype is not
+                    _dtype.bool else as_operand(a, ref, dtype) for a in args[:n]]
+        check_runnable(*operands)
+        ctx.params = args[n:] + row.constants
+        y = fused(row.forward, operands, out_dtype, ctx.params)
+        if row.derivative is not None:
+            ctx.save_for_backward(*(operands if row.saves == "x" else (y,) if row.saves == "y" else ()))
+        return y
+
+    @classmethod
+    def backward(cls, ctx, g):
+        n, needs = 1 + len(cls.row.operands), ctx.needs_input_grad
+        if cls.row.derivative is None:  # zero almost everywhere (sign, floor, ...)
+            grads = (wrap(torch.zeros(g._data.shape, dtype=g._data.dtype, device=g.device)),) * n
+        else:
+            grads = fused(cls.row.derivative, [*ctx.saved_tensors, g], g.dtype, ctx.params, n_out=n)
+            grads = grads if n > 1 else (grads,)
+        return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
+
+    @classmethod
+    def differentiable_backward(cls, ctx, g):
+        if cls.row.derivative is None:
+            return cls.backward(ctx, g)
+        n, needs = 1 + len(cls.row.operands), ctx.needs_input_grad
+        grads = traced_backward(cls.row.derivative, ctx.saved_tensors, g, ctx.params, cls.row.zero_edges)
+        grads = grads if n > 1 else (grads,)
+        return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
+
+
+FUNCTIONS = {}  # (row name, node name) -> Function class
+
+
+def function_class(row, node=None):
+    """The Function of ``row`` that shows ``node`` (its default node when None)."""
+    node = node or row.node
+    cls = FUNCTIONS.get((row.name, node))
+    if cls is None:
+        name = node[: -len("Backward0")] if node[-1].isdigit() else node
+        cls = FUNCTIONS[(row.name, node)] = type(name, (RowFunction,), {"node_name": node, "row": row,
+                                                                          "__module__": __name__})
+    return cls
+
+
+class _NoDerivative(RowFunction):
+    """The in-place form of an op whose in-place derivative PyTorch does not implement."""
+
+    @classmethod
+    def backward(cls, ctx, g):
+        raise NotImplementedError(f"the derivative for 'inplace version of {cls.row.name}' is not implemented.")
+
+    differentiable_backward = backward
+
+
+def _inplace_class(row):
+    if row.inplace_derivative:
+        return function_class(row, row.inplace_node)
+    key = (row.name, row.inplace_node)
+    if key not in FUNCTIONS:
+        FUNCTIONS[key] = type(row.inplace_node[:-1], (_NoDerivative,), {"node_name": row.inplace_node, "row": row,
+                                                                      "__module__": __name__})
+    return FUNCTIONS[key]
+
+
+def _arg_names(row):
+    return ("input",) + row.operands + tuple(name for name, _ in row.params)
+
+
+def _bind(row, args, kwargs):
+    """The call's arguments in the row's order, defaults filled (PyTorch's errors for the rest)."""
+    names = _arg_names(row)
+    if len(args) > len(names):
+        raise TypeError(f"{row.name}() takes {len(names)} arguments but {len(args)} were given")
+    values = list(args) + [None] * (len(names) - len(args))
+    given = [True] * len(args) + [False] * (len(names) - len(args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise TypeError(f"{row.name}() got an unexpected keyword argument '{key}'")
+        i = names.index(key)
+        if given[i]:
+            raise TypeError(f"{row.name}() got multiple values for argument '{key}'")
+        values[i], given[i] = value, True
+    defaults = dict(row.params)
+    for i, name in enumerate(names):
+        if not given[i]:
+            if name not in defaults:
+                raise TypeError(f"{row.name}() missing required argument '{name}' (pos {i + 1})")
+            values[i] = defaults[name]
+    return values
+
+
+def _select(row, operands):
+    """The Function for these operands: numbers standing for tensors pick the row's number node."""
+    numbers_at = [i for i, a in enumerate(operands) if not isinstance(a, Tensor)]
+    if not numbers_at:
+        return function_class(row)
+    names = _arg_names(row)
+    for i in numbers_at:
+        a = operands[i]
+        if not isinstance(a, numbers.Number) or len(numbers_at) > 1 or i not in row.numbers:
+            raise TypeError(f"{row.name}(): argument '{names[i]}' (position {i + 1}) must be Tensor, not "
+                            f"{type(a).__name__}")
+    return function_class(row, row.numbers[numbers_at[0]])
+
+
+def _refuse(row, operands):
+    """PyTorch's error for a dtype it has no kernel for (after promotion)."""
+    dtype = result_type(*operands)
+    if dtype.is_floating_point:
+        return
+    if dtype is _dtype.bool and row.no_bool is not None:
+        raise row.no_bool[0](row.no_bool[1])
+    if row.no_ints is not None:
+        raise NotImplementedError(f'"{row.no_ints}" not implemented for \'{_legacy_scalar(dtype, True)}\'')
+
+
+def make_function(row):
+    n = 1 + len(row.operands)
+    defaults = tuple(default for _, default in row.params)
+    integer_copy = row.dtypes == "floor"
+    checks_dtype = row.no_ints is not None or row.no_bool is not None
+
+    def op(*args, **kwargs):
+        if kwargs or len(args) != n + len(defaults):
+            args = _bind(row, args, kwargs) if kwargs or len(args) < n or len(args) > n + len(defaults) else \
+                list(args) + list(defaults[len(args) - n:])
+        x = args[0]
+        if checks_dtype:
+            _refuse(row, args[:n])
+        if integer_copy and isinstance(x, Tensor) and not x.dtype.is_floating_point:
+            if x.dtype is _dtype.bool:  # PyTorch's type and text
+                raise NotImplementedError(f'"{row.name}" not implemented for \'Bool\'')
+            return x.clone()  # an integer is its own floor (a copy, as torch)
+        return _select(row, args[:n]).apply(*args)
+
+    op.__name__ = op.__qualname__ = row.name
+    op.__doc__ = f"tgrad.{row.name}: {row.forward.fn.__name__} of kernels/{row.forward.fn.__module__.split('.')[-1]}" \
+                 f" (PyTorch's {row.node})"
+    return op
+
+
+def check_cast(self, *others, division=False):
+    """PyTorch refuses an in-place result that the target's dtype cannot hold (a float into a Long)."""
+    rt = result_type(self, *others)
+    if division and not rt.is_floating_point:
+        rt = _dtype.get_default_dtype()
+    if _dtype.category(rt) > _dtype.category(self.dtype):
+        raise RuntimeError(f"result type {_legacy_scalar(rt, True)} can't be cast to the desired output type "
+                           f"{_legacy_scalar(self.dtype, True)}")
+
+
+def make_inplace(row, op):
+    n = 1 + len(row.operands)
+
+    def op_(self, *args, **kwargs):
+        values = _bind(row, (self,) + args, kwargs)
+        others, params = values[1:n], values[n:]
+        if row.no_ints is not None or row.no_bool is not None:
+            _refuse(row, values[:n])
+        check_cast(self, *others, division=row.dtypes == "float")
+        cls = _select(row, values[:n])  # PyTorch's TypeError for a number it refuses
+        if row.inplace_node is not None and cls is function_class(row):
+            cls = _inplace_class(row)
+        return inplace(self, lambda t, *o: cls.apply(t, *o, *params), *others, formula=row.forward,
+                       params=tuple(params) + row.constants)
+
+    op_.__name__ = op_.__qualname__ = row.name + "_"
+    return op_
+
+
+def make_nn_functional(row, op, op_):
+    if op_ is None:
+        return op
+
+    def functional(input, *args, inplace=False, **kwargs):  # noqa: A002
+        return op_(input, *args, **kwargs) if inplace else op(input, *args, **kwargs)
+
+    functional.__name__ = functional.__qualname__ = row.name
+    return functional
+
+
+def build(row):
+    """Register ``row``'s public names; returns (function, in-place function or None)."""
+    op = make_function(row)
+    op_ = make_inplace(row, op) if row.inplace else None
+    in_torch, in_tensor, in_nn = "torch" in row.where, "Tensor" in row.where, "F" in row.where
+    registry.register(op, *row.names, function=in_torch or in_nn and row.name in _CORE_ACTIVATIONS,
+                      method=in_tensor, nn_functional=False)
+    if in_nn:
+        registry.register(make_nn_functional(row, op, op_), row.name, function=False, method=False,
+                          nn_functional=True)
+    if op_ is not None:
+        registry.register(op_, *(name + "_" for name in row.names), function=in_torch or in_nn, method=in_tensor,
+                          nn_functional=in_nn)
+    return op, op_
+
+
+# activations tgrad has always had at top level too (tgrad.silu ...), beside tgrad.nn.functional
+_CORE_ACTIVATIONS = {"silu", "softplus", "leaky_relu", "elu"}
+
+PUBLIC = {row.name: build(row) for row in ROWS if row.where}

@@ -1,0 +1,32 @@
+"""In-place ops: ``t <- fn(t, *others)``, fused straight into ``t`` when nothing is recorded."""
+from __future__ import annotations
+
+from ..modes import is_grad_enabled
+from ..tensor import Tensor, check_inplace
+from ._common import as_operand, broadcast_shapes, check_runnable, result_type
+from .formula import fused
+from .views import rebase_history
+
+
+def inplace(t: Tensor, fn, *others, formula=None, params=()):
+    """``t <- fn(t, *others)`` in place. Without a graph to record, the kernel writes straight into
+    ``t`` (one launch); with one, the out-of-place result is computed, copied in, and ``t`` takes
+    its history (PyTorch's rebase), after the tensors the new node saved are protected."""
+    check_inplace(t)
+    record = is_grad_enabled() and (t._requires_grad or any(isinstance(o, Tensor) and o._requires_grad
+                                                          for o in others))
+    if not record and formula is not None:
+        operands = [t] + [as_operand(o, t, t.dtype) for o in others]
+        check_runnable(*operands)
+        shape = broadcast_shapes(*(o.shape for o in operands))
+        if tuple(shape) != tuple(t.shape):
+            raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape {list(shape)}")
+        fused(formula, operands, t.dtype, params, out=t, compute=result_type(t, *others), shape=t.shape)
+        t._version.value += 1
+        return t
+    result = fn(t, *others)
+    if tuple(result.shape) != tuple(t.shape):
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape "
+                           f"{list(result.shape)}")
+    rebase_history(t, result)
+    return t

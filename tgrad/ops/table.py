@@ -1,0 +1,195 @@
+"""The op table: every elementwise differentiable op is one row.
+
+A row names the op (``tgrad.<name>``, ``Tensor.<name>``, ``tgrad.nn.functional.<name>``), PyTorch's
+node name, the forward formula and the derivative formula (``@triton.jit`` functions from
+``kernels/math_*.py``, each written once), what the derivative reads, the op's parameters and
+dtype rule, whether an in-place form exists, and the domain its tests draw from. From a row,
+``ops/generated.py`` builds the Function, the function, the method and the in-place method; the
+tests (``tests/test_op_table.py``) check every row against PyTorch.
+
+Adding an op: write its formula and derivative in ``kernels/``, add a row here.
+
+Fields
+- ``names``: public names, the first is the op's own (``("neg", "negative")``).
+- ``node``: PyTorch's node name (``ExpBackward0``).
+- ``forward``: ``y = f(x, p)``; with operands, ``f(x, other, ..., p)``.
+- ``derivative``: ``g * dy/dx`` from what the op saved, then ``g`` and ``p`` (a tuple of gradients,
+  one per operand, for more than one); None for ops whose derivative is zero almost everywhere.
+- ``operands``: names of the tensor arguments after the input (binary ops: ``("other",)``).
+- ``numbers``: argument position -> node name when a Python number stands there (PyTorch gives
+  such calls their own node: ``fmod(x, 2.0)`` is FmodBackward0); a position missing here refuses
+  numbers with PyTorch's TypeError.
+- ``params``: ``((name, default), ...)`` number parameters, passed to the formulas as ``p``.
+- ``constants``: fixed values appended to ``p`` (relu6 is hardtanh with (0, 6)).
+- ``saves``: ``"x"`` the derivative reads the inputs (``f_bwd(x, ..., g, p)``), ``"y"`` the output
+  (``f_bwd(y, g, p)``), ``""`` nothing (``f_bwd(g, p)``).
+- ``zero_edges``: PyTorch's backward is a function of the saved input with derivative zero
+  (``threshold_backward`` and its kin): differentiating the gradient gives zeros there, not the
+  "unused input" error that an op whose derivative only compares the input gives (clamp).
+- ``dtypes``: ``"float"`` integer and bool inputs compute in the default float dtype; ``"keep"`` the
+  result keeps the promoted input dtype (integers included); ``"floor"`` as keep, and an integer
+  input is returned as a copy (it is its own floor).
+- ``no_ints``: PyTorch has no integer (or bool) kernel: such inputs raise its NotImplementedError,
+  naming this kernel (``"silu_cpu" not implemented for 'Long'``).
+- ``no_bool``: ``(exception type, message)`` PyTorch raises for a bool input.
+- ``composite``: PyTorch composes the op from others (softsign is a division): tgrad fuses it, and
+  its one node carries the name of PyTorch's last node (its edges differ: README).
+- ``inplace_node``: PyTorch's node name for the in-place form, where it has its own
+  (``leaky_relu_`` records LeakyReluBackward1); ``inplace_derivative=False`` where PyTorch has no
+  derivative for it (``asinh_``): its backward raises PyTorch's NotImplementedError.
+- ``inplace``: a ``<name>_`` form exists (a method; also ``tgrad.<name>_`` where PyTorch has one).
+- ``where``: namespaces: ``"torch"`` (tgrad.<name>), ``"Tensor"`` (a method), ``"F"``
+  (tgrad.nn.functional.<name>, with PyTorch's ``inplace=False`` argument); ``()`` for a row whose
+  public function is written by hand (its arguments need more than a row says: ``gelu``'s
+  ``approximate``, ``round``'s ``decimals``, ``clamp``, ``pow``) around the row's Function.
+- ``domain``: ``(low, high)`` per tensor argument for the tests: away from poles and kinks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tgrad.kernels import math_activations as A
+from tgrad.kernels import math_elementary as E
+from tgrad.kernels import math_ops as M
+
+
+@dataclass(frozen=True)
+class Row:
+    names: tuple
+    node: str
+    forward: object
+    derivative: object = None
+    operands: tuple = ()
+    numbers: dict = field(default_factory=dict)
+    params: tuple = ()
+    constants: tuple = ()
+    saves: str = "x"
+    zero_edges: bool = False
+    dtypes: str = "float"
+    no_ints: str = None
+    no_bool: tuple = None
+    composite: bool = False
+    inplace_node: str = None
+    inplace_derivative: bool = True
+    inplace: bool = True
+    where: tuple = ("torch", "Tensor")
+    domain: tuple = ((-2.0, 2.0),)
+
+    @property
+    def name(self):
+        return self.names[0]
+
+
+def unary(name, node, forward, derivative=None, **kw):
+    return Row((name,) if isinstance(name, str) else name, node, forward, derivative, **kw)
+
+
+def binary(name, node, forward, derivative, numbers=None, **kw):
+    return Row((name,) if isinstance(name, str) else name, node, forward, derivative, operands=("other",), numbers=numbers or {}, **kw)
+
+
+def bool_kernel(kernel):
+    return NotImplementedError, f"\"{kernel}\" not implemented for 'Bool'"
+
+
+BOOL_NEG = (RuntimeError, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+            "mask, use the `~` or `logical_not()` operator instead.")
+BOOL_SUB = (RuntimeError, "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+            "invert a mask, use the `~` or `logical_not()` operator instead.")
+BOOL_HARDTANH = (RuntimeError, "Bool inputs not supported for hardtanh")
+HAND_WRITTEN = ()
+F_ONLY = ("F",)          # activations PyTorch has only in torch.nn.functional
+F_AND_TORCH = ("torch", "F")
+POSITIVE, UNIT, ABOVE_ONE = ((0.2, 3.0),), ((-0.9, 0.9),), ((1.2, 3.0),)
+
+ROWS = (
+    # ------------------------------------------------------------------- the basic unary ops
+    unary(("neg", "negative"), "NegBackward0", M.neg, M.neg_bwd, saves="", dtypes="keep", no_bool=BOOL_NEG),
+    unary("abs", "AbsBackward0", M.abs_, M.abs_bwd, zero_edges=True, dtypes="keep", no_bool=bool_kernel("abs_cpu")),
+    unary("exp", "ExpBackward0", M.exp, M.mul_bwd_y, saves="y"),
+    unary("log", "LogBackward0", M.log, M.log_bwd, domain=POSITIVE),
+    unary("sqrt", "SqrtBackward0", M.sqrt, M.sqrt_bwd, saves="y", domain=POSITIVE),
+    unary("rsqrt", "RsqrtBackward0", M.rsqrt, M.rsqrt_bwd, saves="y", domain=POSITIVE),
+    unary("reciprocal", "ReciprocalBackward0", M.reciprocal, M.reciprocal_bwd, saves="y", domain=POSITIVE),
+    unary("sin", "SinBackward0", M.sin, M.sin_bwd),
+    unary("cos", "CosBackward0", M.cos, M.cos_bwd),
+    unary("tanh", "TanhBackward0", M.tanh_, M.tanh_bwd, saves="y"),
+    unary("sigmoid", "SigmoidBackward0", M.sigmoid, M.sigmoid_bwd, saves="y"),
+    unary("relu", "ReluBackward0", M.relu, M.relu_bwd, saves="y", zero_edges=True, dtypes="keep",
+          no_bool=(RuntimeError, "Boolean inputs not supported for relu")),
+    unary("silu", "SiluBackward0", M.silu, M.silu_bwd, where=F_ONLY, no_ints="silu_cpu"),
+    unary("softplus", "SoftplusBackward0", M.softplus, M.softplus_bwd, params=(("beta", 1.0), ("threshold", 20.0)),
+          inplace=False, where=F_ONLY, no_ints="softplus_cpu"),
+    unary("leaky_relu", "LeakyReluBackward0", M.leaky_relu, M.leaky_relu_bwd, zero_edges=True,
+          params=(("negative_slope", 0.01),), where=F_ONLY, no_ints="leaky_relu_cpu", inplace_node="LeakyReluBackward1"),
+    unary("elu", "EluBackward0", M.elu, M.elu_bwd, params=(("alpha", 1.0),), where=F_ONLY, no_ints="elu_cpu", inplace_node="EluBackward1"),
+    unary("gelu", "GeluBackward0", M.gelu, M.gelu_bwd, where=HAND_WRITTEN, domain=((-4.0, 4.0),)),
+    unary("gelu_tanh", "GeluBackward0", M.gelu_tanh, M.gelu_tanh_bwd, where=HAND_WRITTEN, domain=((-4.0, 4.0),)),
+    unary("clamp", "ClampBackward1", M.clamp, M.clamp_bwd, params=(("min", None), ("max", None)), dtypes="keep",
+          where=HAND_WRITTEN),
+    unary("pow_scalar", "PowBackward0", M.pow_scalar, M.pow_scalar_bwd, params=(("exponent", None),),
+          constants=(0.0,), where=HAND_WRITTEN),
+    unary("round", "RoundBackward0", M.round_, dtypes="keep", where=HAND_WRITTEN),
+    unary("sign", "SignBackward0", M.sign, dtypes="keep"),
+    unary("floor", "FloorBackward0", M.floor, dtypes="floor", no_bool=bool_kernel("floor_vml_cpu")),
+    unary("ceil", "CeilBackward0", M.ceil, dtypes="floor", no_bool=bool_kernel("ceil_vml_cpu")),
+    # ------------------------------------------------------------------- logs and exponentials
+    unary("log1p", "Log1PBackward0", E.log1p_, E.log1p_bwd, domain=((-0.8, 2.0),)),
+    unary("expm1", "Expm1Backward0", E.expm1_, E.expm1_bwd, saves="y"),
+    unary("log2", "Log2Backward0", E.log2, E.log2_bwd, domain=POSITIVE),
+    unary("log10", "Log10Backward0", E.log10, E.log10_bwd, domain=POSITIVE),
+    unary("exp2", "Exp2Backward0", E.exp2, E.exp2_bwd, saves="y"),
+    unary("erf", "ErfBackward0", E.erf, E.erf_bwd),
+    # ------------------------------------------------------------------- trigonometric and hyperbolic
+    unary("tan", "TanBackward0", E.tan, E.tan_bwd, saves="y", domain=((-1.2, 1.2),)),
+    unary(("asin", "arcsin"), "AsinBackward0", E.asin, E.asin_bwd, domain=UNIT),
+    unary(("acos", "arccos"), "AcosBackward0", E.acos, E.acos_bwd, domain=UNIT),
+    unary(("atan", "arctan"), "AtanBackward0", E.atan_, E.atan_bwd, domain=((-4.0, 4.0),)),
+    unary("sinh", "SinhBackward0", E.sinh, E.sinh_bwd),
+    unary("cosh", "CoshBackward0", E.cosh, E.cosh_bwd),
+    unary(("asinh", "arcsinh"), "AsinhBackward0", E.asinh, E.asinh_bwd, domain=((-4.0, 4.0),), inplace_node="AsinhBackward1", inplace_derivative=False),
+    unary(("acosh", "arccosh"), "AcoshBackward0", E.acosh, E.acosh_bwd, domain=ABOVE_ONE, inplace_node="AcoshBackward1", inplace_derivative=False),
+    unary(("atanh", "arctanh"), "AtanhBackward0", E.atanh, E.atanh_bwd, domain=UNIT, inplace_node="AtanhBackward1", inplace_derivative=False),
+    # ------------------------------------------------------------------- rounding and powers
+    unary("square", "PowBackward0", A.square, A.square_bwd, dtypes="keep"),
+    unary(("trunc", "fix"), "TruncBackward0", A.trunc, dtypes="floor", no_bool=bool_kernel("trunc_vml_cpu")),
+    unary("frac", "FracBackward0", A.frac, A.pass_bwd, saves="", no_ints="frac_cpu"),
+    # ------------------------------------------------------------------- clamps
+    unary("clamp_min", "ClampMinBackward1", A.clamp_min_t, A.clamp_min_t_bwd, operands=("min",),
+          numbers={1: "ClampMinBackward0"}, dtypes="keep", domain=((-2.0, 2.0), (-1.0, 1.0))),
+    unary("clamp_max", "ClampMaxBackward1", A.clamp_max_t, A.clamp_max_t_bwd, operands=("max",),
+          numbers={1: "ClampMaxBackward0"}, dtypes="keep", domain=((-2.0, 2.0), (-1.0, 1.0))),
+    unary("hardtanh", "HardtanhBackward0", A.hardtanh, A.hardtanh_bwd, zero_edges=True,
+          params=(("min_val", -1.0), ("max_val", 1.0)), dtypes="keep", where=F_ONLY, no_bool=BOOL_HARDTANH),
+    unary("relu6", "HardtanhBackward0", A.hardtanh, A.hardtanh_bwd, zero_edges=True,
+          constants=(0.0, 6.0), dtypes="keep", inplace=False, where=F_ONLY, no_bool=BOOL_HARDTANH, domain=((-2.0, 8.0),)),
+    # ------------------------------------------------------------------- activations
+    unary("hardsigmoid", "HardsigmoidBackward0", A.hardsigmoid, A.hardsigmoid_bwd, zero_edges=True,
+          inplace=False, where=F_ONLY, no_ints="hardsigmoid_cpu", domain=((-5.0, 5.0),)),
+    unary("hardswish", "HardswishBackward0", A.hardswish, A.hardswish_bwd, inplace=False, where=F_ONLY,
+          no_ints="hardswish_cpu", domain=((-5.0, 5.0),)),
+    unary("mish", "MishBackward0", A.mish, A.mish_bwd, inplace=False, where=F_ONLY, no_ints="mish_cpu"),
+    unary("logsigmoid", "LogSigmoidBackward0", A.logsigmoid, A.logsigmoid_bwd, inplace=False, where=F_ONLY,
+          no_ints="log_sigmoid_cpu"),
+    unary("selu", "EluBackward0", A.selu, A.selu_bwd, where=F_AND_TORCH, no_ints="elu_cpu", inplace_node="EluBackward1"),
+    unary("celu", "CeluBackward0", A.celu, A.celu_bwd, params=(("alpha", 1.0),), where=F_AND_TORCH, no_ints="elu_cpu", inplace_node="CeluBackward1"),
+    unary("softsign", "DivBackward0", A.softsign, A.softsign_bwd, inplace=False, where=F_ONLY, composite=True,
+          no_bool=bool_kernel("abs_cpu")),
+    unary("tanhshrink", "SubBackward0", A.tanhshrink, A.tanhshrink_bwd, inplace=False, where=F_ONLY, composite=True,
+          no_bool=BOOL_SUB),
+    # ------------------------------------------------------------------- binary
+    binary(("atan2", "arctan2"), "Atan2Backward0", E.atan2, E.atan2_bwd, domain=((-2.0, 2.0), (-2.0, 2.0))),
+    binary("hypot", "HypotBackward0", E.hypot, E.hypot_bwd, domain=((-2.0, 2.0), (0.5, 2.0)), no_ints="hypot_cpu"),
+    binary("xlogy", "XlogyBackward0", E.xlogy, E.xlogy_bwd, numbers={0: "XlogyBackward1", 1: "XlogyBackward2"},
+           domain=((-2.0, 2.0), (0.2, 3.0))),
+    binary("logaddexp", "LogaddexpBackward0", E.logaddexp, E.logaddexp_bwd, inplace=False, no_ints="logaddexp_cpu",
+           domain=((-2.0, 2.0), (-2.0, 2.0))),
+    binary("fmod", "FmodBackward1", E.fmod, E.fmod_bwd, numbers={1: "FmodBackward0"}, dtypes="keep",
+           domain=((-3.0, 3.0), (0.7, 1.3))),
+    binary("remainder", "RemainderBackward1", E.remainder, E.remainder_bwd, numbers={1: "RemainderBackward0"},
+           dtypes="keep", domain=((-3.0, 3.0), (0.7, 1.3))),
+    Row(("lerp",), "LerpBackward1", E.lerp, E.lerp_bwd, operands=("end", "weight"), numbers={2: "LerpBackward0"},
+        no_ints="lerp_kernel_tensor", domain=((-2.0, 2.0), (-2.0, 2.0), (-0.5, 1.5))),
+)
+
+BY_NAME = {name: row for row in ROWS for name in row.names}
