@@ -92,12 +92,13 @@ def _array(a) -> torch.Tensor:
     if code is None:
         raise TypeError(f"tgrad.save: unsupported NumPy dtype {a.dtype} (tgrad.save stores arrays of "
                         f"{', '.join(str(d) for d in _BY_NUMPY)})")
-    return torch.from_numpy(np.ascontiguousarray(a, dtype=np.dtype(_CODES[code][1])))
+    a = a.astype(np.dtype(_CODES[code][1]), order="C", copy=False)
+    return torch.from_numpy(a if a.flags.writeable else a.copy())  # (torch warns on read-only arrays)
 
 
 def _skeleton(obj, path, tensors):
     """``obj`` as JSON-able data with each tensor and array replaced by a reference into ``tensors``."""
-    numeric = isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind in "biuf"
+    numeric = isinstance(obj, np.ndarray) or isinstance(obj, np.generic) and obj.dtype.kind in "biuf"
     if isinstance(obj, Tensor) or numeric:
         name = base = "/".join(path) or "tensor"
         while name in tensors:  # {"a/b": x, "a": {"b": y}}: two paths, one name
