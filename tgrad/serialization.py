@@ -101,8 +101,9 @@ def _skeleton(obj, path, tensors):
     numeric = isinstance(obj, np.ndarray) or isinstance(obj, np.generic) and obj.dtype.kind in "biuf"
     if isinstance(obj, Tensor) or numeric:
         name = base = "/".join(path) or "tensor"
+        i = 1
         while name in tensors:  # {"a/b": x, "a": {"b": y}}: two paths, one name
-            name = f"{base}#{len(tensors)}"
+            name, i = f"{base}#{i}", i + 1
         if isinstance(obj, Tensor):
             tensors[name] = obj._data
             return {"__tensor__": name}
@@ -333,7 +334,9 @@ def _decode(raw: bytes, where: str, device):
         raise _corrupt(where, f"the structure in __metadata__ is damaged: {e!r}") from None
     values = {}
     for name in header:
-        info = entries[name]
+        info = entries.get(name)
+        if info is None:  # not reached: the library and json read the same header
+            raise _corrupt(where, f"safetensors did not return tensor {name!r} of the header")
         code, shape, buf = info["dtype"], list(info["shape"]), info["data"]
         if name in arrays:
             if code not in _CODES or _CODES[code][1] is None:
