@@ -1,9 +1,11 @@
 """``tgrad.save`` / ``tgrad.load``: checkpoints in the safetensors format, never pickle.
 
 The file format is the ``safetensors`` package's (https://github.com/huggingface/safetensors):
-``safetensors.serialize`` lays the file out (an 8-byte header length, a JSON header of each
+``safetensors.torch.save`` lays the file out (an 8-byte header length, a JSON header of each
 tensor's dtype, shape and data offsets plus a ``__metadata__`` map of strings, then the tensors'
 bytes, ordered by dtype alignment and name) and ``safetensors.deserialize`` reads and validates it.
+tgrad reads the header's JSON itself only for the metadata (the library's bytes API does not return
+it) and, when the library refuses a file, to say what is wrong in the file's terms.
 Any safetensors reader (``safetensors.torch.load_file`` ...) reads the tensors of a tgrad file.
 What tgrad adds lives in ``__metadata__``:
 
@@ -215,8 +217,8 @@ _CONVERT = ("tgrad.load reads safetensors files and never unpickles. To convert 
             "sd = torch.load(path, map_location='cpu', weights_only=True), then "
             "safetensors.torch.save_file(sd, 'model.safetensors') (a file tgrad.load reads), or "
             "tgrad.save({k: tgrad.from_torch(v) for k, v in sd.items()}, 'model.safetensors')")
-# torch.save's legacy format opens with a pickled magic number (0x1950a86a20f9469cfc6c)
-_TORCH_LEGACY = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
+# torch.save's legacy format opens with a pickled magic number (0x1950a86a20f9469cfc6c, a LONG1)
+_TORCH_MAGIC = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
 
 
 def _foreign(raw: bytes):
@@ -234,7 +236,7 @@ def _foreign(raw: bytes):
         if names and all(n.endswith(".npy") for n in names):
             return "it is a NumPy .npz archive: read it with numpy.load"
         return "it is a zip archive, not a safetensors file"
-    if raw.startswith(_TORCH_LEGACY):
+    if raw[:1] == b"\x80" and _TORCH_MAGIC in raw[:24]:
         return f"it is a PyTorch checkpoint written by torch.save in the legacy pickle format. {_CONVERT}"
     if raw[:1] == b"\x80" and 2 <= raw[1] <= 5 and struct.unpack("<Q", raw[:8])[0] > _MAX_HEADER:
         return f"it is a Python pickle (protocol {raw[1]}); tgrad.load reads safetensors files and never unpickles"
