@@ -88,7 +88,8 @@ def test_plain_safetensors_files_load_as_flat_dicts(tmp_path):
                "emb": torch.randint(-5, 5, (2, 3), generator=g, dtype=torch.int32),
                "half": torch.randn(5, generator=g).half(), "bf": torch.randn(2, generator=g).bfloat16(),
                "mask": torch.tensor([True, False]), "byte": torch.tensor([0, 255], dtype=torch.uint8),
-               "i8": torch.tensor([-128, 127], dtype=torch.int8), "empty": torch.zeros(0, 2), "scalar": torch.tensor(2.5)}
+               "i8": torch.tensor([-128, 127], dtype=torch.int8), "empty": torch.zeros(0, 2),
+               "scalar": torch.tensor(2.5)}
     for metadata in (None, {"format": "pt", "producer": "someone"}):
         path = tmp_path / "theirs.safetensors"
         safetensors.torch.save_file(tensors, path, metadata=metadata)
@@ -283,15 +284,13 @@ def test_a_torchscript_archive_is_named(tmp_path):
         tgrad.load(io.BytesIO(raw))
 
 
-def test_damage_the_library_refuses_is_explained():
-    """A tensor entry whose offsets leave a gap in the data: safetensors refuses it, tgrad says so."""
+def test_damage_only_the_library_sees_is_reported():
+    """Two tensors of equal bytes, the second one's offsets moved onto the first's (same header
+    length, same checksum): the file parses and checks out, and safetensors refuses the layout."""
     raw = _bytes({"a": tgrad.ones(2), "b": tgrad.ones(2)})
     (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    first = min((k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"][0])
-    begin, end = header[first]["data_offsets"]
-    text = raw[8:8 + n].replace(json.dumps(header[first]["data_offsets"], separators=(",", ":")).encode(),
-                                json.dumps([begin + 8, end + 8], separators=(",", ":")).encode())
-    text += b" " * (n - len(text))
-    with pytest.raises(RuntimeError, match=PREFIX):
-        tgrad.load(io.BytesIO(raw[:8] + text[:n] + raw[8 + n:]))
+    assert b'"data_offsets":[0,8]' in raw[8:8 + n] and b'"data_offsets":[8,16]' in raw[8:8 + n]
+    damaged = raw[:8] + raw[8:8 + n].replace(b'"data_offsets":[8,16]', b'"data_offsets":[0, 8]') + raw[8 + n:]
+    assert len(damaged) == len(raw)
+    with pytest.raises(RuntimeError, match=PREFIX + r"safetensors refused it: .+"):
+        tgrad.load(io.BytesIO(damaged))
