@@ -284,13 +284,11 @@ def test_a_torchscript_archive_is_named(tmp_path):
         tgrad.load(io.BytesIO(raw))
 
 
-def test_damage_only_the_library_sees_is_reported():
-    """Two tensors of equal bytes, the second one's offsets moved onto the first's (same header
-    length, same checksum): the file parses and checks out, and safetensors refuses the layout."""
-    raw = _bytes({"a": tgrad.ones(2), "b": tgrad.ones(2)})
-    (n,) = struct.unpack("<Q", raw[:8])
-    assert b'"data_offsets":[0,8]' in raw[8:8 + n] and b'"data_offsets":[8,16]' in raw[8:8 + n]
-    damaged = raw[:8] + raw[8:8 + n].replace(b'"data_offsets":[8,16]', b'"data_offsets":[0, 8]') + raw[8 + n:]
+def test_what_only_the_library_refuses_is_reported_with_its_reason():
+    """A file from another writer (no checksum) with a dtype code no reader knows: tgrad's own
+    checks find nothing to say, so the message passes on safetensors' reason."""
+    raw = safetensors.torch.save({"a": torch.ones(2)})
+    damaged = raw.replace(b'"dtype":"F32"', b'"dtype":"Q32"')
     assert len(damaged) == len(raw)
     with pytest.raises(RuntimeError, match=PREFIX + r"safetensors refused it: .+"):
         tgrad.load(io.BytesIO(damaged))
