@@ -207,10 +207,9 @@ def test_damaged_files_give_clear_errors(tmp_path):
     path = tmp_path / "m.safetensors"
     tgrad.save({"w": tgrad.ones(100), "b": tgrad.ones(3)}, path)
     raw = path.read_bytes()
-    last = max(header := json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]]), key=lambda k: header[k].get(
-        "data_offsets", [0, 0])[1])  # the tensor the file ends with (the safetensors package's order)
+    # the safetensors package orders tensors of one dtype by name: "w" is the one the file ends with
     for cut, why in [(5, "fewer than the 8-byte header length"), (40, "the header needs"),
-                     (len(raw) - 7, f"tensor '{last}' ends at byte")]:
+                     (len(raw) - 7, "tensor 'w' ends at byte")]:
         (tmp_path / "cut").write_bytes(raw[:cut])
         with pytest.raises(RuntimeError, match=f"not a valid tgrad/safetensors checkpoint \\(the file is truncated: "
                                                f".*{why}"):
