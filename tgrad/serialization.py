@@ -328,71 +328,44 @@ def _decode(raw: bytes, where: str, device):
     except safetensors.SafetensorError as e:
         raise _explain(header, metadata, data, where, e) from None
     _check_crc(metadata, header, data, where)
-    tree = metadata.get(_TREE_KEY)
-    try:
-        skeleton = json.loads(tree) if tree is not None else None
-        arrays = _arrays(skeleton)
-    except (TypeError, ValueError, KeyError) as e:
-        raise _corrupt(where, f"the structure in __metadata__ is damaged: {e!r}") from None
-    values = {}
-    for name in header:
-        info = entries.get(name)
-        if info is None:  # not reached: the library and json read the same header
-            raise _corrupt(where, f"safetensors did not return tensor {name!r} of the header")
-        code, shape, buf = info["dtype"], list(info["shape"]), info["data"]
-        if name in arrays:
-            if code not in _CODES or _CODES[code][1] is None:
-                raise _corrupt(where, f"array {name!r} has dtype {code}, which NumPy has no dtype for")
-            values[name] = np.frombuffer(buf, dtype=np.dtype(_CODES[code][1])).reshape(shape).copy()
-            continue
+
+    def tensor(name):
+        code, shape, buf = entries[name]["dtype"], list(entries[name]["shape"]), entries[name]["data"]
         if code not in _TENSOR_CODES:
             raise RuntimeError(f"{where}: tensor {name!r} has dtype {code}, which tgrad tensors do not support "
                                f"(tgrad supports {', '.join(_TENSOR_CODES)})")
         dtype = _CODES[code][0]
         t = torch.frombuffer(bytearray(buf), dtype=dtype).reshape(shape) if buf else torch.empty(shape, dtype=dtype)
-        values[name] = Tensor._wrap(t if device is None else t.to(device))
-    if skeleton is not None:
-        try:
-            return _rebuild(skeleton, values)
-        except (KeyError, TypeError, ValueError, IndexError) as e:
-            raise _corrupt(where, f"the structure in __metadata__ is damaged: {e!r}") from None
-    keys = metadata.get(_KEYS_KEY)
-    if keys is not None:
-        try:
-            return {k: values[k] for k in json.loads(keys)}
-        except (KeyError, TypeError, ValueError) as e:
-            raise _corrupt(where, f"the key list in __metadata__ is damaged: {e!r}") from None
-    return values  # a plain safetensors file: its tensors in the file's order
+        return Tensor._wrap(t if device is None else t.to(device))
+
+    def array(name):
+        code, shape, buf = entries[name]["dtype"], list(entries[name]["shape"]), entries[name]["data"]
+        if code not in _CODES or _CODES[code][1] is None:
+            raise _corrupt(where, f"array {name!r} has dtype {code}, which NumPy has no dtype for")
+        return np.frombuffer(buf, dtype=np.dtype(_CODES[code][1])).reshape(shape).copy()
+
+    for key, what in ((_TREE_KEY, "structure"), (_KEYS_KEY, "key list")):
+        if key in metadata:
+            try:
+                node = json.loads(metadata[key])
+                return _rebuild(node, tensor, array) if key == _TREE_KEY else {k: tensor(k) for k in node}
+            except (KeyError, TypeError, ValueError, IndexError) as e:
+                raise _corrupt(where, f"the {what} in __metadata__ is damaged: {e!r}") from None
+    return {name: tensor(name) for name in header}  # a plain safetensors file: its tensors in the file's order
 
 
-def _arrays(node, out=None) -> set:
-    """The names of the NumPy arrays a skeleton refers to."""
-    out = set() if out is None else out
+def _rebuild(node, tensor, array):
     if isinstance(node, list):
-        for v in node:
-            _arrays(v, out)
-    elif isinstance(node, dict):
-        if "__ndarray__" in node:
-            out.add(node["__ndarray__"])
-        for v in node.get("__tuple__", ()):
-            _arrays(v, out)
-        for _, v in node.get("__dict__", ()):
-            _arrays(v, out)
-    return out
-
-
-def _rebuild(node, values):
-    if isinstance(node, list):
-        return [_rebuild(v, values) for v in node]
+        return [_rebuild(v, tensor, array) for v in node]
     if isinstance(node, dict):
         if "__tensor__" in node:
-            return values[node["__tensor__"]]
+            return tensor(node["__tensor__"])
         if "__ndarray__" in node:
-            a = values[node["__ndarray__"]]
+            a = array(node["__ndarray__"])
             return a[()] if node.get("scalar") else a
         if "__tuple__" in node:
-            return tuple(_rebuild(v, values) for v in node["__tuple__"])
-        return {k: _rebuild(v, values) for k, v in node["__dict__"]}
+            return tuple(_rebuild(v, tensor, array) for v in node["__tuple__"])
+        return {k: _rebuild(v, tensor, array) for k, v in node["__dict__"]}
     return node
 
 
