@@ -335,7 +335,8 @@ def _decode(raw: bytes, where: str, device):
             raise RuntimeError(f"{where}: tensor {name!r} has dtype {code}, which tgrad tensors do not support "
                                f"(tgrad supports {', '.join(_TENSOR_CODES)})")
         dtype = _CODES[code][0]
-        t = torch.frombuffer(bytearray(buf), dtype=dtype).reshape(shape) if buf else torch.empty(shape, dtype=dtype)
+        t = (torch.from_numpy(np.frombuffer(buf, dtype=np.uint8).copy()).view(dtype).reshape(shape) if buf else
+             torch.empty(shape, dtype=dtype))
         return Tensor._wrap(t if device is None else t.to(device))
 
     def array(name):
