@@ -11,6 +11,7 @@ import io
 import json
 import pickle
 import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -132,6 +133,39 @@ def test_shared_memory_and_colliding_paths_round_trip():
     assert _same(tgrad.load(io.BytesIO(_bytes(sd))), sd)
     tree = {"a/b": tgrad.ones(2), "a": {"b": tgrad.zeros(3)}, "c": [w, w]}
     assert _same(tgrad.load(io.BytesIO(_bytes(tree))), tree)
+
+
+def _legacy_file(obj_tensors: dict, tree=None) -> bytes:
+    """A checkpoint as tgrad wrote them before it used the safetensors package: tensors in insertion
+    order, the checksum over the metadata and entries (compact JSON, file order) and the data."""
+    metadata = {"format": "pt"} if tree is None else {"format": "pt", "tgrad.tree": json.dumps(tree)}
+    entries, blobs, offset = {}, [], 0
+    for name, t in obj_tensors.items():
+        blob = t.numpy().tobytes()
+        entries[name] = {"dtype": {torch.float32: "F32", torch.int64: "I64"}[t.dtype], "shape": list(t.shape),
+                         "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    data = b"".join(blobs)
+    crc = zlib.crc32(json.dumps([metadata, entries], separators=(",", ":")).encode())
+    metadata["tgrad.crc32"] = f"{zlib.crc32(data, crc):08x}"
+    text = json.dumps({"__metadata__": metadata, **entries}, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def test_checkpoints_from_the_earlier_writer_still_load():
+    w, n = torch.arange(6, dtype=torch.float32).reshape(2, 3), torch.tensor([7, 8])
+    flat = _legacy_file({"z": w, "a": n})
+    back = tgrad.load(io.BytesIO(flat))
+    assert list(back) == ["z", "a"] and torch.equal(back["z"].torch(), w) and torch.equal(back["a"].torch(), n)
+    tree = {"__dict__": [["model", {"__dict__": [["w", {"__tensor__": "model/w"}]]}], ["epoch", 3]]}
+    back = tgrad.load(io.BytesIO(_legacy_file({"model/w": w}, tree)))
+    assert back["epoch"] == 3 and torch.equal(back["model"]["w"].torch(), w)
+    damaged = bytearray(flat)
+    damaged[-1] ^= 1
+    with pytest.raises(RuntimeError, match=PREFIX + "the file is corrupted: its checksum is"):
+        tgrad.load(io.BytesIO(bytes(damaged)))
 
 
 def test_map_location():

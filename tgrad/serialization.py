@@ -288,10 +288,17 @@ def _chunks(header: dict, data: memoryview, trailing: bool):
         yield data[max((info["data_offsets"][1] for info in header.values()), default=0):]
 
 
+def _legacy_checksum(metadata: dict, header: dict, data) -> str:
+    """The checksum of files from tgrad's own writer before the safetensors package: the metadata
+    and the tensor entries as compact JSON in the file's order, then the whole data section."""
+    rest = {k: v for k, v in metadata.items() if k != _CRC_KEY}
+    return f"{zlib.crc32(data, zlib.crc32(json.dumps([rest, header], separators=(',', ':')).encode())):08x}"
+
+
 def _check_crc(metadata, header, data, where, trailing=False):
     if _CRC_KEY in metadata:
         crc = _checksum(metadata, _table(header), _chunks(header, data, trailing))
-        if crc != metadata[_CRC_KEY]:
+        if crc != metadata[_CRC_KEY] and _legacy_checksum(metadata, header, data) != metadata[_CRC_KEY]:
             raise _corrupt(where, f"the file is corrupted: its checksum is {crc}, but the header records "
                                   f"{metadata[_CRC_KEY]}")
 
