@@ -22,7 +22,7 @@ What tgrad adds lives in ``__metadata__``:
   shape) and of the tensors' bytes, in name order, then of any bytes of the data section that no
   tensor covers. It catches damage the library's validation cannot see (a flipped bit in the data,
   a renamed tensor, a changed dtype code); files from other writers do not have it and are not
-  checked.
+  checked. Files from tgrad's earlier hand-written writer carry its older checksum, checked too.
 
 A safetensors file from another writer (no tgrad metadata) loads as a flat dict of tensors in the
 file's order. ``load`` names what a file is when it is not safetensors at all: a PyTorch
