@@ -3,8 +3,9 @@
 - ``tgrad.save`` writes a temporary file and renames it over the target, so a process killed
   (SIGKILL: no cleanup runs) in the middle of a save leaves the previous checkpoint as it was.
   The child is forked from the test process (it inherits tgrad already imported), and killed for
-  real: once while paused half-way through the temporary file (the documented test hook
-  ``TGRAD_SAVE_PAUSE_AFTER_BYTES``), and at random moments of back-to-back large saves.
+  real: once while paused half-way through the temporary file (the child patches ``os.write``, which
+  ``tgrad.save`` writes with, to write half the file, fsync it and wait), and at random moments of
+  back-to-back large saves.
 - Every truncation of a checkpoint, and a flipped bit at every byte of it, is reported as a
   truncated or corrupted checkpoint (the checksum in the header covers the data and the rest of the
   header) -- or, where the bit renames the checksum entry itself (the file then reads as one from
@@ -20,6 +21,7 @@ import multiprocessing
 import os
 import random
 import signal
+import stat
 import time
 
 import pytest
@@ -48,7 +50,21 @@ def _temp_files(directory, name):
 
 
 def _save_paused(state, path, pause_bytes):
-    os.environ["TGRAD_SAVE_PAUSE_AFTER_BYTES"] = str(pause_bytes)
+    """In the child: ``tgrad.save`` whose first write to a regular file (the temporary file) puts
+    ``pause_bytes`` bytes on disk and then waits to be killed. The pause is this process's patch of
+    ``os.write``; the library has no test hook."""
+    real_write = os.write
+
+    def paused_write(fd, data):
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            head = memoryview(data)[:pause_bytes]
+            while head:
+                head = head[real_write(fd, head):]
+            os.fsync(fd)
+            time.sleep(3600)
+        return real_write(fd, data)
+
+    os.write = paused_write
     tgrad.save(state, path)
     os._exit(0)  # not reached: the parent kills us while paused
 

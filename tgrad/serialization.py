@@ -1,68 +1,116 @@
 """``tgrad.save`` / ``tgrad.load``: checkpoints in the safetensors format, never pickle.
 
-Layout (https://github.com/huggingface/safetensors): an 8-byte little-endian unsigned header length
-N, N bytes of JSON header, then the raw little-endian bytes of every tensor. The header maps each
-tensor's name to ``{"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}`` (offsets into
-the byte buffer after the header) and may hold ``"__metadata__"``, a map of strings.
+The file format is the ``safetensors`` package's (https://github.com/huggingface/safetensors):
+``safetensors.torch.save`` lays the file out (an 8-byte header length, a JSON header of each
+tensor's dtype, shape and data offsets plus a ``__metadata__`` map of strings, then the tensors'
+bytes, ordered by dtype alignment and name) and ``safetensors.deserialize`` reads and validates it.
+tgrad reads the header's JSON itself only for the metadata (the library's bytes API does not return
+it) and, when the library refuses a file, to say what is wrong in the file's terms.
+Any safetensors reader (``safetensors.torch.load_file`` ...) reads the tensors of a tgrad file.
+What tgrad adds lives in ``__metadata__``:
 
-- A flat ``{str: Tensor}`` dict (a model's ``state_dict()``) is stored as exactly that: plain
-  safetensors that other readers load too, names in insertion order.
-- Anything else built of dicts, lists, tuples, numbers, strings, bools, None and tensors (an
-  optimizer's ``state_dict()``, ``{"model": ..., "optimizer": ..., "epoch": 3}``) is stored as its
-  tensors, named by their path (``"state/0/exp_avg"``), plus a JSON skeleton in
-  ``__metadata__["tgrad.tree"]`` where each tensor is ``{"__tensor__": name}``, dicts are lists of
-  ``[key, value]`` pairs (integer keys stay integers) and tuples are marked.
+- ``"tgrad.keys"``: for a flat ``{str: Tensor}`` dict (a model's ``state_dict()``), the names in
+  their insertion order (the file's own order is the library's). The tensors are stored under
+  exactly those names.
+- ``"tgrad.tree"``: for anything else built of dicts, lists, tuples, numbers, strings, bools, None,
+  tensors and NumPy arrays (an optimizer's ``state_dict()``, ``{"model": ..., "epoch": 3}``), a
+  JSON skeleton: each tensor is ``{"__tensor__": name}`` (named by its path, ``"state/0/exp_avg"``),
+  each NumPy array ``{"__ndarray__": name}`` (a NumPy scalar adds ``"scalar": true``) and loads back
+  as a NumPy array of its dtype and shape, dicts are lists of ``[key, value]`` pairs (integer keys
+  stay integers) and tuples are marked.
+- ``"tgrad.crc32"``: the CRC-32 of the rest of the metadata, of the tensor table (name, dtype,
+  shape) and of the tensors' bytes, in name order, then of any bytes of the data section that no
+  tensor covers. It catches damage the library's validation cannot see (a flipped bit in the data,
+  a renamed tensor, a changed dtype code); files from other writers do not have it and are not
+  checked. Files from tgrad's earlier hand-written writer carry its older checksum, checked too.
 
-``save`` writes a temporary file in the target's directory, fsyncs it, then renames it over the
-target (``os.replace``), so a crash leaves either the old file or the new one, never half of one.
-``load`` checks the header against the file's size and reports a truncated or corrupted file.
-Damage the structure cannot show (a flipped bit in the data, a changed dtype code) is caught by
-``__metadata__["tgrad.crc32"]``: the CRC-32 of the rest of the metadata and of the tensor entries
-(each as compact JSON), then of the data bytes, checked when present (other safetensors writers do
-not add it; other readers ignore it).
+A safetensors file from another writer (no tgrad metadata) loads as a flat dict of tensors in the
+file's order. ``load`` names what a file is when it is not safetensors at all: a PyTorch
+``torch.save`` checkpoint (zip or legacy pickle) gets the steps to convert it.
 
-Test hook: with the environment variable ``TGRAD_SAVE_PAUSE_AFTER_BYTES=N`` set, ``save`` to a
-path writes the first N bytes of the temporary file, flushes them to disk and then sleeps (an hour)
-before writing the rest, so a test can kill the process in the middle of a save
-(``tests/test_checkpoint_faults.py``). Nothing else reads it.
+``save`` writes a temporary file in the target's directory (``os.write``), fsyncs it, then renames
+it over the target (``os.replace``) and fsyncs the directory, so a crash leaves either the old file
+or the new one, never half of one. A whole module or optimizer is refused with the advice to save
+its ``state_dict()``: storing one would mean pickling code, which tgrad never does (PyTorch 2.6+
+refuses to load such files by default too).
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import struct
-import sys
 import tempfile
-import time
+import zipfile
 import zlib
 
 import numpy as np
+import safetensors
+import safetensors.torch
 import torch
 
 from .tensor import Tensor
 
 __all__ = ["save", "load"]
 
-_DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-           torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
-           torch.bool: "BOOL"}
-_BY_CODE = {v: k for k, v in _DTYPES.items()}
-_TREE_KEY = "tgrad.tree"
-_CRC_KEY = "tgrad.crc32"
-_PAUSE_ENV = "TGRAD_SAVE_PAUSE_AFTER_BYTES"
+# the header's dtype codes: torch dtype, NumPy dtype (None: no NumPy equivalent), element size
+_CODES = {"F64": (torch.float64, "<f8", 8), "F32": (torch.float32, "<f4", 4), "F16": (torch.float16, "<f2", 2),
+          "BF16": (torch.bfloat16, None, 2), "I64": (torch.int64, "<i8", 8), "I32": (torch.int32, "<i4", 4),
+          "I16": (torch.int16, "<i2", 2), "I8": (torch.int8, "i1", 1), "U8": (torch.uint8, "u1", 1),
+          "BOOL": (torch.bool, "?", 1), "U16": (torch.uint16, "<u2", 2), "U32": (torch.uint32, "<u4", 4),
+          "U64": (torch.uint64, "<u8", 8)}
+_BY_TORCH = {v[0]: k for k, v in _CODES.items()}
+_BY_NUMPY = {np.dtype(v[1]): k for k, v in _CODES.items() if v[1]}
+# the dtypes a tgrad tensor can have (uint16/32/64 only come from NumPy arrays)
+_TENSOR_CODES = ("F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL")
+_KEYS_KEY, _TREE_KEY, _CRC_KEY = "tgrad.keys", "tgrad.tree", "tgrad.crc32"
+_MAX_HEADER = 100_000_000  # safetensors refuses a larger header
 _SCALARS = (bool, int, float, str, type(None))
 
 
-def _is_flat(obj) -> bool:
-    return isinstance(obj, dict) and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items())
+# ----------------------------------------------------------------------------- save
+
+def _what(obj) -> str:
+    """What ``save`` accepts, for the error on anything else."""
+    return (f"tgrad.save stores tensors, numbers, strings, None and dicts/lists/tuples of them (and NumPy arrays), "
+            f"such as a state_dict(), not {type(obj).__name__} objects")
+
+
+def _refuse(obj, path):
+    where = f" (at {'/'.join(path)})" if path else ""
+    if not isinstance(obj, type) and callable(getattr(obj, "state_dict", None)):
+        # a Module, an optimizer, a scheduler: what it holds is its state_dict(); its code is not data
+        raise TypeError(f"{_what(obj)}{where}. A whole {type(obj).__name__} cannot be saved without pickling its "
+                        f"code: save its state_dict() instead, as in tgrad.save(model.state_dict(), path), and "
+                        f"restore it with model.load_state_dict(tgrad.load(path)) (PyTorch 2.6+ refuses to load a "
+                        f"pickled {type(obj).__name__} by default too)")
+    raise TypeError(f"{_what(obj)}{where}")
+
+
+def _array(a) -> torch.Tensor:
+    """A NumPy array (or NumPy scalar) as a CPU tensor over its little-endian bytes."""
+    a = np.asarray(a)
+    code = _BY_NUMPY.get(a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype)
+    if code is None:
+        raise TypeError(f"tgrad.save: unsupported NumPy dtype {a.dtype} (tgrad.save stores arrays of "
+                        f"{', '.join(str(d) for d in _BY_NUMPY)})")
+    a = a.astype(np.dtype(_CODES[code][1]), order="C", copy=False)
+    return torch.from_numpy(a if a.flags.writeable else a.copy())  # (torch warns on read-only arrays)
 
 
 def _skeleton(obj, path, tensors):
-    """``obj`` as JSON-able data with each tensor replaced by a reference into ``tensors``."""
-    if isinstance(obj, Tensor):
-        name = "/".join(path) or "tensor"
-        tensors[name] = obj
-        return {"__tensor__": name}
+    """``obj`` as JSON-able data with each tensor and array replaced by a reference into ``tensors``."""
+    numeric = isinstance(obj, np.ndarray) or isinstance(obj, np.generic) and obj.dtype.kind in "biuf"
+    if isinstance(obj, Tensor) or numeric:
+        name = base = "/".join(path) or "tensor"
+        i = 1
+        while name in tensors:  # {"a/b": x, "a": {"b": y}}: two paths, one name
+            name, i = f"{base}#{i}", i + 1
+        if isinstance(obj, Tensor):
+            tensors[name] = obj._data
+            return {"__tensor__": name}
+        tensors[name] = _array(obj)
+        return {"__ndarray__": name, "scalar": True} if isinstance(obj, np.generic) else {"__ndarray__": name}
     if isinstance(obj, dict):
         pairs = []
         for k, v in obj.items():
@@ -75,56 +123,64 @@ def _skeleton(obj, path, tensors):
         return {"__tuple__": items} if isinstance(obj, tuple) else items
     if isinstance(obj, _SCALARS):
         return obj
-    raise TypeError(f"tgrad.save stores tensors, numbers, strings, None and dicts/lists/tuples of them (such as "
-                    f"a state_dict()), not {type(obj).__name__} objects")
+    _refuse(obj, path)
 
 
-def _rebuild(node, tensors):
-    if isinstance(node, list):
-        return [_rebuild(v, tensors) for v in node]
-    if isinstance(node, dict):
-        if "__tensor__" in node:
-            return tensors[node["__tensor__"]]
-        if "__tuple__" in node:
-            return tuple(_rebuild(v, tensors) for v in node["__tuple__"])
-        return {k: _rebuild(v, tensors) for k, v in node["__dict__"]}
-    return node
+def _checksum(metadata: dict, table, chunks) -> str:
+    """CRC-32 of the metadata but the checksum, the tensor table, then the byte chunks."""
+    rest = {k: v for k, v in metadata.items() if k != _CRC_KEY}
+    crc = zlib.crc32(json.dumps([rest, table], sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    for chunk in chunks:
+        crc = zlib.crc32(chunk, crc)
+    return f"{crc:08x}"
 
 
 def _encode(obj) -> bytes:
-    if sys.byteorder != "little":  # pragma: no cover - every supported platform is little-endian
-        raise RuntimeError("tgrad.save writes little-endian bytes and needs a little-endian host")
-    if _is_flat(obj):
-        tensors, metadata = dict(obj), {"format": "pt"}
+    if isinstance(obj, dict) and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items()):
+        tensors = {k: v._data for k, v in obj.items()}
+        metadata = {"format": "pt", _KEYS_KEY: json.dumps(list(tensors))}
     else:
         tensors = {}
         metadata = {"format": "pt", _TREE_KEY: json.dumps(_skeleton(obj, [], tensors))}
-    entries, blobs, offset = {}, [], 0
+    flat, seen = {}, set()
     for name, t in tensors.items():
-        data = t._data.detach()
-        if data.dtype not in _DTYPES:
-            raise TypeError(f"tgrad.save: unsupported dtype {data.dtype} for {name!r}")
-        blob = data.cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-        entries[name] = {"dtype": _DTYPES[data.dtype], "shape": list(data.shape),
-                         "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    data = b"".join(blobs)
-    metadata[_CRC_KEY] = _checksum(metadata, entries, data)
-    text = json.dumps({"__metadata__": metadata, **entries}, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)  # the data section starts 8-byte aligned
-    return struct.pack("<Q", len(text)) + text + data
+        code = _BY_TORCH.get(t.dtype)
+        if code is None:
+            raise TypeError(f"tgrad.save: unsupported dtype {t.dtype} for {name!r}")
+        t = t.detach().cpu().contiguous()
+        if t.numel() and t.untyped_storage().data_ptr() in seen:
+            t = t.clone()  # the same memory under two names (tied weights) is written twice
+        seen.add(t.untyped_storage().data_ptr())
+        flat[name] = t
+    names = sorted(flat)
+    table = [[n, _BY_TORCH[flat[n].dtype], list(flat[n].shape)] for n in names]
+    metadata[_CRC_KEY] = _checksum(metadata, table, (flat[n].reshape(-1).view(torch.uint8).numpy() for n in names))
+    return _sorted_metadata(safetensors.torch.save(flat, metadata=metadata))
 
 
-def _checksum(metadata: dict, entries: dict, data) -> str:
-    rest = {k: v for k, v in metadata.items() if k != _CRC_KEY}
-    crc = zlib.crc32(json.dumps([rest, entries], separators=(",", ":")).encode("utf-8"))
-    return f"{zlib.crc32(data, crc):08x}"
+def _sorted_metadata(payload: bytes) -> bytes:
+    """The library writes ``__metadata__`` in hash order, another at each call: put it in key order,
+    so that the same checkpoint is the same bytes (a permutation inside the header, same length)."""
+    (n,) = struct.unpack("<Q", payload[:8])
+    head, start = payload[8:8 + n].decode("utf-8"), len('{"__metadata__":')
+    if not head.startswith('{"__metadata__":'):
+        return payload
+    metadata, end = json.JSONDecoder().raw_decode(head, start)
+    text = json.dumps(dict(sorted(metadata.items())), separators=(",", ":"))
+    if len(text) != end - start:  # not reached: the metadata is ASCII, escaped alike by serde and json
+        return payload
+    return payload[:8] + (head[:start] + text + head[end:]).encode("utf-8") + payload[8 + n:]
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def save(obj, f) -> None:
-    """Write ``obj`` (a state dict, or nested dicts/lists of tensors and plain values) to ``f``
-    (a path, written atomically, or a binary file object)."""
+    """Write ``obj`` (a state dict, or nested dicts/lists of tensors, NumPy arrays and plain
+    values) to ``f`` (a path, written atomically, or a binary file object)."""
     payload = _encode(obj)
     if hasattr(f, "write"):
         f.write(payload)
@@ -133,17 +189,11 @@ def save(obj, f) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as out:
-            pause = os.environ.get(_PAUSE_ENV)
-            if pause:  # the test hook (module doc): half a file on disk, then wait to be killed
-                out.write(payload[:int(pause)])
-                out.flush()
-                os.fsync(out.fileno())
-                time.sleep(3600)
-                payload = payload[int(pause):]
-            out.write(payload)
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            _write_all(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -157,15 +207,62 @@ def save(obj, f) -> None:
             os.close(dfd)
 
 
+# ----------------------------------------------------------------------------- load
+
 def _corrupt(where, why):
     return RuntimeError(f"{where}: not a valid tgrad/safetensors checkpoint ({why})")
 
 
-def _decode(raw: bytes, where: str, device):
+_CONVERT = ("tgrad.load reads safetensors files and never unpickles. To convert it, in PyTorch: "
+            "sd = torch.load(path, map_location='cpu', weights_only=True), then "
+            "safetensors.torch.save_file(sd, 'model.safetensors') (a file tgrad.load reads), or "
+            "tgrad.save({k: tgrad.from_torch(v) for k, v in sd.items()}, 'model.safetensors')")
+# torch.save's legacy format opens with a pickled magic number (0x1950a86a20f9469cfc6c, a LONG1)
+_TORCH_MAGIC = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
+
+
+def _foreign(raw: bytes):
+    """What a file that does not start like a safetensors file is, or None when unknown."""
+    if raw[:4] == b"PK\x03\x04":
+        try:
+            names = zipfile.ZipFile(io.BytesIO(raw)).namelist()
+        except (zipfile.BadZipFile, ValueError):
+            names = []
+        if any("/code/" in n for n in names) and any(n.endswith("constants.pkl") for n in names):
+            return ("it is a TorchScript archive written by torch.jit.save, which holds code and pickles; "
+                    "tgrad.load reads safetensors files of tensors")
+        if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
+            return f"it is a PyTorch checkpoint written by torch.save (a zip archive holding data.pkl). {_CONVERT}"
+        if names and all(n.endswith(".npy") for n in names):
+            return "it is a NumPy .npz archive: read it with numpy.load"
+        return "it is a zip archive, not a safetensors file"
+    if raw[:1] == b"\x80" and _TORCH_MAGIC in raw[:24]:
+        return f"it is a PyTorch checkpoint written by torch.save in the legacy pickle format. {_CONVERT}"
+    if raw[:1] == b"\x80" and 2 <= raw[1] <= 5 and struct.unpack("<Q", raw[:8])[0] > _MAX_HEADER:
+        return f"it is a Python pickle (protocol {raw[1]}); tgrad.load reads safetensors files and never unpickles"
+    if raw.startswith(b"\x93NUMPY"):
+        return "it is a NumPy .npy file: read it with numpy.load"
+    if raw.startswith(b"\x89HDF\r\n\x1a\n"):
+        return "it is an HDF5 file (h5py, Keras), not a safetensors file"
+    if raw.startswith(b"\x1f\x8b"):
+        return "it is a gzip-compressed file: decompress it first"
+    if all(32 <= b < 127 or b in b"\t\r\n" for b in raw[:8]):
+        return f"it starts with text ({raw[:8].decode('ascii')!r}...), not with a safetensors header length"
+    return None
+
+
+def _header(raw: bytes, where: str):
+    """The JSON header (the library's bytes API does not return the metadata) and the data offset."""
     if len(raw) < 8:
         raise _corrupt(where, f"the file is truncated: {len(raw)} bytes, fewer than the 8-byte header length")
     (n,) = struct.unpack("<Q", raw[:8])
-    if 8 + n > len(raw):
+    if n > _MAX_HEADER or 8 + n > len(raw):
+        what = _foreign(raw)
+        if what:
+            raise _corrupt(where, what)
+        if n > _MAX_HEADER:
+            raise _corrupt(where, f"the first 8 bytes announce a header of {n} bytes, more than safetensors allows "
+                                  f"({_MAX_HEADER}): not a safetensors file, or a damaged one")
         raise _corrupt(where, f"the file is truncated: the header needs {n} bytes but only {len(raw) - 8} follow")
     try:
         header = json.loads(raw[8:8 + n].decode("utf-8"))
@@ -174,47 +271,118 @@ def _decode(raw: bytes, where: str, device):
     if not isinstance(header, dict):
         raise _corrupt(where, "the header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
-    data, tensors = memoryview(raw)[8 + n:], {}
-    for name, info in header.items():
-        try:
-            dtype = _BY_CODE[info["dtype"]]
-            shape = [int(s) for s in info["shape"]]
-            begin, end = (int(x) for x in info["data_offsets"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise _corrupt(where, f"bad header entry for {name!r}: {info!r}") from e
-        nbytes = int(np.prod(shape, dtype=np.int64)) * torch.empty((), dtype=dtype).element_size()
-        if end > len(data):
-            raise _corrupt(where, f"the file is truncated: tensor {name!r} ends at byte {end} of the data but the "
-                                  f"data has {len(data)} bytes")
-        if begin < 0 or end - begin != nbytes:
-            raise _corrupt(where, f"tensor {name!r} of shape {shape} and dtype {info['dtype']} needs {nbytes} "
-                                  f"bytes, but its offsets [{begin}, {end}] span {end - begin}")
-        if nbytes == 0:
-            t = torch.empty(shape, dtype=dtype)
-        else:
-            t = torch.from_numpy(np.frombuffer(data[begin:end], dtype=np.uint8).copy()).view(dtype).reshape(shape)
-        if device is not None:
-            t = t.to(device)
-        tensors[name] = Tensor._wrap(t)
+    if not isinstance(metadata, dict):
+        raise _corrupt(where, "__metadata__ is not a JSON object")
+    return header, metadata, 8 + n
+
+
+def _table(header: dict):
+    return [[name, header[name]["dtype"], header[name]["shape"]] for name in sorted(header)]
+
+
+def _chunks(header: dict, data: memoryview, trailing: bool):
+    for name in sorted(header):
+        begin, end = header[name]["data_offsets"]
+        yield data[begin:end]
+    if trailing:  # bytes that no tensor covers (only in a file the library rejected)
+        yield data[max((info["data_offsets"][1] for info in header.values()), default=0):]
+
+
+def _legacy_checksum(metadata: dict, header: dict, data) -> str:
+    """The checksum of files from tgrad's own writer before the safetensors package: the metadata
+    and the tensor entries as compact JSON in the file's order, then the whole data section."""
+    rest = {k: v for k, v in metadata.items() if k != _CRC_KEY}
+    return f"{zlib.crc32(data, zlib.crc32(json.dumps([rest, header], separators=(',', ':')).encode())):08x}"
+
+
+def _check_crc(metadata, header, data, where, trailing=False):
     if _CRC_KEY in metadata:
-        crc = _checksum(metadata, header, data)
-        if crc != metadata[_CRC_KEY]:
+        crc = _checksum(metadata, _table(header), _chunks(header, data, trailing))
+        if crc != metadata[_CRC_KEY] and _legacy_checksum(metadata, header, data) != metadata[_CRC_KEY]:
             raise _corrupt(where, f"the file is corrupted: its checksum is {crc}, but the header records "
                                   f"{metadata[_CRC_KEY]}")
-    if _TREE_KEY in metadata:
+
+
+def _explain(header: dict, metadata: dict, data: memoryview, where: str, error: Exception):
+    """Why safetensors refused a file whose header is JSON, in the file's terms."""
+    for name, info in header.items():
         try:
-            return _rebuild(json.loads(metadata[_TREE_KEY]), tensors)
-        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as e:
-            raise _corrupt(where, f"the structure in __metadata__ is damaged: {e!r}") from None
-    return tensors
+            code = info["dtype"]
+            shape = [int(s) for s in info["shape"]]
+            begin, end = (int(x) for x in info["data_offsets"])
+        except (KeyError, TypeError, ValueError):
+            return _corrupt(where, f"bad header entry for {name!r}: {info!r}")
+        if end > len(data):
+            return _corrupt(where, f"the file is truncated: tensor {name!r} ends at byte {end} of the data but the "
+                                   f"data has {len(data)} bytes")
+        if code in _CODES:
+            nbytes = int(np.prod(shape, dtype=np.int64)) * _CODES[code][2]
+            if begin < 0 or end - begin != nbytes:
+                return _corrupt(where, f"tensor {name!r} of shape {shape} and dtype {code} needs {nbytes} bytes, "
+                                       f"but its offsets [{begin}, {end}] span {end - begin}")
+    try:
+        _check_crc(metadata, header, data, where, trailing=True)
+    except RuntimeError as e:
+        return e
+    return _corrupt(where, f"safetensors refused it: {error}")
+
+
+def _decode(raw: bytes, where: str, device):
+    header, metadata, start = _header(raw, where)
+    data = memoryview(raw)[start:]
+    try:
+        entries = dict(safetensors.deserialize(raw))
+    except safetensors.SafetensorError as e:
+        raise _explain(header, metadata, data, where, e) from None
+    _check_crc(metadata, header, data, where)
+
+    def tensor(name):
+        code, shape, buf = entries[name]["dtype"], list(entries[name]["shape"]), entries[name]["data"]
+        if code not in _TENSOR_CODES:
+            raise RuntimeError(f"{where}: tensor {name!r} has dtype {code}, which tgrad tensors do not support "
+                               f"(tgrad supports {', '.join(_TENSOR_CODES)})")
+        dtype = _CODES[code][0]
+        t = (torch.from_numpy(np.frombuffer(buf, dtype=np.uint8).copy()).view(dtype).reshape(shape) if buf else
+             torch.empty(shape, dtype=dtype))
+        return Tensor._wrap(t if device is None else t.to(device))
+
+    def array(name):
+        code, shape, buf = entries[name]["dtype"], list(entries[name]["shape"]), entries[name]["data"]
+        if code not in _CODES or _CODES[code][1] is None:
+            raise _corrupt(where, f"array {name!r} has dtype {code}, which NumPy has no dtype for")
+        return np.frombuffer(buf, dtype=np.dtype(_CODES[code][1])).reshape(shape).copy()
+
+    for key, what in ((_TREE_KEY, "structure"), (_KEYS_KEY, "key list")):
+        if key in metadata:
+            try:
+                node = json.loads(metadata[key])
+                return _rebuild(node, tensor, array) if key == _TREE_KEY else {k: tensor(k) for k in node}
+            except (KeyError, TypeError, ValueError, IndexError) as e:
+                raise _corrupt(where, f"the {what} in __metadata__ is damaged: {e!r}") from None
+    return {name: tensor(name) for name in header}  # a plain safetensors file: its tensors in the file's order
+
+
+def _rebuild(node, tensor, array):
+    if isinstance(node, list):
+        return [_rebuild(v, tensor, array) for v in node]
+    if isinstance(node, dict):
+        if "__tensor__" in node:
+            return tensor(node["__tensor__"])
+        if "__ndarray__" in node:
+            a = array(node["__ndarray__"])
+            return a[()] if node.get("scalar") else a
+        if "__tuple__" in node:
+            return tuple(_rebuild(v, tensor, array) for v in node["__tuple__"])
+        return {k: _rebuild(v, tensor, array) for k, v in node["__dict__"]}
+    return node
 
 
 def load(f, map_location=None, weights_only=None, **kwargs):
     """Read what ``save`` wrote (or any safetensors file) from a path or binary file object.
 
     Returns the saved structure with tensors as tgrad tensors, on ``map_location`` (a device, or
-    the CPU when None). ``weights_only`` is accepted for PyTorch compatibility: nothing but
-    tensors and plain values can be loaded anyway."""
+    the CPU when None), and NumPy arrays as NumPy arrays. ``weights_only`` is accepted for PyTorch
+    compatibility: nothing but tensors, arrays and plain values can be loaded anyway."""
     device = None if map_location is None else torch.device(map_location)
     if hasattr(f, "read"):
         return _decode(f.read(), getattr(f, "name", "<file object>"), device)
