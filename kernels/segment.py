@@ -37,6 +37,10 @@ def set_deterministic(mode: bool) -> None:
     _enabled = bool(mode)
 
 
+def deterministic_enabled() -> bool:
+    return _enabled
+
+
 def deterministic(device: torch.device) -> bool:
     """Whether scatter-adds on ``device`` take the sort-based path."""
     return ALWAYS or (_enabled and device.type == "cuda")

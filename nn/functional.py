@@ -26,7 +26,6 @@ import tgrad
 from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.modes import is_grad_enabled
 from tgrad.kernels import dropout as KD
 from tgrad.kernels import embedding as KE
 from tgrad.kernels import layer_norm as KLN
@@ -235,8 +234,6 @@ class _LayerNorm(BuiltinFunction):
         x, w, b = ctx.saved_tensors
         shape, eps, M_, D = ctx.meta
         nx, nw, nb = ctx.needs_input_grad[:3]
-        if is_grad_enabled():
-            return _layer_norm_grads_ops(x, w, g, shape, eps, nx, nw, nb) + (None, None)
         mean, rstd = ctx.stats
         wb = w if w is not None else b
         dx, dw, db = KLN.layer_norm_backward(
@@ -245,6 +242,12 @@ class _LayerNorm(BuiltinFunction):
             wb_dtype=None if wb is None else wb._data.dtype)
         return (wrap(dx.view(x.shape)) if nx else None, wrap(dw.view(shape)) if nw else None,
                 wrap(db.view(shape)) if nb else None, None, None)
+
+    @staticmethod
+    def differentiable_backward(ctx, g):  # the kernel's formulas from differentiable ops
+        x, w, b = ctx.saved_tensors
+        shape, eps, _, _ = ctx.meta
+        return _layer_norm_grads_ops(x, w, g, shape, eps, *ctx.needs_input_grad[:3]) + (None, None)
 
 
 def _layer_norm_grads_ops(x, w, g, shape, eps, nx, nw, nb):
@@ -298,9 +301,8 @@ class _Dropout(BuiltinFunction):
     @staticmethod
     def backward(ctx, g):
         p, seed, offset, state = ctx.cfg
-        if is_grad_enabled():  # linear in g: the same masked scaling, recorded
-            return _Dropout.apply(g, p, seed, offset, state), None, None, None, None
-        return wrap(KD.dropout(g._data, p, seed, offset, state)), None, None, None, None
+        # linear in g: the same masked scaling, itself a Function (recorded under create_graph)
+        return _Dropout.apply(g, p, seed, offset, state), None, None, None, None
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -341,10 +343,8 @@ class _Embedding(BuiltinFunction):
     def backward(ctx, g):
         indices, = ctx.saved_tensors
         V, padding_idx = ctx.meta
-        if is_grad_enabled():
-            return _EmbeddingDense.apply(g, indices, V, padding_idx), None, None
-        D = g.shape[-1]
-        return wrap(KE.embedding_backward(indices._data, g._data.reshape(-1, D), V, padding_idx)), None, None
+        # the row scatter-add is itself a Function (recorded under create_graph)
+        return _EmbeddingDense.apply(g, indices, V, padding_idx), None, None
 
 
 class _EmbeddingDense(BuiltinFunction):

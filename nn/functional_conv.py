@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.modes import is_grad_enabled
 from tgrad.kernels import batch_norm as BN
 from tgrad.kernels import conv as CONV
 from tgrad.kernels import pool as POOL
@@ -61,12 +60,6 @@ class Convolution(BuiltinFunction):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         stride, padding, dilation, groups = ctx.conv
-        if is_grad_enabled():  # create_graph: the same GEMMs as recorded, differentiable Functions
-            # (with an edge to x for dx and to w for dw, whose derivative is undefined, as PyTorch's)
-            need = ctx.needs_input_grad
-            return (ZeroSlope.apply(ConvGradInput.apply(g, w, x.shape, ctx.conv), x, True) if need[0] else None,
-                    ZeroSlope.apply(ConvGradWeight.apply(x, g, w.shape, ctx.conv), w, True) if need[1] else None,
-                    g.sum((0, 2, 3)) if need[2] else None, None, None, None, None, None)
         gd = g._data
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
@@ -76,6 +69,16 @@ class Convolution(BuiltinFunction):
         if ctx.needs_input_grad[2]:
             db = wrap(reduce(gd, (0, 2, 3), "sum"))
         return dx, dw, db, None, None, None, None, None
+
+    @staticmethod
+    def differentiable_backward(ctx, g):  # the same GEMMs as recorded, differentiable Functions
+        x, w = ctx.saved_tensors
+        stride, padding, dilation, groups = ctx.conv
+        # (with an edge to x for dx and to w for dw, whose derivative is undefined, as PyTorch's)
+        need = ctx.needs_input_grad
+        return (ZeroSlope.apply(ConvGradInput.apply(g, w, x.shape, ctx.conv), x, True) if need[0] else None,
+                ZeroSlope.apply(ConvGradWeight.apply(x, g, w.shape, ctx.conv), w, True) if need[1] else None,
+                g.sum((0, 2, 3)) if need[2] else None, None, None, None, None, None)
 
 
 class ConvGradInput(BuiltinFunction):
@@ -275,9 +278,6 @@ class MaxPool2d(BuiltinFunction):
     def backward(ctx, g, _):
         if g is None:
             return (None,) * 6
-        if is_grad_enabled():  # create_graph: the scatter as a recorded op
-            idx, = ctx.saved_tensors
-            return (MaxPool2dBackward.apply(g, ctx.x, idx, ctx.pool),) + (None,) * 5
         idx, = ctx.saved_tensors
         shape, kernel, stride, padding, dilation = ctx.pool
         gd, idxd = g._data, idx._data
@@ -285,6 +285,13 @@ class MaxPool2d(BuiltinFunction):
             gd, idxd = gd.unsqueeze(0), idxd.unsqueeze(0)
         dx = POOL.max_pool2d_backward(gd, idxd, shape, kernel, stride, padding, dilation)
         return (wrap(dx.view(g.shape[:-2] + tuple(shape[-2:]))),) + (None,) * 5
+
+    @staticmethod
+    def differentiable_backward(ctx, g, _):  # the scatter as a recorded op
+        if g is None:
+            return (None,) * 6
+        idx, = ctx.saved_tensors
+        return (MaxPool2dBackward.apply(g, ctx.x, idx, ctx.pool),) + (None,) * 5
 
 
 class MaxPool2dBackward(BuiltinFunction):
@@ -335,12 +342,14 @@ class AvgPool2d(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        if is_grad_enabled():  # create_graph: the scatter as a recorded op (x: zero derivative)
-            return (ZeroSlope.apply(AvgPool2dBackward.apply(g, ctx.pool, ctx.ceil_mode), ctx.x),) + (None,) * 6
         shape, kernel, stride, padding, count_include_pad, divisor_override = ctx.pool
         gd = g._data if g.ndim == 4 else g._data.unsqueeze(0)
         dx = POOL.avg_pool2d_backward(gd, shape, kernel, stride, padding, count_include_pad, divisor_override)
         return (wrap(dx if g.ndim == 4 else dx.squeeze(0)),) + (None,) * 6
+
+    @staticmethod
+    def differentiable_backward(ctx, g):  # the scatter as a recorded op (x: zero derivative)
+        return (ZeroSlope.apply(AvgPool2dBackward.apply(g, ctx.pool, ctx.ceil_mode), ctx.x),) + (None,) * 6
 
 
 class AvgPool2dBackward(BuiltinFunction):
@@ -400,16 +409,22 @@ class BatchNorm(BuiltinFunction):
         mean, rstd, training = ctx.stats
         need = ctx.needs_input_grad
         (w_shape, w_dtype), (b_shape, b_dtype) = [(None, None) if v is None else v for v in ctx.vec_meta]
-        if is_grad_enabled():  # create_graph: the same formulas from differentiable ops
-            dx, dw, db = _batch_norm_grads_ops(x, weight, g, ctx, need)
-            if not training and dx is not None:  # x's derivative of w rstd g: undefined, as PyTorch's
-                dx = ZeroSlope.apply(dx, x, True)
-            return (dx, None if dw is None else dw.reshape(w_shape).to(w_dtype),
-                    None if db is None else db.reshape(b_shape).to(b_dtype), None, None, None, None, None)
         dx, dw, db = BN.batch_norm_backward(x._data, g._data, None if weight is None else weight._data.view(-1),
                                             mean, rstd, training, need[0], need[1] or need[2], w_dtype, b_dtype)
         return (wrap(dx) if need[0] else None, wrap(dw.view(w_shape)) if need[1] else None,
                 wrap(db.view(b_shape)) if need[2] else None, None, None, None, None, None)
+
+    @staticmethod
+    def differentiable_backward(ctx, g):  # the same formulas from differentiable ops
+        x, weight = ctx.saved_tensors
+        mean, rstd, training = ctx.stats
+        need = ctx.needs_input_grad
+        (w_shape, w_dtype), (b_shape, b_dtype) = [(None, None) if v is None else v for v in ctx.vec_meta]
+        dx, dw, db = _batch_norm_grads_ops(x, weight, g, ctx, need)
+        if not training and dx is not None:  # x's derivative of w rstd g: undefined, as PyTorch's
+            dx = ZeroSlope.apply(dx, x, True)
+        return (dx, None if dw is None else dw.reshape(w_shape).to(w_dtype),
+                None if db is None else db.reshape(b_shape).to(b_dtype), None, None, None, None, None)
 
 
 def _batch_norm_grads_ops(x, w, g, ctx, need):

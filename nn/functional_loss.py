@@ -17,13 +17,15 @@ from __future__ import annotations
 import math
 import warnings
 
+import tgrad
 from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.modes import is_grad_enabled
 from tgrad.kernels import cross_entropy as KCE
 from tgrad.kernels import losses as KL
-from tgrad.ops._common import broadcast_shapes, check_runnable, result_type, sum_to_shape, wrap
+from tgrad.ops._common import broadcast_shapes, check_runnable, result_type, wrap
+from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor, _legacy_scalar
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -79,15 +81,18 @@ class _Pointwise(BuiltinFunction):
         x, y, w, q = ctx.saved_tensors
         param, reduction = ctx.cfg
         nx, ny = ctx.needs_input_grad[:2]
-        if is_grad_enabled():
-            dx, dy = _pointwise_grads_ops(cls.mode, x, y, w, q, param, reduction, g, nx, ny)
-        else:
-            data = [None if t is None else t._data for t in (x, y, w, q)]
-            dx, dy = KL.loss_backward(cls.mode, data[0], data[1], g._data, data[2], data[3], param,
-                                      reduction, need_dx=nx, need_dy=ny)
-            dx, dy = (None if d is None else wrap(d) for d in (dx, dy))
-        return (sum_to_shape(dx, x.shape) if nx else None, sum_to_shape(dy, y.shape) if ny else None,
-                None, None, None, None)
+        data = [None if t is None else t._data for t in (x, y, w, q)]
+        dx, dy = KL.loss_backward(cls.mode, data[0], data[1], g._data, data[2], data[3], param,
+                                  reduction, need_dx=nx, need_dy=ny)
+        return (wrap(dx) if nx else None, wrap(dy) if ny else None, None, None, None, None)
+
+    @classmethod
+    def differentiable_backward(cls, ctx, g):  # the kernel's formulas from differentiable ops
+        x, y, w, q = ctx.saved_tensors
+        param, reduction = ctx.cfg
+        nx, ny = ctx.needs_input_grad[:2]
+        dx, dy = _pointwise_grads_ops(cls.mode, x, y, w, q, param, reduction, g, nx, ny)
+        return dx if nx else None, dy if ny else None, None, None, None, None
 
 
 def _pointwise_class(mode, node):
@@ -229,9 +234,8 @@ class _CrossEntropy(BuiltinFunction):
         x, target, w = ctx.saved_tensors
         ignore_index, smoothing, reduction, softmax, (N, C, I) = ctx.cfg
         nx, nt, nw = ctx.needs_input_grad[:3]
-        if is_grad_enabled() or nw:
-            grads = _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw)
-            return grads + (None,) * 5
+        if nw:  # the kernel has no weight gradient: the recorded formulas give all three
+            return _CrossEntropy.differentiable_backward(ctx, g)
         prob = target.dtype.is_floating_point
         dx, dt = KCE.cross_entropy_backward(
             x._data.reshape(N, C, I), target._data.reshape((N, C, I) if prob else (N, I)),
@@ -240,6 +244,11 @@ class _CrossEntropy(BuiltinFunction):
             reduction, softmax, need_dx=nx, need_target=nt)
         return (wrap(dx.view(x.shape)) if nx else None, wrap(dt.view(x.shape)) if nt else None,
                 None, None, None, None, None, None)
+
+    @staticmethod
+    def differentiable_backward(ctx, g):  # the kernel's formulas from differentiable ops
+        x, target, w = ctx.saved_tensors
+        return _cross_entropy_grads_ops(ctx, g, x, target, w, *ctx.needs_input_grad[:3]) + (None,) * 5
 
 
 class _NllLoss(_CrossEntropy):
@@ -264,10 +273,10 @@ def _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw):
             p = p * (1.0 - eps) + eps / C
         a = p * wb if wb is not None else p
     else:
-        from .functional import one_hot
         t = target.reshape(N, I)
         valid = t != ignore_index
-        hot = one_hot(ops.where(valid, t, 0), C).to(x.dtype).movedim(-1, 1)
+        classes = tgrad.arange(C, device=x.device).reshape(1, C, 1)
+        hot = (ops.where(valid, t, 0).reshape(N, 1, I) == classes).to(x.dtype)
         w_t = (hot * wb).sum(1, keepdim=True) if wb is not None else 1.0
         a = hot * ((1.0 - eps) * w_t)
         if eps:
@@ -281,7 +290,6 @@ def _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw):
     if nx:
         dx = (gr * (a.sum(1, keepdim=True) * lp.exp() - a) if softmax else -(gr * a)).reshape(x.shape)
         if not softmax:  # nll's gradient reads x only to pick a class: x's derivative is zero
-            from tgrad.ops.formula import ZeroSlope
             dx = ZeroSlope.apply(dx, x)
     if nt:
         dt = (-(gr * (1.0 - eps)) * (wb if wb is not None else 1.0) * lp).reshape(x.shape)

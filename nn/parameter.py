@@ -2,6 +2,7 @@
 an attribute."""
 from __future__ import annotations
 
+from tgrad.ops.factories import empty
 from tgrad.tensor import Tensor
 
 __all__ = ["Parameter"]
@@ -9,7 +10,6 @@ __all__ = ["Parameter"]
 
 def _as_tensor(data):
     if data is None:
-        from tgrad.ops import empty
         return empty(0)
     if not isinstance(data, Tensor):
         raise TypeError(f"expected a tgrad.Tensor as data, got {type(data).__name__}")

@@ -4,6 +4,8 @@
 custom Functions, ``tgrad.nn`` and ``tgrad.optim``. CPU tensors run the kernels through Triton's
 interpreter; CUDA tensors run them compiled.
 """
+import importlib
+
 from ._dtype import (Size, bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: F401,A004
                      get_default_dtype, half, int, int8, int16, int32, int64, long, set_default_dtype, short,
                      uint8)
@@ -15,6 +17,7 @@ from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
 from . import backends, cuda, graphs, return_types, viz  # noqa: F401
+from tgrad.kernels import segment
 from tgrad.kernels.launch import count_launches  # noqa: F401
 from .ops.random import Generator  # noqa: F401
 from .serialization import load, save  # noqa: F401
@@ -28,13 +31,11 @@ def use_deterministic_algorithms(mode: bool) -> None:
     """On by default in tgrad: scatter-adds on CUDA (embedding and indexing backward, scatter_add)
     sort their keys and sum each destination in a fixed order instead of using float atomics, so
     training is bit-for-bit repeatable. ``False`` allows the faster atomic path."""
-    from tgrad.kernels import segment
     segment.set_deterministic(mode)
 
 
 def are_deterministic_algorithms_enabled() -> bool:
-    from tgrad.kernels import segment
-    return segment._enabled
+    return segment.deterministic_enabled()
 
 
 def is_tensor(obj):
@@ -49,6 +50,5 @@ def __getattr__(name):
     # `import tgrad as torch; torch.nn.Linear` works as with torch, while the core itself still
     # never imports nn/optim/utils: they load on first access
     if name in ("nn", "optim", "utils"):
-        import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 
+from .. import functional
+from .activation import ReLU
+from .linear import Linear
 from .module import Module
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "Unflatten"]
@@ -88,7 +91,7 @@ class Sequential(Module):
                 # Linear then ReLU: one matmul launch with the ReLU in its epilogue and one fused
                 # backward (node ReluBackward0, as unfused), instead of a matmul plus a pointwise each way
                 linear = modules[i]
-                input = _functional().linear_act(input, linear.weight, linear.bias, "relu")
+                input = functional.linear_act(input, linear.weight, linear.bias, "relu")
                 i += 2
                 continue
             input = modules[i](input)
@@ -96,16 +99,9 @@ class Sequential(Module):
         return input
 
 
-def _functional():
-    from .. import functional
-    return functional
-
-
 def _fusable_linear_relu(first, second) -> bool:
     """Exactly a Linear and a non-inplace ReLU, neither with hooks or a replaced forward: then the
     fused call computes what calling both would, and nothing could observe the difference."""
-    from .activation import ReLU
-    from .linear import Linear
     return (type(first) is Linear and type(second) is ReLU and not second.inplace
             and not (first._forward_hooks or first._forward_pre_hooks or second._forward_hooks
                      or second._forward_pre_hooks)
