@@ -34,7 +34,7 @@ from tgrad.kernels import matmul as KM
 from tgrad.kernels.pointwise import pointwise
 from tgrad.kernels.reduce import reduce as _reduce
 from tgrad.ops.formula import traced_backward
-from tgrad.ops.inplace import inplace
+from tgrad.ops.inplace import write_inplace
 from tgrad.ops.registry import NN_FUNCTIONAL
 from tgrad.ops.table import BY_NAME as OP_ROWS
 from tgrad.ops._common import check_runnable, wrap
@@ -318,7 +318,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     seed, offset = default_generator._seed, default_generator.take(KD.counters_for(input.numel()))
     state = default_generator.graph_state
     if inplace:
-        return inplace(input, lambda t: _Dropout.apply(t, float(p), seed, offset, state))
+        return write_inplace(input, lambda t: _Dropout.apply(t, float(p), seed, offset, state))
     return _Dropout.apply(input, float(p), seed, offset, state)
 
 

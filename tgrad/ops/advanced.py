@@ -31,9 +31,9 @@ from tgrad.kernels import math_ops as M
 from .factories import tensor
 from ._common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
-from .inplace import inplace
+from .inplace import write_inplace
 from .pointwise import Where
-from .views import _scatter_into_zeros, normalize_basic, rebase_history
+from .views import normalize_basic, rebase_history, scatter_slice_into_zeros
 
 __all__ = ["index_select", "gather", "scatter_add", "masked_fill", "masked_select", "nonzero", "sort", "argsort"]
 
@@ -388,7 +388,7 @@ class ScatterAdd(BuiltinFunction):
         if ctx.needs_input_grad[1]:
             gs = Gather.apply(g, ctx.plan)
             if tuple(gs.shape) != tuple(ctx.src_shape):  # src elements past index's extent get none
-                gs = _scatter_into_zeros(gs, ctx.src_shape, tuple(slice(0, s) for s in gs.shape))
+                gs = scatter_slice_into_zeros(gs, ctx.src_shape, tuple(slice(0, s) for s in gs.shape))
         return g, gs, None
 
 
@@ -438,7 +438,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
 
 def masked_fill_(x: Tensor, mask: Tensor, value) -> Tensor:
     value = _mask_value(x, mask, value)
-    return inplace(x, MaskedFill.apply, mask, value, formula=_masked_fill_formula)
+    return write_inplace(x, MaskedFill.apply, mask, value, formula=_masked_fill_formula)
 
 
 class MaskedSelect(Index):

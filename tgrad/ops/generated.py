@@ -17,7 +17,7 @@ from ..tensor import Tensor, _legacy_scalar
 from . import registry
 from ._common import as_operand, check_runnable, result_type, wrap
 from .formula import fused, traced_backward
-from .inplace import inplace
+from .inplace import write_inplace
 from .table import ROWS
 
 
@@ -201,7 +201,7 @@ def make_inplace(row, op):
         cls = _select(row, values[:n])  # PyTorch's TypeError for a number it refuses
         if row.inplace_node is not None and cls is function_class(row):
             cls = _inplace_class(row)
-        return inplace(self, lambda t, *o: cls.apply(t, *o, *params), *others, formula=row.forward,
+        return write_inplace(self, lambda t, *o: cls.apply(t, *o, *params), *others, formula=row.forward,
                        params=tuple(params) + row.constants)
 
     op_.__name__ = op_.__qualname__ = row.name + "_"

@@ -8,7 +8,7 @@ from .formula import fused
 from .views import rebase_history
 
 
-def inplace(t: Tensor, fn, *others, formula=None, params=()):
+def write_inplace(t: Tensor, fn, *others, formula=None, params=()):
     """``t <- fn(t, *others)`` in place. Without a graph to record, the kernel writes straight into
     ``t`` (one launch); with one, the out-of-place result is computed, copied in, and ``t`` takes
     its history (PyTorch's rebase), after the tensors the new node saved are protected."""

@@ -17,7 +17,7 @@ from ._common import broadcast_shapes
 from .formula import fused
 from .generated import check_cast
 from .indexing import getitem, setitem
-from .inplace import inplace
+from .inplace import write_inplace
 from .registry import FUNCTIONS, METHODS
 from .views import refresh_view
 
@@ -68,7 +68,7 @@ METHODS["select"] = _select
 METHODS["T"] = property(lambda self: shape.permute(self, *reversed(range(self.ndim))))
 METHODS["mT"] = property(lambda self: shape.transpose(self, -2, -1))
 METHODS["masked_fill_"] = lambda self, mask, value: advanced.masked_fill_(self, mask, value)
-METHODS["scatter_add_"] = lambda self, dim, index, src: inplace(
+METHODS["scatter_add_"] = lambda self, dim, index, src: write_inplace(
     self, lambda a, i, s: advanced.scatter_add(a, dim, i, s), index, src)
 
 
@@ -150,8 +150,8 @@ def _inplace_binary(fn, formula):
     def method(self, other, *, alpha=None):
         check_cast(self, other)
         if alpha is not None:
-            return inplace(self, lambda a, b: fn(a, b, alpha=alpha), other, formula=formula, params=(alpha,))
-        return inplace(self, fn, other, formula=formula, params=(1.0,))
+            return write_inplace(self, lambda a, b: fn(a, b, alpha=alpha), other, formula=formula, params=(alpha,))
+        return write_inplace(self, fn, other, formula=formula, params=(1.0,))
     return method
 
 
@@ -161,21 +161,21 @@ METHODS["sub_"] = _inplace_binary(FUNCTIONS["sub"], M.sub)
 
 def _mul_(self, other):
     check_cast(self, other)
-    return inplace(self, FUNCTIONS["mul"], other, formula=M.mul)
+    return write_inplace(self, FUNCTIONS["mul"], other, formula=M.mul)
 
 
 def _div_(self, other):
     check_cast(self, other, division=True)
-    return inplace(self, FUNCTIONS["div"], other, formula=M.div)
+    return write_inplace(self, FUNCTIONS["div"], other, formula=M.div)
 
 
 def _pow_(self, e):
     check_cast(self, e)
     if not self.dtype.is_floating_point:  # integer powers are rounded by the out-of-place op
-        return inplace(self, FUNCTIONS["pow"], e)
+        return write_inplace(self, FUNCTIONS["pow"], e)
     if isinstance(e, numbers.Number):  # the scalar formula: x**2 exactly x*x, as out of place
-        return inplace(self, lambda a: FUNCTIONS["pow"](a, e), formula=M.pow_scalar, params=(e,))
-    return inplace(self, FUNCTIONS["pow"], e, formula=M.pow_)
+        return write_inplace(self, lambda a: FUNCTIONS["pow"](a, e), formula=M.pow_scalar, params=(e,))
+    return write_inplace(self, FUNCTIONS["pow"], e, formula=M.pow_)
 
 
 METHODS["mul_"], METHODS["div_"], METHODS["pow_"] = _mul_, _div_, _pow_
@@ -188,10 +188,10 @@ METHODS["__itruediv__"] = lambda self, other: self.div_(other)
 def _clamp_(self, min=None, max=None):  # noqa: A002
     check_cast(self, *(b for b in (min, max) if b is not None))
     if not self.dtype.is_floating_point or isinstance(min, Tensor) or isinstance(max, Tensor):
-        return inplace(self, lambda a: FUNCTIONS["clamp"](a, min, max))  # no +-inf bound in integer dtypes
+        return write_inplace(self, lambda a: FUNCTIONS["clamp"](a, min, max))  # no +-inf bound in integer dtypes
     lo = -float("inf") if min is None else min
     hi = float("inf") if max is None else max
-    return inplace(self, lambda a: FUNCTIONS["clamp"](a, min, max), formula=M.clamp, params=(lo, hi))
+    return write_inplace(self, lambda a: FUNCTIONS["clamp"](a, min, max), formula=M.clamp, params=(lo, hi))
 
 
 METHODS["clamp_"] = METHODS["clip_"] = _clamp_
@@ -202,12 +202,12 @@ def _fill_(self, value):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
                                "dimensions.")
-        return inplace(self, P.FillTensor.apply, value, formula=M.second)
-    return inplace(self, lambda a: P.Fill.apply(a, value), formula=M.fill, params=(value,))
+        return write_inplace(self, P.FillTensor.apply, value, formula=M.second)
+    return write_inplace(self, lambda a: P.Fill.apply(a, value), formula=M.fill, params=(value,))
 
 
 METHODS["fill_"] = _fill_
-METHODS["zero_"] = lambda self: inplace(self, lambda a: P.Zero.apply(a, 0), formula=M.fill, params=(0,))
+METHODS["zero_"] = lambda self: write_inplace(self, lambda a: P.Zero.apply(a, 0), formula=M.fill, params=(0,))
 
 
 def _copy_(self, src, non_blocking=False):
@@ -216,7 +216,7 @@ def _copy_(self, src, non_blocking=False):
     if src.device != self.device:
         src = src.to(device=self.device)
     broadcast_shapes(self.shape, src.shape)
-    return inplace(self, P.Copy.apply, src, formula=M.second)
+    return write_inplace(self, P.Copy.apply, src, formula=M.second)
 
 
 def _accumulate_(self, other):

@@ -78,7 +78,7 @@ def _zeros(shape, like: Tensor) -> Tensor:
     return wrap(torch.zeros(tuple(shape), dtype=like._data.dtype, device=like.device))
 
 
-def _scatter_into_zeros(g: Tensor, shape, index) -> Tensor:
+def scatter_slice_into_zeros(g: Tensor, shape, index) -> Tensor:
     """zeros(shape) with ``g`` written at basic index ``index`` (the backward of a slice)."""
     z = _zeros(shape, g)
     fused(M.identity, [g], g.dtype, out=wrap(z._data[index]), compute=g.dtype)
@@ -230,7 +230,7 @@ class ScatterSlice(BuiltinFunction):
     @staticmethod
     def forward(ctx, g, shape, index):
         ctx.index = index
-        return _scatter_into_zeros(g, shape, index)
+        return scatter_slice_into_zeros(g, shape, index)
 
     @staticmethod
     def backward(ctx, gg):
