@@ -27,6 +27,7 @@ from . import math_ops
 from .capture import is_capturing
 from .launch import launch
 from .pointwise import _collapse, cdiv, next_pow2
+from .reduce import reduce
 
 __all__ = ["matmul", "ACTIVATIONS"]
 
@@ -284,7 +285,6 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
     sums = None
     if rowsum:
         if N == 0:  # no program runs, but the rows of a still have sums
-            from .reduce import reduce
             sums = reduce(a, (1,), "sum", out_dtype=out.dtype)
         else:
             sums = torch.empty((M,), dtype=out.dtype, device=a.device)

@@ -247,11 +247,12 @@ class Function(metaclass=_FunctionMeta):
         if kwargs and not builtin:  # keyword arguments count as forward arguments (needs_input_grad, grads)
             bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
             args, kwargs = bound.args[1:], bound.kwargs
-        ctx = cls._backward_cls()
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        ctx.needs_input_grad = needs
         # inference mode records no graph even under a nested enable_grad()
         track = any(needs) and is_grad_enabled() and not _inference_mode_enabled()
+        # a graph node only when something is recorded; otherwise forward gets a plain context
+        ctx = cls._backward_cls() if track else FunctionCtx()
+        ctx.needs_input_grad = needs
         with no_grad():
             outputs = cls.forward(ctx, *args, **kwargs)
         if not track:
