@@ -15,3 +15,6 @@ def _structseq(name):
 
 max = _structseq("max")  # noqa: A001
 min = _structseq("min")  # noqa: A001
+topk = _structseq("topk")
+median = _structseq("median")
+mode = _structseq("mode")
