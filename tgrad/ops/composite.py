@@ -514,8 +514,7 @@ def meshgrid(*tensors, indexing="ij"):
         ts[0], ts[1] = ts[1], ts[0]
     sizes = [t.numel() for t in ts]
     out = [t.reshape([-1 if k == i else 1 for k in range(len(ts))]).expand(*sizes) for i, t in enumerate(ts)]
-    if swap:
-        out = [o.transpose(0, 1) for o in out]
+    if swap:  # "xy": the first two inputs vary along columns and rows, in the swapped grid's shape
         out[0], out[1] = out[1], out[0]
     return tuple(out)
 
