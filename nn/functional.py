@@ -151,6 +151,42 @@ class _Linear(BuiltinFunction):
         return gz @ w if nx else None, g2.t() @ x.reshape(-1, K) if nw else None, g2.sum(0) if nb else None
 
 
+class _PlainLinear(_Linear):
+    """x W^T + b for a 2-D x, recorded as PyTorch records it: AddmmBackward0 with edges (bias, x,
+    W^T), or MmBackward0 with (x, W^T), where W^T is a TBackward0 view of the weight."""
+    node_name = "AddmmBackward0"
+
+    @classmethod
+    def forward(cls, ctx, bias, x, weight_t):
+        y = super().forward.__func__(cls, ctx, x, weight_t.t(), bias)
+        ctx.save_for_backward(x, weight_t)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, wt = ctx.saved_tensors
+        nb, nx, nw = ctx.needs_input_grad[:3]
+        tf32 = _allow_tf32(g)
+        dx = wrap(KM.matmul(g._data, wt._data.t(), allow_tf32=tf32)) if nx else None
+        if nw and nb:  # dW = dZ^T X and db = dZ^T 1 from one launch (db summed beside the product)
+            dw, db = (wrap(t) for t in KM.matmul(g._data.t(), x._data, allow_tf32=tf32, rowsum=True))
+        else:
+            dw = wrap(KM.matmul(g._data.t(), x._data, allow_tf32=tf32)) if nw else None
+            db = wrap(_reduce(g._data, (0,), "sum")) if nb else None
+        return db, dx, None if dw is None else wrap(dw._data.t())
+
+    @staticmethod
+    def differentiable_backward(ctx, g):
+        x, wt = ctx.saved_tensors
+        nb, nx, nw = ctx.needs_input_grad[:3]
+        return g.sum(0) if nb else None, g @ wt.t() if nx else None, x.t() @ g if nw else None
+
+
+class _PlainMm(_PlainLinear):
+    node_name = "MmBackward0"
+    edge_args = (1, 2)
+
+
 def _linear_ops(x, w, b):
     z = x @ w.t()
     return z + b if b is not None else z
@@ -203,6 +239,9 @@ def linear_act(input, weight, bias=None, activation=None):
         raise RuntimeError(f"The expanded size of the tensor ({weight.shape[0]}) must match the existing "
                            f"size ({bias.shape[-1] if bias.ndim else 1}) at non-singleton dimension "
                            f"{len(target) - 1}.  Target sizes: {target}.  Tensor sizes: {list(bias.shape)}")
+    if activation is None and input.ndim == 2:
+        cls = _PlainLinear if bias is not None else _PlainMm
+        return cls.apply(bias, input, weight.t())
     return _linear_class(activation, bias is not None).apply(input, weight, bias)
 
 

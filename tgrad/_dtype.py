@@ -37,6 +37,18 @@ bool = dtype("bool", torch.bool, False, "BoolTensor")
 
 ALL = (float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, bool)
 _BY_NAME = {d.name: d for d in ALL}
+_BY_LEGACY = {d.legacy: d for d in ALL}
+
+
+def from_type_name(name: str):
+    """(dtype, device type) of a legacy type name: "torch.FloatTensor", "torch.cuda.LongTensor"
+    (also spelled with tgrad)."""
+    parts = name.split(".")
+    cuda = len(parts) == 3 and parts[1] == "cuda"
+    if parts[0] not in ("torch", "tgrad") or len(parts) not in (2, 3) or (len(parts) == 3 and not cuda) \
+            or parts[-1] not in _BY_LEGACY:
+        raise ValueError(f"invalid type: '{name}'")
+    return _BY_LEGACY[parts[-1]], "cuda" if cuda else "cpu"
 _BY_TORCH = {d.torch: d for d in ALL}
 
 # Promotion order inside a category (bool < integer < floating), as torch.result_type.

@@ -304,13 +304,20 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec):
-        if self._data.dim() == 0 and spec:
+        if self._data.dim() == 0:  # a 0-d tensor formats as its number, as PyTorch's
             return format(self.item(), spec)
         return repr(self)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False):
+        """The legacy type name, or a conversion to a dtype, a legacy type (``tgrad.FloatTensor``)
+        or a legacy type name (``"torch.cuda.FloatTensor"``)."""
         if dtype is None:
             return f"tgrad.{'cuda.' if self.is_cuda else ''}{self.dtype.legacy}"
+        if isinstance(dtype, str):
+            dtype, device = _dtype.from_type_name(dtype)
+            return self.to(dtype=dtype, device=device)
+        if isinstance(getattr(dtype, "dtype", None), _dtype.dtype):  # a legacy type class
+            return self.to(dtype.dtype)
         return self.to(dtype)
 
     def __hash__(self):

@@ -3,8 +3,9 @@
 Every public op is listed in ``registry``: the op table's rows (``table.py``, built by
 ``generated.py``) and the hand-written elementwise ops (``elementwise.py``) register themselves;
 the other families (reductions, matmul, shapes, indexing, factories, random) are registered below
-from their ``__all__``. ``methods.py`` adds the Tensor-only methods and operators; then the
-methods are installed on Tensor and the functions become this package's names.
+from their ``__all__``. ``methods.py`` adds the Tensor-only methods and operators; ``conventions``
+gives every op PyTorch's ``out=`` and ``keepdims=``; then the methods are installed on Tensor and
+the functions become this package's names.
 """
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from . import generated, elementwise, composite  # noqa: F401  (they register th
 from . import advanced, factories, matmul, random, reduce, shape
 from . import methods  # noqa: F401  (Tensor-only methods and operators)
 from ._common import result_type
+from .conventions import apply_to_registry
 
 for _module in (reduce, matmul, shape, advanced, factories, random):
     for _name in _module.__all__:
         registry.register(getattr(_module, _name), _name, method=False)
 registry.register(result_type, "result_type", method=False)
+apply_to_registry()  # out= and keepdims= on every op, once
 registry.install_methods(Tensor)
 
 globals().update(registry.FUNCTIONS)

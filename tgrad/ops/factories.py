@@ -15,7 +15,8 @@ from ._common import scalar_dtype
 
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_torch", "from_dlpack", "empty", "full", "zeros", "ones",
-           "zeros_like", "ones_like", "empty_like", "full_like", "FloatTensor", "DoubleTensor", "LongTensor"]
+           "zeros_like", "ones_like", "empty_like", "full_like", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
+           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
 
 
 def _shape(size):
@@ -136,16 +137,34 @@ def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
                 device=device if device is not None else t.device, requires_grad=requires_grad)
 
 
-def FloatTensor(*args):  # noqa: N802 - legacy constructor names
-    return _legacy(_dtype.float32, args)
+class LegacyType(type):
+    """``tgrad.FloatTensor`` and its kin: called, the legacy constructor (``FloatTensor([1, 2])``
+    copies data, ``FloatTensor(2, 3)`` allocates zeros); ``isinstance(t, tgrad.FloatTensor)`` asks
+    for a CPU tensor of that dtype; ``t.type(tgrad.FloatTensor)`` converts."""
+
+    def __call__(cls, *args, device=None):
+        return _legacy(cls.dtype, args)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+
+    def __repr__(cls):
+        return f"<class 'tgrad.{cls.__name__}'>"
 
 
-def DoubleTensor(*args):  # noqa: N802
-    return _legacy(_dtype.float64, args)
+def _legacy_type(name, dtype):
+    return LegacyType(name, (), {"dtype": dtype, "__module__": "tgrad"})
 
 
-def LongTensor(*args):  # noqa: N802
-    return _legacy(_dtype.int64, args)
+FloatTensor = _legacy_type("FloatTensor", _dtype.float32)
+DoubleTensor = _legacy_type("DoubleTensor", _dtype.float64)
+HalfTensor = _legacy_type("HalfTensor", _dtype.float16)
+LongTensor = _legacy_type("LongTensor", _dtype.int64)
+IntTensor = _legacy_type("IntTensor", _dtype.int32)
+ShortTensor = _legacy_type("ShortTensor", _dtype.int16)
+CharTensor = _legacy_type("CharTensor", _dtype.int8)
+ByteTensor = _legacy_type("ByteTensor", _dtype.uint8)
+BoolTensor = _legacy_type("BoolTensor", _dtype.bool)
 
 
 def _legacy(dtype, args):

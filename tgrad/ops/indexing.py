@@ -5,6 +5,9 @@ indices gather through a kernel (see ``ops/advanced.py``)."""
 from __future__ import annotations
 
 import operator
+import warnings
+
+import numpy as np
 
 from .. import _dtype
 from ..tensor import Tensor
@@ -52,7 +55,24 @@ def _node(x: Tensor, items, is_tuple):
     return node
 
 
+def as_index(index):
+    """PyTorch's reading of an index: a ``range`` is a list, and a short list holding sequences,
+    slices, None or ``...`` is a tuple of indices (deprecated there, with this warning)."""
+    if isinstance(index, range):
+        return list(index)
+    if isinstance(index, list) and len(index) < 32 and any(
+            isinstance(i, (list, tuple, range, slice, Tensor, np.ndarray)) or i is None or i is Ellipsis
+            for i in index):
+        warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+                      "in pytorch 2.9; use x[tuple(seq)] instead of x[seq].", UserWarning, stacklevel=3)
+        index = tuple(index)
+    if isinstance(index, tuple) and any(isinstance(i, range) for i in index):
+        index = tuple(list(i) if isinstance(i, range) else i for i in index)
+    return index
+
+
 def getitem(x: Tensor, index):
+    index = as_index(index)
     is_tuple = isinstance(index, tuple)
     items = tuple(_as_int(i) for i in (index if is_tuple else (index,)))
     if all(_is_basic(i) for i in items):
@@ -88,6 +108,7 @@ def _fit_value(value: Tensor, shape):
 
 
 def setitem(x: Tensor, index, value):
+    index = as_index(index)
     is_tuple = isinstance(index, tuple)
     items = tuple(_as_int(i) for i in (index if is_tuple else (index,)))
     if not all(_is_basic(i) for i in items):
