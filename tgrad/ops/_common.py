@@ -31,6 +31,11 @@ def check_runnable(*tensors):
     return dev
 
 
+def normalize_dim(x: Tensor, dim: int) -> int:
+    """``dim`` counted from 0 (a 0-d tensor has dim 0 and -1), with PyTorch's IndexError."""
+    return x._dim(dim) if x.ndim else 0
+
+
 def broadcast_shapes(*shapes):
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim

@@ -20,6 +20,13 @@ def register(fn, *names, function=True, method=True, nn_functional=False):
     return fn
 
 
+def op(*names, method=True):
+    """Decorator: ``@op("cumsum")`` registers a function as tgrad.cumsum and Tensor.cumsum."""
+    def decorate(fn):
+        return register(fn, *names, method=method)
+    return decorate
+
+
 def install_methods(tensor_cls):
     for name, fn in METHODS.items():
         setattr(tensor_cls, name, fn)

@@ -1,0 +1,327 @@
+"""Selection, counting, index updates and random draws composed from sort, gather, scatter,
+index put and comparisons: topk, median, mode, quantile, searchsorted, unique, bincount, histc,
+index_add/copy/fill, scatter, masked_scatter, isclose/allclose, multinomial, bernoulli."""
+from __future__ import annotations
+
+import builtins
+import math
+
+import torch
+
+from .. import _dtype, return_types
+from ..tensor import Tensor
+from . import advanced, factories, random, shape
+from ._common import normalize_dim
+from .elementwise import where
+from .registry import op
+from .arrange import cumsum
+
+
+# ----------------------------------------------------------------------------- comparisons
+
+@op("isclose")
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    if isinstance(other, Tensor) and input.dtype is not other.dtype:
+        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+    close = input == other
+    if input.dtype.is_floating_point or (isinstance(other, Tensor) and other.dtype.is_floating_point):
+        diff = (input - other).abs()
+        finite = diff.isfinite()
+        close = close | (finite & (diff <= atol + rtol * (other.abs() if isinstance(other, Tensor) else abs(other))))
+        if equal_nan:
+            close = close | (input.isnan() & (other.isnan() if isinstance(other, Tensor) else math.isnan(other)))
+    return close
+
+
+@op("allclose")
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+# ----------------------------------------------------------------------------- selection
+
+@op("topk")
+def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    d = normalize_dim(input, dim)
+    n = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    values, indices = advanced.sort(input, d, descending=largest, stable=True)
+    return return_types.topk(values.narrow(d, 0, k), indices.narrow(d, 0, k))
+
+
+@op("median")
+def median(input, dim=None, keepdim=False):  # noqa: A002
+    if dim is None:
+        flat = input.reshape(-1)
+        if flat.numel() == 0:
+            return factories.full((), math.nan, dtype=input.dtype, device=input.device)
+        values, _ = advanced.sort(flat, 0)
+        return values[(flat.numel() - 1) // 2]
+    d = normalize_dim(input, dim)
+    values, indices = advanced.sort(input, d, stable=True)
+    k = (input.shape[d] - 1) // 2
+    v, i = values.narrow(d, k, 1), indices.narrow(d, k, 1)
+    if not keepdim:
+        v, i = v.squeeze(d), i.squeeze(d)
+    return return_types.median(v, i)
+
+
+@op("quantile")
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else normalize_dim(x, dim)
+    scalar_q = not isinstance(q, Tensor)
+    qs = factories.tensor([q] if scalar_q else q.tolist() if q.ndim else [q.item()], dtype=_dtype.float64)
+    values, _ = advanced.sort(x, d)
+    n = x.shape[d]
+    outs = []
+    for qv in qs.tolist():
+        if not 0 <= qv <= 1:
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
+        pos = qv * (n - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        a, b = values.narrow(d, lo, 1), values.narrow(d, hi, 1)
+        frac = pos - lo
+        if interpolation == "linear":
+            v = a + (b - a) * frac
+        elif interpolation == "lower":
+            v = a
+        elif interpolation == "higher":
+            v = b
+        elif interpolation == "midpoint":
+            v = a + (b - a) * 0.5
+        elif interpolation == "nearest":
+            v = values.narrow(d, builtins.round(pos) if pos - lo != 0.5 else (lo if lo % 2 == 0 else hi), 1)
+        else:
+            raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                             f"Got {interpolation}")
+        if dim is None:
+            v = v.reshape(())
+        elif not keepdim:
+            v = v.squeeze(d)
+        outs.append(v)
+    return outs[0] if scalar_q or (isinstance(q, Tensor) and q.ndim == 0) else shape.stack(outs, 0)
+
+
+@op("searchsorted", method=False)
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):  # noqa: A002
+    right = right or side == "right"
+    values = input if isinstance(input, Tensor) else factories.tensor(input, dtype=sorted_sequence.dtype)
+    if sorter is not None:
+        sorted_sequence = advanced.gather(sorted_sequence, -1, sorter)
+    seq = sorted_sequence.unsqueeze(-2)                    # (..., 1, n)
+    v = values.unsqueeze(-1)                               # (..., m, 1)
+    below = (seq <= v) if right else (seq < v)
+    count = below.sum(-1)
+    return count.to(_dtype.int32) if out_int32 else count
+
+
+@op("bucketize", method=False)
+def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+@op("count_nonzero")
+def count_nonzero(input, dim=None):  # noqa: A002
+    return (input != 0).sum(dim) if dim is not None else (input != 0).sum()
+
+
+@op("argwhere")
+def argwhere(input):  # noqa: A002
+    return advanced.nonzero(input)
+
+
+@op("take_along_dim")
+def take_alongnormalize_dim(input, indices, dim=None):  # noqa: A002
+    if dim is None:
+        return advanced.gather(input.reshape(-1), 0, indices.reshape(-1))
+    d = normalize_dim(input, dim)
+    shape_b = [builtins.max(a, b) if k != d else b for k, (a, b) in enumerate(zip(input.shape, indices.shape))]
+    shape_x = [s if k == d else shape_b[k] for k, s in enumerate(input.shape)]
+    return advanced.gather(input.expand(*shape_x), d, indices.expand(*shape_b))
+
+
+# ----------------------------------------------------------------------------- index updates
+
+def _along(x: Tensor, dim: int, index: Tensor, like_shape):
+    """An index tensor of ``like_shape`` that holds ``index`` along ``dim`` (index_add's 1-d index
+    made scatter's full one)."""
+    view = [1] * len(like_shape)
+    view[dim] = index.numel()
+    return index.reshape(view).expand(*like_shape)
+
+
+@op("index_add")
+def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
+    d = normalize_dim(input, dim)
+    src = source if input.ndim else source.reshape(1)
+    x = input if input.ndim else input.reshape(1)
+    out = advanced.scatter_add(x, d, _along(x, d, index, src.shape), src * alpha if alpha != 1 else src)
+    return out if input.ndim else out.reshape(())
+
+
+def _positions(x: Tensor, dim: int, index: Tensor):
+    """The advanced index tuple that puts ``index`` (1-d) along ``dim``."""
+    return (slice(None),) * dim + (index,)
+
+
+@op("index_copy")
+def index_copy(input, dim, index, source):  # noqa: A002
+    out = input.clone()
+    out[_positions(out, normalize_dim(input, dim), index)] = source
+    return out
+
+
+@op("index_fill")
+def index_fill(input, dim, index, value):  # noqa: A002
+    out = input.clone()
+    out[_positions(out, normalize_dim(input, dim), index)] = value
+    return out
+
+
+def _scatter_index(index: Tensor, dim: int):
+    """scatter's index as an advanced-indexing tuple: ``index`` along ``dim``, the position of each
+    element elsewhere."""
+    grids = []
+    for k, n in enumerate(index.shape):
+        if k == dim:
+            grids.append(index)
+        else:
+            view = [1] * index.ndim
+            view[k] = n
+            grids.append(random.arange(n, device=index.device).reshape(view).expand(*index.shape))
+    return tuple(grids)
+
+
+@op("scatter")
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
+    if reduce is not None:
+        raise NotImplementedError("tgrad.scatter: the deprecated reduce= argument is not supported; use "
+                                  "scatter_reduce or scatter_add")
+    d = normalize_dim(input, dim)
+    fill = src if src is not None else value
+    out = input.clone()
+    if isinstance(fill, Tensor):
+        fill = fill[tuple(slice(0, n) for n in index.shape)]
+    out[_scatter_index(index, d)] = fill
+    return out
+
+
+@op("masked_scatter")
+def masked_scatter(input, mask, source):  # noqa: A002
+    out = input.clone()
+    m = mask.expand(*input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
+    n = int(m.sum().item())
+    out[m] = source.reshape(-1)[:n]
+    return out
+
+
+@op("bincount")
+def bincount(input, weights=None, minlength=0):  # noqa: A002
+    if input.ndim != 1 or input.dtype.is_floating_point:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if input.numel() and int(input.amin().item()) < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    n = builtins.max(int(input.amax().item()) + 1 if input.numel() else 0, minlength)
+    dtype = weights.dtype if weights is not None else _dtype.int64
+    if weights is not None and not weights.dtype.is_floating_point:
+        dtype = _dtype.float64
+    zeros = factories.zeros(n, dtype=dtype, device=input.device)
+    ones = weights.to(dtype) if weights is not None else factories.ones(input.shape[0], dtype=dtype,
+                                                                          device=input.device)
+    return advanced.scatter_add(zeros, 0, input, ones)
+
+
+@op("histc")
+def histc(input, bins=100, min=0, max=0):  # noqa: A002
+    lo, hi = float(min), float(max)
+    if lo == hi and input.numel():
+        lo, hi = float(input.amin().item()), float(input.amax().item())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    x = input.reshape(-1).detach()
+    inside = (x >= lo) & (x <= hi)
+    which = ((x - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).to(_dtype.int64)
+    counts = factories.zeros(bins, dtype=input.dtype, device=input.device)
+    return advanced.scatter_add(counts, 0, which, inside.to(input.dtype))
+
+
+@op("unique")
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    if dim is not None:
+        raise NotImplementedError("tgrad.unique: dim= is not supported (unique rows); flatten or compare rows")
+    flat = input.reshape(-1)
+    values, order = advanced.sort(flat, 0, stable=True)
+    if flat.numel() == 0:
+        first = factories.zeros(0, dtype=_dtype.bool, device=input.device)
+    else:
+        first = shape.cat([factories.ones(1, dtype=_dtype.bool, device=input.device),
+                           values.narrow(0, 1, flat.numel() - 1) != values.narrow(0, 0, flat.numel() - 1)], 0)
+    out = advanced.masked_select(values, first)
+    results = [out]
+    if return_inverse:
+        group = cumsum(first.to(_dtype.int64), 0) - 1
+        inverse = factories.zeros(flat.numel(), dtype=_dtype.int64, device=input.device)
+        inverse = advanced.scatter_add(inverse, 0, order, group)
+        results.append(inverse.reshape(tuple(input.shape)))
+    if return_counts:
+        starts = advanced.nonzero(first).reshape(-1)
+        ends = shape.cat([starts.narrow(0, 1, builtins.max(starts.numel() - 1, 0)),
+                          factories.tensor([flat.numel()], dtype=_dtype.int64, device=input.device)], 0)
+        results.append(ends - starts)
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+@op("mode")
+def mode(input, dim=-1, keepdim=False):  # noqa: A002
+    d = normalize_dim(input, dim)
+    x = input.movedim(d, -1)
+    counts = (x.unsqueeze(-1) == x.unsqueeze(-2)).sum(-1)      # how often each element occurs
+    top = counts.amax(-1, keepdim=True)
+    candidates = where(counts == top, x, math.inf if x.dtype.is_floating_point else
+                       torch.iinfo(x.dtype.torch).max)
+    value = candidates.amin(-1, keepdim=True)                   # the smallest most frequent value
+    hits = (x == value).to(_dtype.int64) * random.arange(1, x.shape[-1] + 1, device=x.device)
+    index = hits.amax(-1, keepdim=True) - 1                     # its last position, as PyTorch
+    value, index = value.movedim(-1, d), index.movedim(-1, d)
+    if not keepdim:
+        value, index = value.squeeze(d), index.squeeze(d)
+    return return_types.mode(value.detach() if not input.requires_grad else
+                                      advanced.gather(input, d, index.unsqueeze(d) if not keepdim else index)
+                                      .squeeze(d) if not keepdim else advanced.gather(input, d, index), index)
+
+
+# ----------------------------------------------------------------------------- random draws
+
+@op("bernoulli")
+def bernoulli(input, p=None, *, generator=None):  # noqa: A002
+    probs = input if p is None else factories.full(tuple(input.shape), float(p), dtype=input.dtype,
+                                                   device=input.device)
+    u = random.rand(*input.shape, generator=generator, dtype=_dtype.float64 if input.dtype is _dtype.float64
+                    else _dtype.float32, device=input.device)
+    return (u < probs.detach()).to(input.dtype)
+
+
+@op("multinomial")
+def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    probs = input.detach().to(_dtype.float64)
+    rows = probs.reshape(-1, probs.shape[-1])
+    n = rows.shape[-1]
+    if not replacement and num_samples > n:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if bool((rows < 0).any()) or not bool(rows.isfinite().all()):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if bool((rows.sum(-1) <= 0).any()):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if replacement:  # inverse CDF: the first bucket whose cumulative probability exceeds u
+        cdf = cumsum(rows / rows.sum(-1, keepdim=True), -1)
+        u = random.rand(rows.shape[0], num_samples, generator=generator, dtype=_dtype.float64, device=input.device)
+        picks = searchsorted(cdf, u, right=True).clamp(max=n - 1)
+    else:  # Gumbel top-k: keys log p - log(-log u) ordered give draws without replacement
+        u = random.rand(rows.shape[0], n, generator=generator, dtype=_dtype.float64, device=input.device)
+        keys = where(rows > 0, rows.log() - (-(u.clamp(min=1e-300)).log()).log(), -math.inf)
+        picks = topk(keys, num_samples, -1).indices
+    return picks.reshape(tuple(input.shape[:-1]) + (num_samples,))
