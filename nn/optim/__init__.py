@@ -12,7 +12,8 @@ from .nadam import NAdam
 from .radam import RAdam
 from .asgd import ASGD
 from .rprop import Rprop
+from .lbfgs import LBFGS
 from . import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
-           "Rprop", "lr_scheduler"]
+           "Rprop", "LBFGS", "lr_scheduler"]
