@@ -1,6 +1,7 @@
 """tgrad.nn modules: the Module base, containers, layers, activations and losses."""
 from .module import Module
 from .container import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
+from .container_params import ParameterDict, ParameterList
 from .linear import Linear
 from .conv import Conv2d
 from .pooling import AvgPool2d, MaxPool2d
@@ -12,7 +13,7 @@ from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softma
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "Unflatten", "Linear",
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Flatten", "Unflatten", "Linear",
            "Conv2d", "MaxPool2d", "AvgPool2d", "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Dropout",
            "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "CrossEntropyLoss",
            "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss"]
