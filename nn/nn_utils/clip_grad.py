@@ -22,6 +22,14 @@ __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_n
 _TL = {torch.float16: tl.float16, torch.float32: tl.float32, torch.float64: tl.float64, torch.bfloat16: tl.bfloat16}
 
 
+def _promoted(dtypes):
+    """The dtype PyTorch's ``stack`` of the per-tensor norms takes (float16 with bfloat16: float32)."""
+    for wide in (torch.float64, torch.float32):
+        if wide in dtypes:
+            return wide
+    return dtypes.pop() if len(dtypes) == 1 else torch.float32
+
+
 def _as_list(tensors):
     return [tensors] if isinstance(tensors, Tensor) else list(tensors)
 
@@ -81,9 +89,7 @@ def _norm_and_clip(grads, max_norm, norm_type, error_if_nonfinite, scale):
     if len(grads) == 0:
         return tgrad.tensor(0.0)
     data = [g._data for g in grads]
-    out_dtype = data[0].dtype
-    for d in data[1:]:
-        out_dtype = torch.promote_types(out_dtype, d.dtype)
+    out_dtype = _promoted({d.dtype for d in data})
     device = data[0].device
     kind = _kind(norm_type)
     if (norm_type < 0 or norm_type == math.inf) and any(d.numel() == 0 for d in data):
