@@ -115,3 +115,13 @@ def test_lbfgs_errors_match_torch():
         return loss
     assert float(opt.step(zero_closure)) == 0.0
     assert z.tolist() == [0.0, 0.0, 0.0] and opt.state[z]["func_evals"] == 1
+
+
+def test_lbfgs_step_computes_nothing_in_torch():
+    from test_no_torch_compute import AtenRecorder
+    params, closure, _ = problem(tgrad, torch.float64)
+    opt = optim.LBFGS(params, max_iter=4, history_size=2, line_search_fn="strong_wolfe")
+    with AtenRecorder() as rec:
+        opt.step(closure)
+        opt.step(closure)
+    assert rec.computed() == {}, f"torch computed: {rec.computed()}"

@@ -234,3 +234,19 @@ def test_gumbel_softmax():
     assert x.grad is not None and float(x.grad.abs().sum()) > 0  # the soft sample's gradient
     y = F.gumbel_softmax(logits[:5].t(), hard=True, dim=0)  # another dim
     assert torch.equal(y.torch().sum(0), torch.ones(5, dtype=torch.float64))
+
+
+def test_forward_and_backward_compute_nothing_in_torch():
+    from test_no_torch_compute import AtenRecorder
+    a, b, c = (tgrad.from_torch(uniform64((6, 4), -1, 1, s)).requires_grad_() for s in (60, 61, 62))
+    y = tgrad.from_torch(torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0, -1.0], dtype=torch.float64))
+    with AtenRecorder() as rec:
+        losses = [nn.Mish()(a).sum(), nn.Hardswish()(a).sum(), nn.PReLU(4, dtype=tgrad.float64)(a).sum(),
+                  nn.GLU()(a).sum(), nn.Softmin(1)(a).sum(), F.normalize(a).sum(),
+                  F.cosine_similarity(a, b).sum(), F.pairwise_distance(a, b).sum(),
+                  nn.KLDivLoss(reduction="batchmean")(a, b.abs()), nn.CosineEmbeddingLoss(0.2)(a, b, y),
+                  nn.MarginRankingLoss()(a[:, 0], b[:, 0], y), nn.TripletMarginLoss(swap=True)(a, b, c),
+                  nn.GaussianNLLLoss(full=True)(a, b, c.abs()), nn.PoissonNLLLoss(full=True)(a, b.abs() * 3),
+                  F.gumbel_softmax(a, hard=True).sum()]
+        sum(losses).backward()
+    assert rec.computed() == {}, f"torch computed: {rec.computed()}"
