@@ -14,6 +14,7 @@ import math
 import warnings
 
 import tgrad
+from tgrad.ops import pointwise as P  # in-place rebasing, as nn.functional's in-place activations
 from tgrad.tensor import Tensor
 from .functional_loss import _reduction
 
@@ -47,20 +48,26 @@ def prelu(input, weight):
     return tgrad.where(input > 0, input, weight * input)
 
 
+def _mish(input):
+    return tgrad.mish(input) if hasattr(tgrad, "mish") else input * tgrad.tanh(tgrad.softplus(input))
+
+
 def mish(input, inplace=False):
     """x tanh(softplus(x))."""
-    out = tgrad.mish(input) if hasattr(tgrad, "mish") else input * tgrad.tanh(tgrad.softplus(input))
-    return input.copy_(out) if inplace else out
+    # in place, the composition reads a copy: its nodes save their inputs, which the write would clobber
+    return P.inplace(input, lambda x: _mish(x.clone())) if inplace else _mish(input)
+
+
+def _hardswish(input):
+    if hasattr(tgrad, "hardswish"):
+        return tgrad.hardswish(input)
+    zero = tgrad.zeros_like(input)
+    return tgrad.where(input <= -3.0, zero, tgrad.where(input >= 3.0, input, input * (input + 3.0) / 6.0))
 
 
 def hardswish(input, inplace=False):
     """x relu6(x + 3) / 6: 0 for x <= -3, x for x >= 3 (PyTorch's derivative at the two kinks)."""
-    if hasattr(tgrad, "hardswish"):
-        out = tgrad.hardswish(input)
-    else:
-        zero = tgrad.zeros_like(input)
-        out = tgrad.where(input <= -3.0, zero, tgrad.where(input >= 3.0, input, input * (input + 3.0) / 6.0))
-    return input.copy_(out) if inplace else out
+    return P.inplace(input, lambda x: _hardswish(x.clone())) if inplace else _hardswish(input)
 
 
 def glu(input, dim=-1):

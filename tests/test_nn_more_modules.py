@@ -52,9 +52,13 @@ def test_activation_edge_values():
     edge = torch.tensor([-3.0, 3.0, 0.0, -0.0, 25.0, -40.0, 1e-8], dtype=torch.float64)
     for fn in ("mish", "hardswish"):
         check(getattr(TF, fn), getattr(F, fn), [edge])
-    x = uniform64((4, 6), -2, 2, 5)
-    got = F.mish(tgrad.from_torch(x.clone()), inplace=True)
-    torch.testing.assert_close(got.torch(), TF.mish(x), rtol=1e-12, atol=1e-14)
+    x = uniform64((4, 6), -4, 4, 5)
+    for fn in ("mish", "hardswish"):  # in place on a non-leaf: the graph is rebased, as PyTorch's
+        check(lambda t: getattr(TF, fn)(t * 1, inplace=True), lambda t: getattr(F, fn)(t * 1, inplace=True), [x])
+        got = getattr(F, fn)(tgrad.from_torch(x.clone()), inplace=True)
+        torch.testing.assert_close(got.torch(), getattr(TF, fn)(x), rtol=1e-12, atol=1e-14)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        F.mish(tgrad.ones(2, requires_grad=True), inplace=True)
 
 
 @pytest.mark.parametrize("shape,num", [((3, 5, 4), 5), ((3, 5, 4), 1), ((7,), 1), ((2, 5), 5), ((), 1)], ids=str)
@@ -183,7 +187,7 @@ def m_ones(m, *shape):
     return lib.ones(*(shape or (3, 2)), dtype=lib.float64)
 
 
-@pytest.mark.filterwarnings("ignore:reduction: 'mean' divides the total loss")  # KLDivLoss, as in PyTorch
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss")  # KLDivLoss, as in PyTorch
 @pytest.mark.parametrize("size_average,reduce", [(False, None), (None, False), (True, True), (False, True)])
 def test_legacy_size_average_and_reduce(size_average, reduce):
     x, y = uniform64((4, 3), -1, 1, 40), uniform64((4, 3), -1, 1, 41)
