@@ -26,6 +26,7 @@ The updates are PyTorch's single-tensor ones, with ``g`` the gradient (negated w
               (c0 = eta, c1 = mu, c2 = 1 - lambd eta)
     Rprop     s = etaplus, etaminus or 1 as g prev > 0, < 0 or = 0 (NaN stays NaN);
               step = clamp(step s, min, max);  g = 0 where s = etaminus;  p -= sign(g) step;  prev = g
+    axpy      p += alpha g, ``g`` any vector (LBFGS adds its flat direction to every parameter)
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from .scalars import as_f64, f64_bits
 
 __all__ = ["ALGORITHMS_MORE", "fused_step_more"]
 
-ALGORITHMS_MORE = {"adadelta": 0, "adamax": 1, "nadam": 2, "radam": 3, "asgd": 4, "rprop": 5}
+ALGORITHMS_MORE = {"adadelta": 0, "adamax": 1, "nadam": 2, "radam": 3, "asgd": 4, "rprop": 5, "axpy": 6}
 ROW = tl.constexpr(10)  # int64 entries per table row (layout in the module docstring)
 _COMPUTE = {torch.float32: tl.float32, torch.float16: tl.float32, torch.float64: tl.float64}
 
@@ -93,8 +94,9 @@ def _optim_more_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5, h6
         row_base = table + row * ROW
         p_ptr = _ptr(row_base, 0, like)
         g_ptr = _ptr(row_base, 1, like)
-        s0_ptr = _ptr(row_base, 2, like)
-        if ALGO != 4:
+        if ALGO != 6:
+            s0_ptr = _ptr(row_base, 2, like)
+        if ALGO != 4 and ALGO != 6:
             s1_ptr = _ptr(row_base, 3, like)
         n = tl.load(row_base + 5)
         if ALGO == 1 or ALGO == 2 or ALGO == 3 or ALGO == 4:
@@ -112,8 +114,9 @@ def _optim_more_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5, h6
             g = tl.load(g_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
             if MAXIMIZE:
                 g = -g
-            s0 = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-            if ALGO != 4:
+            if ALGO != 6:
+                s0 = tl.load(s0_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+            if ALGO != 4 and ALGO != 6:
                 s1 = tl.load(s1_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
             if ALGO == 0:
                 # Adadelta. k0 = lr, k1 = rho, k2 = 1 - rho, k3 = eps, k4 = weight_decay
@@ -156,6 +159,9 @@ def _optim_more_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5, h6
                 p = p - c0 * g
                 mu = _scalar(row_base, 7, COMPUTE)
                 s0 = tl.where(flag, s0 + (p - s0) * mu, p)
+            elif ALGO == 6:
+                # axpy. k0 = alpha
+                p = p + k0 * g
             else:
                 # Rprop. k0 = etaminus, k1 = etaplus, k2 = step_size_min, k3 = step_size_max;
                 # s0 = prev, s1 = step size
@@ -168,8 +174,9 @@ def _optim_more_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5, h6
                 sign = tl.where(g > 0, 1.0, tl.where(g < 0, -1.0, g)).to(COMPUTE)
                 p = p - sign * s1
                 s0 = g
-            tl.store(s0_ptr + offs, s0.to(s0_ptr.dtype.element_ty), mask=mask)
-            if ALGO != 4:
+            if ALGO != 6:
+                tl.store(s0_ptr + offs, s0.to(s0_ptr.dtype.element_ty), mask=mask)
+            if ALGO != 4 and ALGO != 6:
                 tl.store(s1_ptr + offs, s1.to(s1_ptr.dtype.element_ty), mask=mask)
             tl.store(p_ptr + offs, p.to(p_ptr.dtype.element_ty), mask=mask)
 

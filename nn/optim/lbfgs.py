@@ -2,7 +2,8 @@
 search.
 
 The parameters are handled as one flat vector (the concatenated gradients). The vector work --
-dot products, ``axpy`` updates, the gradient's max and sum -- runs as tgrad ops (one kernel each);
+dot products, ``axpy`` updates, the gradient's max and sum -- runs as tgrad ops (one kernel each;
+adding the step to every parameter is one fused launch, ``tgrad.kernels.optim_more``'s axpy);
 the scalar recurrences between them (``rho = 1 / y.s``, the two-loop coefficients, ``H_diag``) are
 host numbers kept in the parameters' dtype (numpy float32 for float32 parameters), because PyTorch
 keeps them as 0-d tensors of that dtype: the two agree to the last bit. The state stores them as
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 import tgrad
+from tgrad.kernels.optim_more import fused_step_more
 from tgrad.tensor import Tensor
 from .lbfgs_line_search import strong_wolfe
 from .optimizer import Optimizer, _check_nonnegative
@@ -55,11 +57,16 @@ class LBFGS(Optimizer):
         return tgrad.cat(views, 0) if len(views) > 1 else views[0].clone()
 
     def _add_grad(self, step_size, update: Tensor):
-        offset = 0
+        """p += step_size * (p's slice of ``update``) for every parameter, in one launch."""
+        pieces, offset = [], 0
         for p in self._params:
             numel = p.numel()
-            p.add_(update[offset:offset + numel].view_as(p), alpha=float(step_size))
+            pieces.append(update._data[offset:offset + numel].view(tuple(p.shape)))
             offset += numel
+        fused_step_more("axpy", [p._data for p in self._params], pieces, [[] for _ in pieces],
+                        [()] * len(pieces), [False] * len(pieces), (float(step_size),))
+        for p in self._params:
+            p._version.value += 1
 
     def _clone_param(self):
         return [p.clone() for p in self._params]
