@@ -2,7 +2,8 @@
 recursive "chainable" formulas, so the sequences of learning rates agree to the last bit).
 
 The base class is in ``scheduler_base.py``; MultiStepLR, OneCycleLR, ReduceLROnPlateau and the
-other later ones in ``lr_scheduler_more.py`` (imported here, so this module lists them all).
+other later ones in ``lr_scheduler_more.py`` and ``lr_scheduler_cyclic.py`` (imported here, so
+this module lists them all).
 """
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import math
 import types
 
 from .scheduler_base import LRScheduler
-from .lr_scheduler_more import (ChainedScheduler, ConstantLR, CosineAnnealingWarmRestarts, CyclicLR, MultiplicativeLR,
-                                MultiStepLR, OneCycleLR, PolynomialLR, ReduceLROnPlateau, SequentialLR, _LRScheduler)
+from .lr_scheduler_more import (ChainedScheduler, ConstantLR, MultiplicativeLR, MultiStepLR, PolynomialLR,
+                                ReduceLROnPlateau, SequentialLR, _LRScheduler)
+from .lr_scheduler_cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "MultiplicativeLR",
            "MultiStepLR", "ConstantLR", "PolynomialLR", "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau",
