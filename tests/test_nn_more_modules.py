@@ -170,7 +170,8 @@ def test_loss_errors_match_torch():
         (lambda m: m.GaussianNLLLoss()(m_ones(m), m_ones(m), -m_ones(m)), ValueError),
         (lambda m: m.TripletMarginLoss(margin=0.0), ValueError),
         (lambda m: m.TripletMarginLoss()(m_ones(m), m_ones(m), m_ones(m, 2)), RuntimeError),
-        (lambda m: m.MSELoss(reduction="avg")(m_ones(m), m_ones(m)), ValueError),
+        (lambda m: m.MSELoss(reduction="avg")(m_ones(m), m_ones(m)), ValueError),  # raised by the call
+        (lambda m: m.CosineEmbeddingLoss(reduction="avg")(m_ones(m), m_ones(m), m_ones(m, 3)), ValueError),
     ]
     for fn, exc in cases:
         with pytest.raises(exc) as ref:

@@ -14,15 +14,13 @@ __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "
 
 
 class _Loss(Module):
-    def __init__(self, size_average=None, reduce=None, reduction="mean", valid=("mean", "sum", "none")):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
         if size_average is not None or reduce is not None:  # the legacy flags, mapped (and warned) as PyTorch does
             reduction = _legacy_reduction(size_average, reduce)
             warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
                           "instead.", UserWarning, stacklevel=3)
-        if reduction not in valid:
-            raise ValueError(f"{reduction} is not a valid value for reduction")
-        self.reduction = reduction
+        self.reduction = reduction  # checked by the functional on the first call, as in PyTorch
 
 
 class _WeightedLoss(_Loss):

@@ -12,7 +12,7 @@ __all__ = ["KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarg
 
 class KLDivLoss(_Loss):
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
-        super().__init__(size_average, reduce, reduction, valid=("mean", "batchmean", "sum", "none"))
+        super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
     def forward(self, input, target):
