@@ -213,3 +213,12 @@ def test_errors_match_torch():
     with pytest.raises(ValueError, match="^Sequential Schedulers expects number of schedulers provided to be one"):
         optim.lr_scheduler.SequentialLR(opt, [optim.lr_scheduler.StepLR(opt, 2)], [3])
     assert issubclass(optim.lr_scheduler._LRScheduler, optim.lr_scheduler.LRScheduler)
+
+
+def test_every_scheduler_warns_on_get_lr_outside_step():
+    for name, kwargs in [("StepLR", dict(step_size=2)), ("ExponentialLR", dict(gamma=0.5)),
+                         ("CosineAnnealingLR", dict(T_max=3)), ("LinearLR", {}), ("LambdaLR", dict(lr_lambda=abs)),
+                         ("ConstantLR", {}), ("PolynomialLR", {}), ("OneCycleLR", dict(max_lr=1.0, total_steps=4))]:
+        _, sched = _make(tgrad, name, kwargs)
+        with pytest.warns(UserWarning, match="please use `get_last_lr\\(\\)`"):
+            sched.get_lr()

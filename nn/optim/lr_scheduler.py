@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import types
 
-from .scheduler_base import LRScheduler
+from .scheduler_base import LRScheduler, warn_get_lr_called_outside_step
 from .lr_scheduler_more import (ChainedScheduler, ConstantLR, MultiplicativeLR, MultiStepLR, PolynomialLR,
                                 ReduceLROnPlateau, SequentialLR, _LRScheduler)
 from .lr_scheduler_cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
@@ -49,6 +49,7 @@ class LambdaLR(LRScheduler):
                 fn.__dict__.update(saved)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
@@ -60,6 +61,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
@@ -76,6 +78,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         if self._is_initial:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
@@ -96,6 +99,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._group_lrs()]
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -119,6 +123,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         lrs = self._group_lrs()
         if self._is_initial:
             return lrs
