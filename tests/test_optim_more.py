@@ -130,10 +130,18 @@ def test_kernel_compiles_for_sm90():
             tp, gp = make_params(torch.float32)
             set_grads(tp, gp, 0, torch.float32)
             getattr(optim, name)(gp, **kwargs).step()
+        p = tgrad.ones(5, requires_grad=True)  # LBFGS's axpy rows
+
+        def closure():
+            p.grad = None
+            loss = (p * p).sum()
+            loss.backward()
+            return loss
+        optim.LBFGS([p], max_iter=2).step(closure)
     finally:
         launch_observers.remove(observer)
     kernels = [v for k, v in launches.items() if k[0] == "_optim_more_kernel"]
-    assert len(kernels) >= 6
+    assert len(kernels) >= 7
     for kernel, signature, constants, options in kernels:
         compiled = triton.compile(ASTSource(kernel, signature, {**constants, "BLOCK": 1024}),
                                   target=GPUTarget("cuda", 90, 32), options=options)
