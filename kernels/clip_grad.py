@@ -124,7 +124,7 @@ def _clip_scale_kernel(table, like, partials, n_partials, total_out, rows_per_pr
                        BLOCK: tl.constexpr):
     p = as_f64(p_bits).to(ACC)
     total = _total(partials, n_partials, p, KIND, ACC, P_BLOCK).to(OUT)
-    if tl.program_id(0) == 0:
+    if tl.program_id(0).to(tl.int64) == 0:
         tl.store(total_out, total)
     # PyTorch: clip_coef = max_norm / (total + 1e-6), i.e. (total + 1e-6).reciprocal() * max_norm
     # (Tensor.__rtruediv__), clamped to at most 1; each op rounded to OUT, computed in OUT_MATH
