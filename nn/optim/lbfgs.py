@@ -177,7 +177,8 @@ class LBFGS(Optimizer):
                     return self._directional_evaluate(closure, x, t, d)
 
                 loss, flat_grad, t, ls_func_evals = strong_wolfe(obj_func, x_init, t, d, loss, flat_grad, gtd,
-                                                                max_ls=max_eval - current_evals)
+                                                                max_ls=max_eval - current_evals,
+                                                                scalar=self._scalar)
                 self._add_grad(t, d)
                 opt_cond = float(flat_grad.abs().max()) <= tolerance_grad
             else:

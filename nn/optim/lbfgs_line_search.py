@@ -2,14 +2,15 @@
 minFunc): bracket a step length satisfying the strong Wolfe conditions, then zoom into the bracket
 by safeguarded cubic interpolation.
 
-Step lengths, losses and directional derivatives are host floats (fp64); the vectors are tgrad
-tensors, each evaluation one ``obj_func`` call. PyTorch computes some of these scalars as 0-d
-tensors of the parameters' dtype, so with float32 parameters its rounding can differ slightly;
-with float64 parameters the two agree.
+The vectors are tgrad tensors, each evaluation one ``obj_func`` call. The scalars follow
+PyTorch's types: losses are Python floats, while slopes and norms (0-d tensors of the parameters'
+dtype in PyTorch) arrive as numpy scalars of that dtype from ``scalar``, so mixed arithmetic
+rounds as PyTorch's does (numpy's scalar promotion, like PyTorch's, lets a Python number take
+the other operand's dtype) and float32 searches take the same steps.
 """
 from __future__ import annotations
 
-import math
+import numpy as np
 
 __all__ = ["cubic_interpolate", "strong_wolfe"]
 
@@ -23,7 +24,7 @@ def cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     disc = d1 ** 2 - g1 * g2
     if disc < 0:
         return (low + high) / 2.0
-    d2 = math.sqrt(disc)
+    d2 = np.sqrt(disc)
     if x1 <= x2:
         min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
     else:
@@ -31,17 +32,17 @@ def cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     return min(max(min_pos, low), high)
 
 
-def strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25):
+def strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25, scalar=float):
     """Search along ``d`` from the parameters ``x`` (loss ``f``, flat gradient ``g``, slope ``gtd``)
-    starting at step ``t``. ``obj_func(x, t, d)`` returns (loss, flat gradient) at ``x + t d``.
+    starting at step ``t``. ``obj_func(x, t, d)`` returns (loss, flat gradient) at ``x + t d``;
+    ``scalar`` turns a 0-d tensor into the host number PyTorch's arithmetic would see.
     Returns (loss, flat gradient, step, evaluations)."""
-    t, f, gtd = float(t), float(f), float(gtd)
-    d_norm = float(d.abs().max())
+    d_norm = scalar(d.abs().max())
     g = g.clone()
     f_new, g_new = obj_func(x, t, d)
     evals = 1
-    gtd_new = float(g_new.dot(d))
-    t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
+    gtd_new = scalar(g_new.dot(d))
+    t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
     done = False
     ls_iter = 0
     # phase 1: grow the step until the conditions hold or a bracket around a good step is found
@@ -64,10 +65,10 @@ def strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change
         t_prev, f_prev, g_prev, gtd_prev = previous, f_new, g_new.clone(), gtd_new
         f_new, g_new = obj_func(x, t, d)
         evals += 1
-        gtd_new = float(g_new.dot(d))
+        gtd_new = scalar(g_new.dot(d))
         ls_iter += 1
     if ls_iter == max_ls:
-        bracket, bracket_f, bracket_g = [0.0, t], [f, f_new], [g, g_new]
+        bracket, bracket_f, bracket_g = [0, t], [f, f_new], [g, g_new]
         bracket_gtd = [gtd, gtd_new]  # never read: the zoom below does not run
     # phase 2: zoom into the bracket
     insufficient_progress = False
@@ -89,7 +90,7 @@ def strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change
             insufficient_progress = False
         f_new, g_new = obj_func(x, t, d)
         evals += 1
-        gtd_new = float(g_new.dot(d))
+        gtd_new = scalar(g_new.dot(d))
         ls_iter += 1
         if f_new > f + c1 * t * gtd or f_new >= bracket_f[low]:
             bracket[high], bracket_f[high], bracket_g[high], bracket_gtd[high] = t, f_new, g_new.clone(), gtd_new
