@@ -458,4 +458,7 @@ from .functional_loss import __all__ as _loss_all  # noqa: E402
 from .functional_conv import *  # noqa: E402,F401,F403  (conv2d, max_pool2d, avg_pool2d, batch_norm)
 from .functional_conv import __all__ as _conv_all  # noqa: E402
 
-__all__ += _loss_all + _conv_all
+from .functional_extra import *  # noqa: E402,F401,F403  (prelu, mish, glu, kl_div, cosine_similarity ...)
+from .functional_extra import __all__ as _extra_all  # noqa: E402
+
+__all__ += _loss_all + _conv_all + _extra_all

@@ -1,6 +1,7 @@
 """tgrad.nn modules: the Module base, containers, layers, activations and losses."""
 from .module import Module
 from .container import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
+from .container_params import ParameterDict, ParameterList
 from .linear import Linear
 from .conv import Conv2d
 from .pooling import AvgPool2d, MaxPool2d
@@ -9,10 +10,15 @@ from .normalization import LayerNorm
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .dropout import Dropout
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activation_extra import ELU, GLU, Hardswish, Mish, PReLU, Softmax2d, Softmin, Softplus
+from .loss_extra import (CosineEmbeddingLoss, GaussianNLLLoss, KLDivLoss, MarginRankingLoss, PoissonNLLLoss,
+                         TripletMarginLoss)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "Unflatten", "Linear",
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Flatten", "Unflatten", "Linear",
            "Conv2d", "MaxPool2d", "AvgPool2d", "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Dropout",
            "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "CrossEntropyLoss",
-           "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
+           "ELU", "Softplus", "PReLU", "Mish", "Hardswish", "Softmax2d", "Softmin", "GLU", "KLDivLoss",
+           "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss"]

@@ -3,7 +3,10 @@
 in the state dict when given."""
 from __future__ import annotations
 
+import warnings
+
 from .. import functional as F
+from ..functional_loss import _legacy as _legacy_reduction
 from .module import Module
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
@@ -11,24 +14,27 @@ __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "
 
 
 class _Loss(Module):
-    def __init__(self, reduction="mean"):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        if reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"{reduction} is not a valid value for reduction")
-        self.reduction = reduction
+        if size_average is not None or reduce is not None:  # the legacy flags, mapped (and warned) as PyTorch does
+            reduction = _legacy_reduction(size_average, reduce)
+            warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+                          "instead.", UserWarning, stacklevel=3)
+        self.reduction = reduction  # checked by the functional on the first call, as in PyTorch
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight=None, reduction="mean"):
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
 
 class CrossEntropyLoss(_WeightedLoss):
     """-log softmax(x)[target], optionally class-weighted and label-smoothed."""
 
-    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-        super().__init__(weight, reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):
@@ -39,8 +45,8 @@ class CrossEntropyLoss(_WeightedLoss):
 class NLLLoss(_WeightedLoss):
     """-x[target] for log-probabilities x, optionally class-weighted."""
 
-    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
-        super().__init__(weight, reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
@@ -65,8 +71,8 @@ class L1Loss(_Loss):
 class SmoothL1Loss(_Loss):
     """0.5 d^2 / beta if |d| < beta else |d| - 0.5 beta, with d = x - y."""
 
-    def __init__(self, reduction="mean", beta=1.0):
-        super().__init__(reduction)
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
     def forward(self, input, target):
@@ -77,7 +83,7 @@ class HuberLoss(_Loss):
     """0.5 d^2 if |d| < delta else delta (|d| - 0.5 delta), with d = x - y."""
 
     def __init__(self, reduction="mean", delta=1.0):
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.delta = delta
 
     def forward(self, input, target):
@@ -94,8 +100,8 @@ class BCELoss(_WeightedLoss):
 class BCEWithLogitsLoss(_Loss):
     """BCE on sigmoid(x), computed stably from the logits x; ``pos_weight`` scales the positive term."""
 
-    def __init__(self, weight=None, reduction="mean", pos_weight=None):
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 

@@ -1,102 +1,23 @@
 """Learning-rate schedulers, following ``torch.optim.lr_scheduler`` step for step (including its
 recursive "chainable" formulas, so the sequences of learning rates agree to the last bit).
 
-``step()`` advances ``last_epoch`` and writes each group's new ``lr``; ``get_last_lr()`` returns what
-was written. Learning rates are host-side Python floats: nothing here touches a tensor.
+The base class is in ``scheduler_base.py``; MultiStepLR, OneCycleLR, ReduceLROnPlateau and the
+other later ones in ``lr_scheduler_more.py`` and ``lr_scheduler_cyclic.py`` (imported here, so
+this module lists them all).
 """
 from __future__ import annotations
 
 import math
 import types
-import warnings
-import weakref
-from functools import wraps
 
-from .optimizer import Optimizer
+from .scheduler_base import LRScheduler, warn_get_lr_called_outside_step
+from .lr_scheduler_more import (ChainedScheduler, ConstantLR, MultiplicativeLR, MultiStepLR, PolynomialLR,
+                                ReduceLROnPlateau, SequentialLR, _LRScheduler)
+from .lr_scheduler_cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR"]
-
-
-class LRScheduler:
-    _is_initial = False
-
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
-        self.optimizer = optimizer
-        if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
-        else:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming an "
-                                   "optimizer")
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
-        self._wrap_optimizer_step()
-        self._step_count = 0
-        self._is_initial = True
-        try:
-            self.step()
-        finally:
-            self._is_initial = False
-
-    def _wrap_optimizer_step(self):
-        """Mark the optimizer's step so ``step()`` can warn when the scheduler runs first."""
-        opt = self.optimizer
-        if hasattr(opt.step, "_wrapped_by_lr_sched"):
-            return
-        opt_ref, func = weakref.ref(opt), opt.step.__func__
-
-        @wraps(func)
-        def wrapper(*args, **kwargs):
-            o = opt_ref()
-            o._opt_called = True
-            return func.__get__(o, o.__class__)(*args, **kwargs)
-
-        wrapper._wrapped_by_lr_sched = True
-        opt.step = wrapper
-
-    def state_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
-
-    def load_state_dict(self, state_dict: dict):
-        self.__dict__.update(state_dict)
-
-    def get_last_lr(self) -> list:
-        return self._last_lr
-
-    def get_lr(self) -> list:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _group_lrs(self):
-        return [group["lr"] for group in self.optimizer.param_groups]
-
-    def step(self, epoch=None):
-        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
-            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
-                          "later, you should call them in the opposite order: `optimizer.step()` before "
-                          "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first "
-                          "value of the learning rate schedule. See more details at "
-                          "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                          UserWarning, stacklevel=2)
-        self._step_count += 1
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is being deprecated "
-                          "where possible. Please use `scheduler.step()` to step the scheduler. During the "
-                          "deprecation, if epoch is different from None, the closed form is used instead of the "
-                          "new chainable form, where available. Please open an issue if you are unable to "
-                          "replicate your use case: https://github.com/pytorch/pytorch/issues/new/choose.",
-                          UserWarning, stacklevel=2)
-            self.last_epoch = epoch
-            values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
-        self._last_lr = self._group_lrs()
+__all__ = ["LRScheduler", "LambdaLR", "StepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "MultiplicativeLR",
+           "MultiStepLR", "ConstantLR", "PolynomialLR", "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau",
+           "CyclicLR", "CosineAnnealingWarmRestarts", "OneCycleLR", "_LRScheduler"]
 
 
 class LambdaLR(LRScheduler):
@@ -128,6 +49,7 @@ class LambdaLR(LRScheduler):
                 fn.__dict__.update(saved)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
@@ -139,6 +61,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
@@ -155,6 +78,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         if self._is_initial:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
@@ -175,6 +99,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._group_lrs()]
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -198,6 +123,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        warn_get_lr_called_outside_step(self)
         lrs = self._group_lrs()
         if self._is_initial:
             return lrs

@@ -212,7 +212,12 @@ def make_nn_functional(row, op, op_):
     if op_ is None:
         return op
 
+    n_params = len(row.params)
+
     def functional(input, *args, inplace=False, **kwargs):  # noqa: A002
+        # PyTorch's order: the input, the parameters, then ``inplace`` (positional too)
+        if len(args) > n_params + len(row.operands):
+            *args, inplace = args
         return op_(input, *args, **kwargs) if inplace else op(input, *args, **kwargs)
 
     functional.__name__ = functional.__qualname__ = row.name

@@ -1,0 +1,34 @@
+"""Adadelta (PyTorch's update; the math is in ``tgrad.kernels.optim_more``)."""
+from __future__ import annotations
+
+from .fused_more import FusedMoreOptimizer
+from .optimizer import _check_nonnegative
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(FusedMoreOptimizer):
+    ALGO = "adadelta"
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False):
+        _check_nonnegative(lr, "learning rate")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        _check_nonnegative(eps, "epsilon value")
+        _check_nonnegative(weight_decay, "weight_decay value")
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _init_state(self, group, p, state):
+        state["square_avg"] = self._state_tensor(p)
+        state["acc_delta"] = self._state_tensor(p)
+
+    def _prepare(self, group, p, state):
+        self._next_step(state)
+        return (state["square_avg"], state["acc_delta"]), (), False
+
+    def _hyper(self, group):
+        rho, wd = float(group["rho"]), float(group["weight_decay"])
+        return (float(group["lr"]), rho, 1.0 - rho, float(group["eps"]), wd), dict(weight_decay=wd != 0)

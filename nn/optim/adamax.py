@@ -1,0 +1,35 @@
+"""Adamax (PyTorch's update; the math is in ``tgrad.kernels.optim_more``)."""
+from __future__ import annotations
+
+from .fused_more import FusedMoreOptimizer, check_betas
+from .optimizer import _check_nonnegative
+
+__all__ = ["Adamax"]
+
+
+class Adamax(FusedMoreOptimizer):
+    ALGO = "adamax"
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        _check_nonnegative(lr, "learning rate")
+        _check_nonnegative(eps, "epsilon value")
+        check_betas(betas)
+        _check_nonnegative(weight_decay, "weight_decay value")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def _init_state(self, group, p, state):
+        state["exp_avg"] = self._state_tensor(p)
+        state["exp_inf"] = self._state_tensor(p)
+
+    def _prepare(self, group, p, state):
+        t = self._next_step(state)
+        clr = float(group["lr"]) / (1 - group["betas"][0] ** t)
+        return (state["exp_avg"], state["exp_inf"]), (clr,), False
+
+    def _hyper(self, group):
+        beta1, beta2 = group["betas"]
+        wd = float(group["weight_decay"])
+        return (1.0 - beta1, float(beta2), float(group["eps"]), wd), dict(weight_decay=wd != 0)
