@@ -67,12 +67,12 @@ def hardsigmoid_bwd(x, g, p):  # PyTorch scales by 1/6 rounded to float32 in eve
     return tl.where((x > -3.0) & (x < 3.0), g * 0.1666666716337204, 0.0 * g)
 
 @triton.jit
-def hardswish(x, p):           # y = x relu6(x + 3) / 6  dy/dx = 0, x/3 + 1/2, 1 (PyTorch's pieces)
+def hardswish(x, p):           # y = x relu6(x + 3) / 6  dy/dx = 0, x/3 + 1/2 on (-3, 3), 1
     return x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0
 
 @triton.jit
 def hardswish_bwd(x, g, p):
-    return tl.where(x < -3.0, 0.0 * g, tl.where(x <= 3.0, g * (x / 3.0 + 0.5), g))
+    return tl.where(x <= -3.0, 0.0 * g, tl.where(x < 3.0, g * (x / 3.0 + 0.5), g))  # open interval, as PyTorch
 
 @triton.jit
 def _softplus(x):
