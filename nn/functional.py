@@ -430,3 +430,8 @@ from .functional_conv import *  # noqa: E402,F401,F403  (conv2d, max_pool2d, avg
 from .functional_conv import __all__ as _conv_all  # noqa: E402
 
 __all__ += _loss_all + _conv_all
+
+from .functional_convnd import *  # noqa: E402,F401,F403  (conv1d, conv_transpose1d, conv_transpose2d)
+from .functional_convnd import __all__ as _convnd_all  # noqa: E402
+
+__all__ += _convnd_all
