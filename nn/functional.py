@@ -435,3 +435,7 @@ from .functional_convnd import *  # noqa: E402,F401,F403  (conv1d, conv_transpos
 from .functional_convnd import __all__ as _convnd_all  # noqa: E402
 
 __all__ += _convnd_all
+
+from .functional_pad import pad  # noqa: E402,F401
+
+__all__ += ["pad"]
