@@ -2,7 +2,8 @@
 from .module import Module
 from .container import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from .linear import Linear
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d
 from .pooling import AvgPool2d, MaxPool2d
 from .sparse import Embedding
 from .normalization import LayerNorm
@@ -13,6 +14,6 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Lo
                    SmoothL1Loss)
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "Unflatten", "Linear",
-           "Conv2d", "MaxPool2d", "AvgPool2d", "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Dropout",
+           "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Dropout",
            "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "CrossEntropyLoss",
            "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss"]
