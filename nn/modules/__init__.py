@@ -5,6 +5,10 @@ from .linear import Linear
 from .conv import Conv1d, Conv2d
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d
 from .pooling import AvgPool2d, MaxPool2d
+from .pooling_extra import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
+                            MaxPool1d)
+from . import resample as _resample
+from .resample import *  # noqa: F401,F403  (Upsample, PixelShuffle, Unfold/Fold, Dropout1d/2d, padding layers)
 from .sparse import Embedding
 from .normalization import LayerNorm
 from .batchnorm import BatchNorm1d, BatchNorm2d
@@ -17,3 +21,5 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flat
            "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Dropout",
            "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "CrossEntropyLoss",
            "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss"]
+__all__ += ["MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
+            "AdaptiveMaxPool2d"] + _resample.__all__
