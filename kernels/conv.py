@@ -15,7 +15,9 @@ whose left (and for dW right) operand is never materialised: each K-chunk of it 
 the 4-d tensor through its strides, masked where the position falls in the padding. The grad of
 the input is the transposed convolution written as a gather: dY is read at
 oh = (ih + p - kh*d) / s where that division is exact and in range, so every dX element is one
-program's dot product (no atomics; the result is the same bit for bit on every run). dW sums over
+program's dot product (no atomics; the result is the same bit for bit on every run). Interpreted
+on the CPU with one group it is instead computed as col2im(dY^T W) (``unfold.conv_transpose2d_gemm``),
+which skips the gather's masked taps. dW sums over
 all N*OH*OW pixels; on a GPU that long K is split over programs that write fp32/fp64 partial
 products, added in a fixed order by ``kernels.reduce`` (deterministic too).
 
@@ -32,6 +34,7 @@ import triton.language as tl
 from .launch import launch
 from .pointwise import cdiv
 from .reduce import reduce
+from .unfold import conv_transpose2d_gemm
 
 __all__ = ["conv2d_forward", "conv2d_grad_input", "conv2d_grad_weight"]
 
@@ -278,6 +281,10 @@ def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups, bias=Non
         return dx
     if (K == 0 or OH == 0 or OW == 0) and bias is None:
         return dx.fill_(0)
+    if g.device.type == "cpu" and groups == 1 and K > 0:
+        # interpreted, the gather below pays for every (pixel, tap) pair, (s^2 - 1)/s^2 of them
+        # masked off with stride s; a matmul + col2im is several times cheaper there
+        return conv_transpose2d_gemm(g, w, bias, x_shape, stride, padding, dilation)
     bm, bn, bk, warps = _gemm_blocks(M, CG, K, g.dtype, g.device)
     acc, upcast = _acc(g.dtype, g.device)
     grid = (groups * cdiv(M, bm) * cdiv(CG, bn),)

@@ -8,7 +8,7 @@ implicit-GEMM kernels of ``tgrad.kernels.conv``.
 
       y = conv_transpose(x, w) + b = dX_conv(g=x, w) + b,   out = (H-1)s - 2p + d(k-1) + output_padding + 1
 
-  i.e. the conv's input-gradient kernel (a gather, with the bias added in its epilogue). Its
+  i.e. the conv's input-gradient kernel (with the bias added in its epilogue). Its
   derivatives are the conv's other two GEMMs:  dx = conv(g, w),  dw = dW_conv(input=g, grad=x),
   db = sum g. Under create_graph those are the recorded ``Convolution`` / ``ConvGradWeight``
   Functions, whose own backward is again one of the three kernels: the derivative is written once.
