@@ -21,7 +21,7 @@ def _workload():
         x = tgrad.randn(2, 3, 5, 6, dtype=dtype, requires_grad=True)
         w = tgrad.randn(3, 2, 3, 3, dtype=dtype, requires_grad=True)
         b = tgrad.randn(2, dtype=dtype, requires_grad=True)
-        y = F.conv_transpose2d(x, w, b, stride=2).sum()
+        y = F.conv_transpose2d(x, w, b, stride=2).sum() + F.conv_transpose2d(x[:, :2], w[:2], stride=2, groups=2).sum()
         for mode in ("constant", "reflect", "replicate", "circular"):
             y = y + F.pad(x, (1, 2, 2, 1), mode=mode).sum()
         y = y + F.adaptive_avg_pool2d(x, (2, 4)).sum() + F.adaptive_max_pool2d(x, (4, 3)).sum()
