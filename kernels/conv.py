@@ -264,13 +264,14 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, groups, out_hw):
     return y
 
 
-def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups, bias=None):
+def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups, bias=None, gemm=None):
     """dL/dx (contiguous, of g's dtype and ``x_shape``) from g = dL/dy (N, OC, OH, OW), any strides;
     plus ``bias`` (x_shape[1],) per channel when given: conv_transpose2d(g, w) + bias. 3-d g, w and
-    x_shape: the 1-d convolution's."""
+    x_shape: the 1-d convolution's. ``gemm``: compute it as matmul + col2im instead of the gather
+    kernel (default: on the CPU with one group; it needs one group)."""
     if g.dim() == 3:
         return conv2d_grad_input(*_lift(g, w), _lift_shape(x_shape), stride, padding, dilation, groups,
-                                 bias).squeeze(2)
+                                 bias, gemm).squeeze(2)
     N, C, H, W = x_shape
     OC, CG, KH, KW = w.shape
     OH, OW = g.shape[2:]
@@ -281,7 +282,9 @@ def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups, bias=Non
         return dx
     if (K == 0 or OH == 0 or OW == 0) and bias is None:
         return dx.fill_(0)
-    if g.device.type == "cpu" and groups == 1 and K > 0:
+    if gemm is None:
+        gemm = g.device.type == "cpu" and groups == 1
+    if gemm and groups == 1 and K > 0:
         # interpreted, the gather below pays for every (pixel, tap) pair, (s^2 - 1)/s^2 of them
         # masked off with stride s; a matmul + col2im is several times cheaper there
         return conv_transpose2d_gemm(g, w, bias, x_shape, stride, padding, dilation)

@@ -160,3 +160,19 @@ def test_conv_transpose_is_the_adjoint_of_conv():
     lhs = (F.conv2d(a, w, stride=2, padding=1) * b).sum()
     rhs = (F.conv_transpose2d(b, w, stride=2, padding=1, output_padding=(0, 1)) * a).sum()
     assert abs(float(lhs) - float(rhs)) < 1e-10
+
+
+@pytest.mark.parametrize("gemm", [False, True])
+def test_both_input_gradient_algorithms_match_torch(gemm):
+    # the CPU picks matmul + col2im for one group; a GPU runs the gather kernel: both against torch
+    from tgrad.kernels.conv import conv2d_grad_input
+    x = uniform64((2, 3, 4, 5), seed=1)
+    w = uniform64((3, 2, 3, 2), seed=2)
+    b = uniform64((2,), seed=3)
+    kw = dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2), dilation=(1, 2))
+    ref = TF.conv_transpose2d(x, w, b, **kw)
+    got = conv2d_grad_input(x, w, tuple(ref.shape), kw["stride"], kw["padding"], kw["dilation"], 1, b, gemm=gemm)
+    assert_close(got, ref)
+    ref1 = TF.conv_transpose1d(x[:, :, 0], w[:, :, 0], b, stride=2, dilation=2)
+    got1 = conv2d_grad_input(x[:, :, 0], w[:, :, 0], tuple(ref1.shape), (1, 2), (0, 0), (1, 2), 1, b, gemm=gemm)
+    assert_close(got1, ref1)
