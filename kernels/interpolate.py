@@ -12,7 +12,7 @@ Per dim, with L inputs, O outputs and scale s = 1/scale_factor when one was give
     y[o_h, o_w] = sum over the (i_h, i_w) it reads of the product of the two dims' weights.
 
 The backward is a gather (no atomics): input i is read only by outputs o in a window around i / s,
-so each input enumerates C = ceil(3 / s) + 4 candidates per dim starting at floor((i - 1.5) / s) - 2,
+so each input enumerates C = min(ceil(3 / s) + 4, O) candidates per dim from max(floor((i - 1.5) / s) - 2, 0),
 recomputes each candidate's indices and weights exactly as the forward does, and adds g times the
 weight of every read that names i. Sums in fp32 (fp64 for fp64).
 """
@@ -114,8 +114,8 @@ def interp_bwd_kernel(g_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sgw,
     # the first candidate output of each dim (1/s: 0 when s is, which only align_corners with O = 1 gives)
     inv_h = tl.where(s_h > 0, 1.0 / tl.where(s_h > 0, s_h, 1.0), 0.0)
     inv_w = tl.where(s_w > 0, 1.0 / tl.where(s_w > 0, s_w, 1.0), 0.0)
-    oh0 = tl.floor((ih.to(IDX) - 1.5) * inv_h).to(tl.int64) - 2
-    ow0 = tl.floor((iw.to(IDX) - 1.5) * inv_w).to(tl.int64) - 2
+    oh0 = tl.maximum(tl.floor((ih.to(IDX) - 1.5) * inv_h).to(tl.int64) - 2, 0)  # no output lies below 0
+    ow0 = tl.maximum(tl.floor((iw.to(IDX) - 1.5) * inv_w).to(tl.int64) - 2, 0)
     acc = tl.zeros([BLOCK], COMPUTE)
     for jh in range(CH):
         oh = oh0 + jh
@@ -142,14 +142,15 @@ def _meta(dtype, mode, scales):
 
 
 def _candidates(L, O, s, align):
-    """Candidates per dim, a bound from the smallest scale the kernel may compute."""
+    """Candidates per dim, a bound from the smallest scale the kernel may compute (never more than
+    the O outputs: the window starts at 0 or later)."""
     if align:
         scale = (L - 1) / (O - 1) if O > 1 else 0.0
     else:
         scale = 1.0 / s if s else L / O
     if scale <= 0:
-        return O + 4
-    return math.ceil(3.0 / (scale * (1 - 1e-6))) + 4
+        return O
+    return min(math.ceil(3.0 / (scale * (1 - 1e-6))) + 4, O)
 
 
 def interpolate_forward(x, out_hw, mode, align_corners, scales):

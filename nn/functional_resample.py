@@ -137,20 +137,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         scales = None
     if antialias:
         raise NotImplementedError("tgrad's interpolate has no antialias option")
-    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "area") or dim not in (1, 2):
-        if mode in ("nearest", "nearest-exact", "area", "linear", "bilinear", "bicubic", "trilinear") and \
-                dim in (1, 2, 3):
-            if (mode == "linear" and dim != 1) or (mode in ("bilinear", "bicubic") and dim != 2) or \
-                    (mode == "trilinear" and dim != 3):
-                need = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}[mode]
-                raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need}D input")
-            raise NotImplementedError(f"tgrad's interpolate does not implement mode={mode!r} for {input.ndim}D input")
+    need = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}  # spatial dims each mode takes
+    if mode not in ("nearest", "nearest-exact", "area", *need) or dim not in (1, 2, 3):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
                                   f"modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
                                   f"nearest-exact (got {mode})")
-    if (mode == "linear" and dim != 1) or (mode == "bilinear" and dim != 2):
-        need = 3 if mode == "linear" else 4
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need}D input")
+    if mode in need and dim != need[mode]:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need[mode] + 2}D input")
+    if mode in ("bicubic", "trilinear") or dim == 3:
+        raise NotImplementedError(f"tgrad's interpolate does not implement mode={mode!r} for {input.ndim}D input")
     if mode == "area":
         return (adaptive_avg_pool1d if dim == 1 else adaptive_avg_pool2d)(input, output_size)
     if min(output_size) <= 0 or min(spatial) <= 0:
