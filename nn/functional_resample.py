@@ -139,8 +139,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError("tgrad's interpolate has no antialias option")
     need = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}  # spatial dims each mode takes
     if mode not in ("nearest", "nearest-exact", "area", *need) or dim not in (1, 2, 3):
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
-                                  f"modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
                                   f"nearest-exact (got {mode})")
     if mode in need and dim != need[mode]:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need[mode] + 2}D input")

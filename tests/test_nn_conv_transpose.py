@@ -76,7 +76,8 @@ def test_second_derivatives_match_torch(which):
 def test_conv_modules_padding_modes_match_torch(dims, mode):
     cls, tcls = (nn.Conv1d, torch.nn.Conv1d) if dims == 1 else (nn.Conv2d, torch.nn.Conv2d)
     for padding in (2, "same"):
-        kw = dict(kernel_size=3 if dims == 1 else (3, 2), padding=padding, padding_mode=mode, dilation=1 + (padding == 2))
+        kw = dict(kernel_size=3 if dims == 1 else (3, 2), padding=padding, padding_mode=mode,
+                  dilation=1 + (padding == 2))
         ours, ref = cls(3, 4, **kw).double(), tcls(3, 4, **kw).double()
         ours.load_state_dict({k: tgrad.from_torch(v.detach().clone()) for k, v in ref.state_dict().items()})
         assert repr(ours) == repr(ref)

@@ -120,8 +120,8 @@ def test_interpolate_errors():
                               "(H: 0, W: 0)"):
         F.interpolate(x, scale_factor=0.1)
     with raises(ValueError, "Input and output must have the same number of spatial dimensions, but got input with "
-                            "spatial dimensions of [5] and output size of (2, 3). Please provide input tensor in (N, C, "
-                            "d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format."):
+                            "spatial dimensions of [5] and output size of (2, 3). Please provide input tensor in (N, "
+                            "C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format."):
         F.interpolate(tgrad.ones(1, 4, 5), size=(2, 3))
 
 
@@ -210,8 +210,8 @@ def test_channel_dropout_zeroes_whole_channels(dims):
 
 def test_channel_dropout_errors_and_warnings():
     with raises(RuntimeError, "dropout1d: Expected 2D or 3D input, but received a 1D input. Note that dropout1d exists "
-                              "to provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, "
-                              "and an optional batch dimension (i.e. 2D or 3D inputs)."):
+                              "to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
+                              "dimension, and an optional batch dimension (i.e. 2D or 3D inputs)."):
         F.dropout1d(tgrad.ones(5), 0.5)
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
         F.dropout2d(tgrad.ones(2, 3, 4, 4), 1.5)
@@ -240,6 +240,6 @@ def test_pool_module_reprs_and_errors():
     with raises(RuntimeError, "max_pool1d() padding should be at most half of kernel size, but got padding=2 and "
                               "kernel_size=2"):
         F.max_pool1d(tgrad.ones(2, 3, 5), 2, padding=2)
-    with raises(RuntimeError, "max_pool1d() kernel_size must be an int, list of ints or tuple of ints of size 1 but got "
-                              "size 2"):
+    with raises(RuntimeError, "max_pool1d() kernel_size must be an int, list of ints or tuple of ints of size 1 "
+                              "but got size 2"):
         F.max_pool1d(tgrad.ones(2, 3, 5), (2, 2))

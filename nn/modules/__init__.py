@@ -18,8 +18,8 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Lo
                    SmoothL1Loss)
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "Unflatten", "Linear",
-           "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Dropout",
+           "Conv2d", "MaxPool2d", "AvgPool2d", "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Dropout",
            "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "CrossEntropyLoss",
            "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss"]
-__all__ += ["MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
-            "AdaptiveMaxPool2d"] + _resample.__all__
+__all__ += ["Conv1d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d",
+            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"] + _resample.__all__
