@@ -11,10 +11,10 @@ Per dim, with L inputs, O outputs and scale s = 1/scale_factor when one was give
 
     y[o_h, o_w] = sum over the (i_h, i_w) it reads of the product of the two dims' weights.
 
-The backward is a gather (no atomics): input i is read only by outputs o in a window around i / s,
-so each input enumerates C = min(ceil(3 / s) + 4, O) candidates per dim from max(floor((i - 1.5) / s) - 2, 0),
-recomputes each candidate's indices and weights exactly as the forward does, and adds g times the
-weight of every read that names i. Sums in fp32 (fp64 for fp64).
+The backward is a gather (no atomics): input i is read only by the outputs o in a window of 1/s
+(nearest) or 2/s (linear) around i / s (``_first_reader``), so each input enumerates that many
+candidates per dim (plus slack for rounding), recomputes each candidate's indices and weights
+exactly as the forward does, and adds g times the weight of every read that names i. Sums in fp32 (fp64 for fp64).
 """
 from __future__ import annotations
 
@@ -100,6 +100,23 @@ def _weight_of(i, o, L, O, s, MODE: tl.constexpr, ALIGN: tl.constexpr, T: tl.con
 
 
 @triton.jit
+def _first_reader(i, inv, MODE: tl.constexpr, ALIGN: tl.constexpr, T: tl.constexpr):
+    """A lower bound (one below, for rounding, and >= 0) of the outputs that read input i: they lie in
+    [i/s, (i+1)/s) (nearest), [i/s - 1/2, (i+1)/s - 1/2) (nearest-exact), ((i-1/2)/s - 1/2, (i+3/2)/s - 1/2)
+    (linear) or ((i-1)/s, (i+1)/s) (linear, align_corners)."""
+    if MODE == 2:
+        if ALIGN:
+            lo = (i.to(T) - 1.0) * inv
+        else:
+            lo = (i.to(T) - 0.5) * inv - 0.5
+    elif MODE == 1:
+        lo = i.to(T) * inv - 0.5
+    else:
+        lo = i.to(T) * inv
+    return tl.maximum(tl.floor(lo).to(tl.int64) - 1, 0)
+
+
+@triton.jit
 def interp_bwd_kernel(g_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sgw, sbits_h, sbits_w, HAS_H, HAS_W,
                       CH, CW, MODE: tl.constexpr, ALIGN: tl.constexpr, COMPUTE: tl.constexpr, IDX: tl.constexpr,
                       BLOCK: tl.constexpr):
@@ -114,8 +131,8 @@ def interp_bwd_kernel(g_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sgw,
     # the first candidate output of each dim (1/s: 0 when s is, which only align_corners with O = 1 gives)
     inv_h = tl.where(s_h > 0, 1.0 / tl.where(s_h > 0, s_h, 1.0), 0.0)
     inv_w = tl.where(s_w > 0, 1.0 / tl.where(s_w > 0, s_w, 1.0), 0.0)
-    oh0 = tl.maximum(tl.floor((ih.to(IDX) - 1.5) * inv_h).to(tl.int64) - 2, 0)  # no output lies below 0
-    ow0 = tl.maximum(tl.floor((iw.to(IDX) - 1.5) * inv_w).to(tl.int64) - 2, 0)
+    oh0 = _first_reader(ih, inv_h, MODE, ALIGN, IDX)
+    ow0 = _first_reader(iw, inv_w, MODE, ALIGN, IDX)
     acc = tl.zeros([BLOCK], COMPUTE)
     for jh in range(CH):
         oh = oh0 + jh
@@ -141,16 +158,17 @@ def _meta(dtype, mode, scales):
     return compute, idx, parts
 
 
-def _candidates(L, O, s, align):
-    """Candidates per dim, a bound from the smallest scale the kernel may compute (never more than
-    the O outputs: the window starts at 0 or later)."""
+def _candidates(L, O, s, mode, align):
+    """Candidates per dim from ``_first_reader``'s bound: the readers span 1/s (nearest) or 2/s
+    (linear) outputs; plus the one below and slack for rounding; never more than the O outputs."""
     if align:
         scale = (L - 1) / (O - 1) if O > 1 else 0.0
     else:
         scale = 1.0 / s if s else L / O
     if scale <= 0:
         return O
-    return min(math.ceil(3.0 / (scale * (1 - 1e-6))) + 4, O)
+    span = 2.0 if mode == "linear" else 1.0
+    return min(math.ceil(span / (scale * (1 - 1e-6))) + 3, O)
 
 
 def interpolate_forward(x, out_hw, mode, align_corners, scales):
@@ -176,8 +194,8 @@ def interpolate_backward(g, x_shape, mode, align_corners, scales):
     total = dx.numel()
     if total:
         compute, idx, parts = _meta(g.dtype, mode, scales)
-        ch = _candidates(H, OH, scales[0], align_corners)
-        cw = _candidates(W, OW, scales[1], align_corners)
+        ch = _candidates(H, OH, scales[0], mode, align_corners)
+        cw = _candidates(W, OW, scales[1], mode, align_corners)
         block = block_for(total, g.device)
         launch(interp_bwd_kernel, (cdiv(total, block),), g, dx, total, C, H, W, OH, OW, *g.stride(), *parts, ch, cw,
                MODE=MODES[mode], ALIGN=bool(align_corners), COMPUTE=compute, IDX=idx, BLOCK=block, num_warps=4)

@@ -294,3 +294,19 @@ def test_a_captured_step_through_the_new_layers_replays_as_eager_steps():
     assert losses == eager
     for a, b in zip(model.parameters(), graphed.parameters()):
         assert torch.equal(a.torch(), b.torch())
+
+
+def test_interpolate_backward_finds_every_reader_over_many_sizes_and_scales():
+    # the backward gathers over a window of candidate outputs per input: sizes and scale factors
+    # drawn at random (fixed seed), every mode, gradients against torch
+    rng = torch.Generator().manual_seed(7)
+    for trial in range(24):
+        L = int(torch.randint(1, 10, (1,), generator=rng))
+        mode, align = [("nearest", None), ("nearest-exact", None), ("linear", False), ("linear", True)][trial % 4]
+        if trial % 3:
+            kw = dict(scale_factor=float(torch.empty(1).uniform_(0.3, 4.0, generator=rng)))
+            if int(L * kw["scale_factor"]) < 1:
+                continue
+        else:
+            kw = dict(size=int(torch.randint(1, 24, (1,), generator=rng)))
+        compare(F.interpolate, TF.interpolate, [(1, 2, L)], seed=trial, mode=mode, align_corners=align, **kw)
