@@ -16,9 +16,9 @@ the 4-d tensor through its strides, masked where the position falls in the paddi
 the input is the transposed convolution written as a gather: dY is read at
 oh = (ih + p - kh*d) / s where that division is exact and in range, so every dX element is one
 program's dot product (no atomics; the result is the same bit for bit on every run). Interpreted
-on the CPU with one group it is instead computed as col2im(dY^T W) (``unfold.conv_transpose2d_gemm``),
-which skips the gather's masked taps. dW sums over
-all N*OH*OW pixels; on a GPU that long K is split over programs that write fp32/fp64 partial
+on the CPU with one group it is computed instead as col2im(dY^T W)
+(``unfold.conv_transpose2d_gemm``), which skips the gather's masked taps. dW sums over all
+N*OH*OW pixels; on a GPU that long K is split over programs that write fp32/fp64 partial
 products, added in a fixed order by ``kernels.reduce`` (deterministic too).
 
 Products accumulate through ``tl.dot`` (blocks >= 16 wide) in fp32, fp64 for fp64; fp32 inputs
