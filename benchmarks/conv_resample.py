@@ -80,7 +80,10 @@ def main(argv=None):
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--batch", type=int, default=None)
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (CPU; default 1, as run_all)")
     args = p.parse_args(argv)
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)
     batch, hw = (args.batch or 256, 32) if args.device == "cuda" else (args.batch or 32, 8)
     print(f"# convolution / resampling layers, forward + backward, on {args.device}: {machine()}")
     rows = []
