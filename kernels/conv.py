@@ -15,8 +15,10 @@ whose left (and for dW right) operand is never materialised: each K-chunk of it 
 the 4-d tensor through its strides, masked where the position falls in the padding. The grad of
 the input is the transposed convolution written as a gather: dY is read at
 oh = (ih + p - kh*d) / s where that division is exact and in range, so every dX element is one
-program's dot product (no atomics; the result is the same bit for bit on every run). dW sums over
-all N*OH*OW pixels; on a GPU that long K is split over programs that write fp32/fp64 partial
+program's dot product (no atomics; the result is the same bit for bit on every run). Interpreted
+on the CPU with one group it is computed instead as col2im(dY^T W)
+(``unfold.conv_transpose2d_gemm``), which skips the gather's masked taps. dW sums over all
+N*OH*OW pixels; on a GPU that long K is split over programs that write fp32/fp64 partial
 products, added in a fixed order by ``kernels.reduce`` (deterministic too).
 
 Products accumulate through ``tl.dot`` (blocks >= 16 wide) in fp32, fp64 for fp64; fp32 inputs
@@ -32,6 +34,7 @@ import triton.language as tl
 from .launch import launch
 from .pointwise import cdiv
 from .reduce import reduce
+from .unfold import conv_transpose2d_gemm
 
 __all__ = ["conv2d_forward", "conv2d_grad_input", "conv2d_grad_weight"]
 
@@ -89,13 +92,14 @@ def conv_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, OH, OW, M, K, KH, KW, CG, 
 
 
 @triton.jit
-def conv_dgrad_kernel(g_ptr, w_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, CG, OCG, C,
-                      sgn, sgc, sgh, sgw, swo, swc, swh, sww,
+def conv_dgrad_kernel(g_ptr, w_ptr, b_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, CG, OCG, C,
+                      sgn, sgc, sgh, sgw, swo, swc, swh, sww, sb,
                       STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W,
-                      ACC: tl.constexpr, UPCAST: tl.constexpr,
+                      HAS_BIAS: tl.constexpr, ACC: tl.constexpr, UPCAST: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """dx[n, c, ih, iw] = sum_{o, kh, kw} g[n, o, oh, ow] w[o, c, kh, kw] over the (oh, ow) with
-    oh*s - p + kh*d = ih (and the same for w): the transposed convolution as a gather."""
+    oh*s - p + kh*d = ih (and the same for w): the transposed convolution as a gather; plus b[c]
+    when HAS_BIAS (conv_transpose's bias)."""
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
     grid_n = (CG + BLOCK_N - 1) // BLOCK_N
@@ -138,6 +142,8 @@ def conv_dgrad_kernel(g_ptr, w_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, CG, OCG,
             b = b.to(ACC)
         acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=ACC)
 
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + ci * sb, mask=mask_n, other=0.0).to(ACC)[None, :]
     dx_off = (n * C * H * W + pix)[:, None] + (ci.to(tl.int64) * (H * W))[None, :]
     tl.store(dx_ptr + dx_off, acc.to(dx_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
@@ -222,10 +228,23 @@ def _gemm_blocks(M: int, N: int, K: int, dtype: torch.dtype, device: torch.devic
     return _pow2(M, 16, 64), _pow2(N, 16, 64), _pow2(K, 16, bk), 4
 
 
+def _lift(*tensors):
+    """3-d (N, C, L) operands of a 1-d convolution viewed as 4-d with H = 1."""
+    return [t if t is None or t.dim() == 4 else t.unsqueeze(2) for t in tensors]
+
+
+def _lift_shape(shape):
+    return tuple(shape) if len(shape) == 4 else (shape[0], shape[1], 1, shape[2])
+
+
 def conv2d_forward(x, w, bias, stride, padding, dilation, groups, out_hw):
     """y = conv2d(x, w) + bias for x (N, C, H, W), w (OC, C/groups, KH, KW), any strides, with
     (top, left) ``padding`` and output size ``out_hw`` (the caller's, so asymmetric 'same' padding
-    works). Returns a contiguous (N, OC, OH, OW) tensor of x's dtype."""
+    works). Returns a contiguous (N, OC, OH, OW) tensor of x's dtype. A 1-d convolution passes 3-d
+    x (N, C, L) and w (OC, C/groups, K), (1, s) / (0, p) / (1, d) and out_hw (OL,) or (1, OL)."""
+    if x.dim() == 3:
+        out_hw = (1, out_hw[-1])
+        return conv2d_forward(*_lift(x, w), bias, stride, padding, dilation, groups, out_hw).squeeze(2)
     N, C, H, W = x.shape
     OC, CG, KH, KW = w.shape
     OH, OW = out_hw
@@ -245,8 +264,14 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, groups, out_hw):
     return y
 
 
-def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups):
-    """dL/dx (contiguous, of g's dtype and ``x_shape``) from g = dL/dy (N, OC, OH, OW), any strides."""
+def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups, bias=None, gemm=None):
+    """dL/dx (contiguous, of g's dtype and ``x_shape``) from g = dL/dy (N, OC, OH, OW), any strides;
+    plus ``bias`` (x_shape[1],) per channel when given: conv_transpose2d(g, w) + bias. 3-d g, w and
+    x_shape: the 1-d convolution's. ``gemm``: compute it as matmul + col2im instead of the gather
+    kernel (default: on the CPU with one group; it needs one group)."""
+    if g.dim() == 3:
+        return conv2d_grad_input(*_lift(g, w), _lift_shape(x_shape), stride, padding, dilation, groups,
+                                 bias, gemm).squeeze(2)
     N, C, H, W = x_shape
     OC, CG, KH, KW = w.shape
     OH, OW = g.shape[2:]
@@ -255,13 +280,20 @@ def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups):
     M, K = N * H * W, OCG * KH * KW
     if M == 0 or C == 0:
         return dx
-    if K == 0 or OH == 0 or OW == 0:
+    if (K == 0 or OH == 0 or OW == 0) and bias is None:
         return dx.fill_(0)
+    if gemm is None:
+        gemm = g.device.type == "cpu" and groups == 1
+    if gemm and groups == 1 and K > 0:
+        # interpreted, the gather below pays for every (pixel, tap) pair, (s^2 - 1)/s^2 of them
+        # masked off with stride s; a matmul + col2im is several times cheaper there
+        return conv_transpose2d_gemm(g, w, bias, x_shape, stride, padding, dilation)
     bm, bn, bk, warps = _gemm_blocks(M, CG, K, g.dtype, g.device)
     acc, upcast = _acc(g.dtype, g.device)
     grid = (groups * cdiv(M, bm) * cdiv(CG, bn),)
-    launch(conv_dgrad_kernel, grid, g, w, dx, H, W, OH, OW, M, K, KH, KW, CG, OCG, C,
-           *g.stride(), *w.stride(), *stride, *padding, *dilation, ACC=acc, UPCAST=upcast,
+    launch(conv_dgrad_kernel, grid, g, w, dx if bias is None else bias, dx, H, W, OH, OW, M, K, KH, KW,
+           CG, OCG, C, *g.stride(), *w.stride(), 0 if bias is None else bias.stride(0), *stride, *padding,
+           *dilation, HAS_BIAS=bias is not None, ACC=acc, UPCAST=upcast,
            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
            num_warps=warps, num_stages=2)
     return dx
@@ -270,7 +302,10 @@ def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups):
 def conv2d_grad_weight(x, g, w_shape, stride, padding, dilation, groups, splits=None):
     """dL/dw (contiguous, of ``w_shape`` and x's dtype) from x (N, C, H, W) and g = dL/dy.
     ``splits`` (default: 1 on the CPU, enough for ~256 programs on a GPU) is how many programs
-    share each tile's pixel sum."""
+    share each tile's pixel sum. 3-d x, g and w_shape: the 1-d convolution's."""
+    if x.dim() == 3:
+        return conv2d_grad_weight(*_lift(x, g), _lift_shape(w_shape), stride, padding, dilation, groups,
+                                  splits).squeeze(2)
     N, C, H, W = x.shape
     OC, CG, KH, KW = w_shape
     OH, OW = g.shape[2:]

@@ -462,3 +462,21 @@ from .functional_extra import *  # noqa: E402,F401,F403  (prelu, mish, glu, kl_d
 from .functional_extra import __all__ as _extra_all  # noqa: E402
 
 __all__ += _loss_all + _conv_all + _extra_all
+from .functional_convnd import *  # noqa: E402,F401,F403  (conv1d, conv_transpose1d, conv_transpose2d)
+from .functional_convnd import __all__ as _convnd_all  # noqa: E402
+
+__all__ += _convnd_all
+
+from .functional_pad import pad  # noqa: E402,F401
+
+__all__ += ["pad"]
+
+from .functional_pool import *  # noqa: E402,F401,F403  (adaptive pools, 1-d pools)
+from .functional_pool import __all__ as _pool_all  # noqa: E402
+
+__all__ += _pool_all
+
+from .functional_resample import *  # noqa: E402,F401,F403  (interpolate, pixel_shuffle, unfold/fold, dropout1d/2d)
+from .functional_resample import __all__ as _resample_all  # noqa: E402
+
+__all__ += _resample_all

@@ -67,7 +67,7 @@ class Convolution(BuiltinFunction):
         if ctx.needs_input_grad[1]:
             dw = wrap(CONV.conv2d_grad_weight(x._data, gd, w.shape, stride, padding, dilation, groups))
         if ctx.needs_input_grad[2]:
-            db = wrap(reduce(gd, (0, 2, 3), "sum"))
+            db = wrap(reduce(gd, (0,) + tuple(range(2, gd.dim())), "sum"))
         return dx, dw, db, None, None, None, None, None
 
     @staticmethod
@@ -78,7 +78,7 @@ class Convolution(BuiltinFunction):
         need = ctx.needs_input_grad
         return (ZeroSlope.apply(ConvGradInput.apply(g, w, x.shape, ctx.conv), x, True) if need[0] else None,
                 ZeroSlope.apply(ConvGradWeight.apply(x, g, w.shape, ctx.conv), w, True) if need[1] else None,
-                g.sum((0, 2, 3)) if need[2] else None, None, None, None, None, None)
+                g.sum((0,) + tuple(range(2, g.ndim))) if need[2] else None, None, None, None, None, None)
 
 
 class ConvGradInput(BuiltinFunction):

@@ -3,8 +3,13 @@ from .module import Module
 from .container import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from .container_params import ParameterDict, ParameterList
 from .linear import Linear
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d
 from .pooling import AvgPool2d, MaxPool2d
+from .pooling_extra import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
+                            MaxPool1d)
+from . import resample as _resample
+from .resample import *  # noqa: F401,F403  (Upsample, PixelShuffle, Unfold/Fold, Dropout1d/2d, padding layers)
 from .sparse import Embedding
 from .normalization import LayerNorm
 from .batchnorm import BatchNorm1d, BatchNorm2d
@@ -22,3 +27,5 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
            "ELU", "Softplus", "PReLU", "Mish", "Hardswish", "Softmax2d", "Softmin", "GLU", "KLDivLoss",
            "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss"]
+__all__ += ["Conv1d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d",
+            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"] + _resample.__all__

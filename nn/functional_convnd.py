@@ -1,0 +1,212 @@
+"""conv1d, conv_transpose1d and conv_transpose2d with PyTorch's functional signatures, on the
+implicit-GEMM kernels of ``tgrad.kernels.conv``.
+
+- conv1d is conv2d with H = 1: the same ``Convolution`` Function, fed 3-d tensors, which the
+  kernels view as (N, C, 1, L).
+- conv_transpose is the adjoint of a convolution in its input: for x (N, C_in, H, W) and
+  w (C_in, C_out/groups, kH, kW),
+
+      y = conv_transpose(x, w) + b = dX_conv(g=x, w) + b,   out = (H-1)s - 2p + d(k-1) + output_padding + 1
+
+  i.e. the conv's input-gradient kernel (with the bias added in its epilogue). Its
+  derivatives are the conv's other two GEMMs:  dx = conv(g, w),  dw = dW_conv(input=g, grad=x),
+  db = sum g. Under create_graph those are the recorded ``Convolution`` / ``ConvGradWeight``
+  Functions, whose own backward is again one of the three kernels: the derivative is written once.
+"""
+from __future__ import annotations
+
+from tgrad.autograd.function import BuiltinFunction
+from tgrad.kernels import conv as CONV
+from tgrad.kernels.reduce import reduce
+from tgrad.ops.formula import ZeroSlope
+from tgrad.ops._common import check_runnable, wrap
+from tgrad.tensor import Tensor
+
+from .functional_conv import Convolution, ConvGradWeight, _check_tensor, _float_only, _scalar_name, _type_name
+
+__all__ = ["conv1d", "conv_transpose1d", "conv_transpose2d"]
+
+
+def _tuple(value, n, what):
+    """n ints from an int or a sequence of 1 or n ints, else PyTorch's message."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * n
+    if isinstance(value, (tuple, list)) and len(value) in (1, n) and all(isinstance(v, int) for v in value):
+        return tuple(value) * n if len(value) == 1 else tuple(value)
+    shown = list(value) if isinstance(value, (tuple, list)) else value
+    raise RuntimeError(f"expected {what} to be a single integer value or a list of {n} values to match the "
+                       f"convolution dimensions, but got {what}={shown}")
+
+
+def _check_common(fn, input, weight, bias, dims, groups, stride, dilation, out_channels):
+    """PyTorch's checks shared by every convolution: dims, groups, dtypes and the bias."""
+    _check_tensor(input, "input", fn)
+    _check_tensor(weight, "weight", fn)
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to {fn}, but got "
+                           f"input of size: {list(input.shape)}")
+    if weight.ndim != dims + 2:
+        raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-dimensional weight "
+                           f"{list(weight.shape)}, but got {input.ndim}-dimensional input of size "
+                           f"{list(input.shape)} instead")
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if min(stride) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(dilation) <= 0:
+        raise RuntimeError("non-positive dilation is not supported")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"Input type ({_type_name(input)}) and weight type ({_type_name(weight)}) should be the "
+                           f"same")
+    _float_only(input, fn)
+    if bias is not None:
+        _check_tensor(bias, "bias", fn)
+        if bias.ndim != 1 or bias.shape[0] != out_channels:
+            raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+                               f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
+        if bias.dtype != input.dtype:
+            raise RuntimeError(f"Input type ({_scalar_name(input)}) and bias type ({_scalar_name(bias)}) should be "
+                               f"the same")
+
+
+# ----------------------------------------------------------------------------- conv1d
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d cross-correlation of input (N, C, L) or (C, L) with weight (OC, C/groups, K):
+    y[n, o, i] = bias[o] + sum_{c,k} x[n, g*C/groups + c, i*s - p + k*d] w[o, c, k], zero outside.
+    padding may be 'valid' or 'same' (stride 1; an odd total puts the extra column on the right)."""
+    stride, dilation = _tuple(stride, 1, "stride"), _tuple(dilation, 1, "dilation")
+    OC = weight.shape[0] if isinstance(weight, Tensor) and weight.ndim else 0
+    _check_common("conv1d", input, weight, bias, 1, groups, stride, dilation, OC)
+    if input.ndim == 2:
+        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+    N, C, L = input.shape
+    _, CG, K = weight.shape
+    effective = (K - 1) * dilation[0] + 1
+    if isinstance(padding, str):
+        if padding == "valid":
+            pad, extra = 0, 0
+        elif padding == "same":
+            if stride != (1,):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pad = (effective - 1) // 2
+            extra = effective - 1 - 2 * pad
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        (pad,), extra = _tuple(padding, 1, "padding"), 0
+        if pad < 0:
+            raise RuntimeError("negative padding is not supported")
+    if OC % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size [{list(weight.shape)}] instead")
+    if C != CG * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {CG * groups} channels, but got {C} channels instead")
+    padded = L + 2 * pad + extra
+    if padded < effective:
+        raise RuntimeError(f"Calculated padded input size per channel: ({padded}). Kernel size: ({effective}). "
+                           f"Kernel size can't be greater than actual input size")
+    out = (padded - effective) // stride[0] + 1
+    return Convolution.apply(input, weight, bias, (1, stride[0]), (0, pad), (1, dilation[0]), groups, (1, out))
+
+
+# ----------------------------------------------------------------------------- conv_transpose
+
+class ConvTranspose(BuiltinFunction):
+    """y = conv_transpose(x, w) + b, the conv input-gradient kernel applied to x (see above)."""
+    node_name = "ConvolutionBackward0"
+    edge_args = (0, 1, 2)
+
+    @staticmethod
+    def forward(ctx, x, w, b, stride, padding, dilation, groups, out_shape):
+        check_runnable(x, w, b)
+        ctx.conv = (stride, padding, dilation, groups)
+        ctx.save_for_backward(x, w)
+        return wrap(CONV.conv2d_grad_input(x._data, w._data, out_shape, stride, padding, dilation, groups,
+                                           None if b is None else b._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        stride, padding, dilation, groups = ctx.conv
+        need = ctx.needs_input_grad
+        dims = (0,) + tuple(range(2, g.ndim))
+        in_hw = tuple(x.shape[2:])
+        gd = g._data
+        dx = dw = db = None
+        if need[0]:
+            dx = wrap(CONV.conv2d_forward(gd, w._data, None, stride, padding, dilation, groups, in_hw))
+        if need[1]:
+            dw = wrap(CONV.conv2d_grad_weight(gd, x._data, w.shape, stride, padding, dilation, groups))
+        if need[2]:
+            db = wrap(reduce(gd, dims, "sum"))
+        return dx, dw, db, None, None, None, None, None
+
+    @staticmethod
+    def differentiable_backward(ctx, g):  # the conv's own differentiable Functions
+        x, w = ctx.saved_tensors
+        stride, padding, dilation, groups = ctx.conv
+        need = ctx.needs_input_grad
+        dims = (0,) + tuple(range(2, g.ndim))
+        in_hw = tuple(x.shape[2:])
+        return (ZeroSlope.apply(Convolution.apply(g, w, None, *ctx.conv, in_hw), x, True) if need[0] else None,
+                ZeroSlope.apply(ConvGradWeight.apply(g, x, w.shape, ctx.conv), w, True) if need[1] else None,
+                g.sum(dims) if need[2] else None, None, None, None, None, None)
+
+
+def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    for name, value in (("padding", padding), ("output_padding", output_padding)):
+        if isinstance(value, str):
+            raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, not str")
+    stride, dilation = _tuple(stride, dims, "stride"), _tuple(dilation, dims, "dilation")
+    padding, output_padding = _tuple(padding, dims, "padding"), _tuple(output_padding, dims, "output_padding")
+    C_in = weight.shape[0] if isinstance(weight, Tensor) and weight.ndim else 0
+    C_out = weight.shape[1] * groups if isinstance(weight, Tensor) and weight.ndim > 1 and isinstance(groups, int) \
+        else 0
+    _check_common(fn, input, weight, bias, dims, groups, stride, dilation, C_out)
+    if input.ndim == dims + 1:
+        return _conv_transpose(fn, dims, input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
+                               dilation).squeeze(0)
+    if min(padding) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if min(output_padding) < 0:
+        raise RuntimeError("negative output_padding is not supported")
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        axes = ("height", "width") if dims == 2 else ("width",)
+        parts = [f"output_padding_{a}: {v}" for a, v in zip(axes, output_padding)]
+        parts += [f"stride_{a}: {v}" for a, v in zip(axes, stride)]
+        parts += [f"dilation_{a}: {v}" for a, v in zip(axes, dilation)]
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but got " + " ".join(parts))
+    if C_in % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size [{list(weight.shape)}] instead")
+    if input.shape[1] != C_in:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {C_in} channels, but got {input.shape[1]} channels instead")
+    size = tuple(input.shape[2:])
+    kernel = tuple(weight.shape[2:])
+    out = tuple((size[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + output_padding[i] + 1
+                for i in range(dims))
+    if min(out) <= 0:
+        shown = lambda t: " x ".join(str(v) for v in t)  # noqa: E731
+        raise RuntimeError(f"Given input size per channel: ({shown(size)}). Calculated output size per channel: "
+                           f"({shown(out)}). Output size is too small")
+    out_shape = (input.shape[0], C_out) + out
+    if dims == 1:
+        stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
+    return ConvTranspose.apply(input, weight, bias, stride, padding, dilation, groups, out_shape)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The transposed 2-d convolution ("deconvolution") of input (N, C_in, H, W) or (C_in, H, W) with
+    weight (C_in, C_out/groups, kH, kW): each input pixel scatters w times its value onto the output
+    window at (i*s - p, j*s - p); output_padding adds rows/columns at the bottom/right."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The transposed 1-d convolution of input (N, C_in, L) or (C_in, L) with weight (C_in, C_out/groups, K)."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)

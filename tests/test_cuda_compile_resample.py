@@ -1,0 +1,58 @@
+"""The convolution / resampling kernels (conv_transpose's bias epilogue, pad, adaptive pools,
+interpolate, im2col/col2im) compile for sm_90, as tests/test_cuda_compile.py checks the core's:
+a small workload runs on the CPU, each distinct launch is recorded and compiled with Triton's
+bundled ptxas (no GPU needed)."""
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad.kernels.launch import launch_observers
+from test_cuda_compile import _record
+
+NEW_KERNELS = {"pad_fwd_kernel", "pad_bwd_kernel", "adaptive_pool_fwd_kernel", "adaptive_pool_bwd_kernel",
+               "interp_fwd_kernel", "interp_bwd_kernel", "im2col_kernel", "col2im_kernel", "conv_dgrad_kernel"}
+
+
+def _workload():
+    tgrad.manual_seed(0)
+    for dtype in (tgrad.float32,):
+        x = tgrad.randn(2, 3, 5, 6, dtype=dtype, requires_grad=True)
+        w = tgrad.randn(3, 2, 3, 3, dtype=dtype, requires_grad=True)
+        b = tgrad.randn(2, dtype=dtype, requires_grad=True)
+        y = F.conv_transpose2d(x, w, b, stride=2).sum() + F.conv_transpose2d(x[:, :2], w[:2], stride=2, groups=2).sum()
+        for mode in ("constant", "reflect", "replicate", "circular"):
+            y = y + F.pad(x, (1, 2, 2, 1), mode=mode).sum()
+        y = y + F.adaptive_avg_pool2d(x, (2, 4)).sum() + F.adaptive_max_pool2d(x, (4, 3)).sum()
+        for kw in (dict(scale_factor=2), dict(scale_factor=1.5, mode="nearest-exact"),
+                   dict(size=(7, 4), mode="bilinear"), dict(scale_factor=2, mode="bilinear", align_corners=True)):
+            y = y + F.interpolate(x, **kw).sum()
+        y = y + F.fold(F.unfold(x, 2, padding=1), (5, 6), 2, padding=1).sum()
+        y.backward()
+    # fp64 only changes the linear modes' index arithmetic (fp64 there, as in torch)
+    x = tgrad.randn(2, 3, 5, 6, dtype=tgrad.float64, requires_grad=True)
+    F.interpolate(x, size=(7, 4), mode="bilinear").sum().backward()
+
+
+def test_resample_kernels_compile_for_sm90():
+    launches = {}
+    observer = _record(launches)
+    launch_observers.append(observer)
+    try:
+        _workload()
+    finally:
+        launch_observers.remove(observer)
+    names = {name for name, _, _ in launches}
+    assert NEW_KERNELS <= names, f"not exercised: {NEW_KERNELS - names}"
+    target = GPUTarget("cuda", 90, 32)
+    failures = []
+    for (name, _, consts), (kernel, signature, constants, options) in launches.items():
+        if name not in NEW_KERNELS:
+            continue  # the core's kernels are test_cuda_compile.py's
+        try:
+            compiled = triton.compile(ASTSource(kernel, signature, constants), target=target, options=options)
+            assert compiled.asm["cubin"]
+        except Exception as e:  # collect all, report together
+            failures.append(f"{name} {consts[:200]}: {type(e).__name__}: {str(e)[:300]}")
+    assert not failures, "kernels that do not compile for sm_90:\n" + "\n".join(failures)
