@@ -332,7 +332,7 @@ class Tensor:
 
     def type(self, dtype=None):
         if dtype is None:
-            return f"tgrad.{'cuda.' if self.is_cuda else ''}{self.dtype.legacy}"
+            return f"{_dtype.NAMESPACE}.{'cuda.' if self.is_cuda else ''}{self.dtype.legacy}"
         return self.to(dtype)
 
     def __hash__(self):
@@ -415,7 +415,7 @@ def _format(t: Tensor) -> str:
     # torch formats the numbers (printing is no forward/backward path); tgrad writes the suffixes.
     body = repr(t._data.detach())
     assert body.endswith(")")
-    body = body[:-1].replace("torch.", "tgrad.")
+    body = body[:-1].replace("torch.", f"{_dtype.NAMESPACE}.")
     if t._grad_fn is not None:
         body += f", grad_fn=<{t._grad_fn.name()}>"
     elif t._requires_grad:
