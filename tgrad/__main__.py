@@ -10,6 +10,7 @@ and the libraries keep the real torch. See ``tgrad.dropin``.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import runpy
 import shutil
@@ -49,6 +50,13 @@ def _is_python_file(path):
     return path.endswith(".py") or (first.startswith(b"#!") and b"python" in first)
 
 
+def _is_module(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -65,8 +73,8 @@ def main(argv=None):
         path = prog if os.path.exists(prog) else shutil.which(prog)
         if path and _is_python_file(path):
             _run_script(path, args)
-        elif path is None and "/" not in prog:
-            _run_module(prog, args)  # an importable module of that name
+        elif "/" not in prog and _is_module(prog):
+            _run_module(prog, args)  # e.g. a shell wrapper on PATH for pytest: run the module itself
         else:
             print(f"python -m tgrad: {prog!r} is not a Python program", file=sys.stderr)
             return 2
