@@ -22,9 +22,9 @@ class AutoEncoder(nn.Module):
 
 torch.manual_seed(0)
 ae = AutoEncoder()
-opt = torch.optim.Adam(ae.parameters(), lr=2e-2)
+opt = torch.optim.Adam(ae.parameters(), lr=3e-2)
 first = None
-for step in range(50):
+for step in range(30):
     recon, z = ae(data)
     loss = nn.functional.mse_loss(recon, data)
     opt.zero_grad()

@@ -30,7 +30,7 @@ parameters = [C, W1, b1, W2, b2]
 for p in parameters:
     p.requires_grad = True
 print(sum(p.nelement() for p in parameters))
-for i in range(50):
+for i in range(30):
     emb = C[X]
     h = torch.tanh(emb.view(-1, block * 6) @ W1 + b1)
     logits = h @ W2 + b2

@@ -46,8 +46,8 @@ print(len(params), params[0].size())
 out = net(X[:1])
 print(out.shape, out.grad_fn.__class__.__name__)
 criterion = nn.CrossEntropyLoss()
-optimizer = optim.Adam(net.parameters(), lr=0.02)
-for epoch in range(20):
+optimizer = optim.Adam(net.parameters(), lr=0.04)
+for epoch in range(12):
     optimizer.zero_grad()
     loss = criterion(net(X), Y)
     loss.backward()

@@ -25,7 +25,7 @@ c = torch.full((), 0.0, requires_grad=True)
 d = torch.full((), 0.3, requires_grad=True)
 lr = 1e-5
 P3 = LegendrePolynomial3.apply
-for t in range(80):
+for t in range(40):
     y_pred = a + b * P3(c + d * x)
     loss = (y_pred - y).pow(2).sum()
     if t == 0:

@@ -12,7 +12,7 @@ criterion = nn.BCELoss()
 opt_g = torch.optim.Adam(G.parameters(), lr=2e-2, betas=(0.5, 0.999))
 opt_d = torch.optim.Adam(D.parameters(), lr=2e-2, betas=(0.5, 0.999))
 ones, zeros = torch.ones(64, 1), torch.zeros(64, 1)
-for step in range(25):
+for step in range(15):
     noise = torch.randn(64, 1)
     fake = G(noise)
     # discriminator: real -> 1, fake -> 0 (fake detached: G gets no gradient from this step)

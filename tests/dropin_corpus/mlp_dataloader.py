@@ -21,7 +21,7 @@ model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
 opt = torch.optim.Adam(model.parameters(), lr=0.03)
 loss_fn = nn.CrossEntropyLoss()
 seen = []
-for epoch in range(8):
+for epoch in range(4):
     total = 0.0
     for xb, yb in loader:
         loss = loss_fn(model(xb), yb)

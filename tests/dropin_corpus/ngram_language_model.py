@@ -37,7 +37,7 @@ model = NGramLanguageModeler(len(vocab), EMBEDDING_DIM, CONTEXT_SIZE)
 optimizer = optim.SGD(model.parameters(), lr=0.5)
 ctx = torch.tensor([[word_to_ix[w] for w in c] for c, _ in ngrams], dtype=torch.long)
 tgt = torch.tensor([word_to_ix[t] for _, t in ngrams], dtype=torch.long)
-for epoch in range(30):
+for epoch in range(20):
     model.zero_grad()
     log_probs = model(ctx)
     loss = loss_function(log_probs, tgt)

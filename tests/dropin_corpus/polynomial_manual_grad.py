@@ -10,7 +10,7 @@ y = torch.sin(x)
 
 a, b, c, d = (torch.tensor(v, dtype=dtype) for v in (0.1, -0.2, 0.3, 0.05))
 lr = 2e-6
-for t in range(100):
+for t in range(40):
     y_pred = a + b * x + c * x ** 2 + d * x ** 3
     loss = (y_pred - y).pow(2).sum().item()
     grad_y_pred = 2.0 * (y_pred - y)
@@ -26,7 +26,7 @@ print("~ manual_loss", f"{loss:.3f}", "atol=0.05")
 print("~ manual_d", f"{d.item():.5f}", "atol=1e-4")
 
 a2, b2, c2, d2 = (torch.tensor(v, dtype=dtype, requires_grad=True) for v in (0.1, -0.2, 0.3, 0.05))
-for t in range(100):
+for t in range(40):
     y_pred = a2 + b2 * x + c2 * x ** 2 + d2 * x ** 3
     loss = (y_pred - y).pow(2).sum()
     loss.backward()

@@ -18,8 +18,8 @@ X, Y = torch.from_numpy(X), torch.from_numpy(Y)
 
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(2, 32), nn.ReLU(), nn.Linear(32, K))
-optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
-for it in range(150):
+optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+for it in range(60):
     scores = model(X)
     loss = F.cross_entropy(scores, Y)
     optimizer.zero_grad()

@@ -7,3 +7,11 @@ from .anomaly_mode import detect_anomaly, is_anomaly_check_nan_enabled, is_anoma
 from .hooks import RemovableHandle  # noqa: F401
 from .variable import Variable  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401,E402
+
+
+def __getattr__(name):
+    # tgrad.autograd.functional builds on Tensor, which imports this package: loaded on first use
+    if name == "functional":
+        import importlib
+        return importlib.import_module(f"{__name__}.functional")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
