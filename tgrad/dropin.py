@@ -51,6 +51,7 @@ _ALIASES = {
 _TOP = {"nn", "optim", "utils", "autograd", "cuda", "backends", "accelerator", "distributions", "onnx",
         "return_types", "serialization"}
 
+_TORCH_VERSION = str(_real_torch.__version__)  # the PyTorch API version tgrad is developed against
 _installed = False
 _orig_import = builtins.__import__
 _orig_import_module = importlib.import_module
@@ -93,7 +94,7 @@ class TorchView(types.ModuleType):
             object.__setattr__(self, "__all__", [k for k in vars(target) if not k.startswith("_")
                                                  and not isinstance(vars(target)[k], types.ModuleType)])
         if torch_name == "torch":  # version checks in scripts: the PyTorch API version tgrad follows
-            object.__setattr__(self, "__version__", f"{_real_torch.__version__.split('+')[0]}+tgrad{tgrad.__version__}")
+            object.__setattr__(self, "__version__", f"{_TORCH_VERSION.partition('+')[0]}+tgrad{tgrad.__version__}")
 
     def __repr__(self):
         return f"<module {self._torch_name!r} (tgrad: {self._target.__name__})>"

@@ -18,6 +18,8 @@ from tgrad.ops._common import check_runnable, wrap
 
 __all__ = ["solve_lower", "cholesky", "tril_mask", "diagonal"]
 
+_LinAlgError = torch.linalg.LinAlgError  # PyTorch's exception type for a failed factorisation
+
 
 def tril_mask(n, dtype, device, diag_scale=1.0):
     """(n, n) lower-triangular ones (the diagonal ``diag_scale``), as a constant tensor."""
@@ -87,7 +89,7 @@ class _Cholesky(Function):
         if bad.numel():
             b = int(bad[0, 0])
             where = f"(Batch element {b}): " if A.ndim > 2 else ""
-            raise torch.linalg.LinAlgError(
+            raise _LinAlgError(
                 f"linalg.cholesky: {where}The factorization could not be completed because the input is not "
                 f"positive-definite (the leading minor of order {int(info[b])} is not positive-definite).")
         out = wrap(L.view(A.shape))
