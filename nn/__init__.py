@@ -4,5 +4,7 @@ from . import functional, init
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from . import modules
+from . import parallel
+from .parallel import DataParallel
 
-__all__ = ["Parameter", "functional", "init", "modules"] + _modules_all
+__all__ = ["Parameter", "functional", "init", "modules", "parallel", "DataParallel"] + _modules_all
