@@ -166,9 +166,17 @@ def test_install_uninstall_in_process():
             "d.install(); d.install()\n"
             "exec('import torch; import torch.nn as nn; from torch.utils.data import DataLoader', ns)\n"
             "print(ns['torch'].Tensor is tgrad.Tensor, ns['DataLoader'] is tgrad.utils.data.DataLoader, repr(tgrad.float32))\n"
+            "print(type(tgrad.zeros(1)), type(tgrad.nn.Parameter(tgrad.zeros(1))), type(tgrad.Size([1])), type(tgrad.int8))\n"
+            "import sys, numpy, tgrad.nn.functional as F\n"
+            "ts = sys.modules['torch._tensor_str']  # torch's own printing code\n"
+            "print(d._is_user(ns), d._is_user(vars(numpy)), d._is_user(vars(F)), d._is_user(vars(ts)))\n"
             "d.uninstall()\n"
             "exec('import torch', ns)\n"
-            "print(ns['torch'].Tensor is tgrad.Tensor, repr(tgrad.float32), tgrad.zeros(2).shape)\n")
+            "print(ns['torch'].Tensor is tgrad.Tensor, repr(tgrad.float32), tgrad.zeros(2).shape, type(tgrad.zeros(1)))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["True True torch.float32", "False tgrad.float32 tgrad.Size([2])"]
+    assert r.stdout.splitlines() == [
+        "True True torch.float32",
+        "<class 'torch.Tensor'> <class 'torch.nn.parameter.Parameter'> <class 'torch.Size'> <class 'torch.dtype'>",
+        "True False False False",
+        "False tgrad.float32 tgrad.Size([2]) <class 'tgrad.tensor.Tensor'>"]

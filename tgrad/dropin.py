@@ -260,6 +260,19 @@ def _import_module(name, package=None):
     return _orig_import_module(name, package)
 
 
+_CLASS_MODULES = {}  # class -> its own __module__, restored by uninstall()
+
+
+def _renamed_classes():
+    """The classes scripts print the type of (``<class 'torch.Tensor'>``), with torch's module names."""
+    from tgrad.nn import Parameter
+    pairs = [(tgrad.Tensor, "torch"), (_dtype.Size, "torch"), (_dtype.dtype, "torch"),
+             (Parameter, "torch.nn.parameter")]
+    for cls, _ in pairs:
+        _CLASS_MODULES.setdefault(cls, cls.__module__)
+    return pairs
+
+
 def install():
     """Resolve ``import torch`` (and ``torch.X``) to tgrad in user code from now on; print tgrad's
     names as PyTorch's. Idempotent."""
@@ -271,7 +284,8 @@ def install():
     builtins.__import__ = _import
     importlib.import_module = _import_module
     _dtype.NAMESPACE = "torch"
-    tgrad.Tensor.__module__ = "torch"
+    for cls, name in _renamed_classes():
+        cls.__module__ = name
     _installed = True
 
 
@@ -283,7 +297,8 @@ def uninstall():
     builtins.__import__ = _orig_import
     importlib.import_module = _orig_import_module
     _dtype.NAMESPACE = "tgrad"
-    tgrad.Tensor.__module__ = "tgrad.tensor"
+    for cls, _ in _renamed_classes():
+        cls.__module__ = _CLASS_MODULES[cls]
     _installed = False
 
 
