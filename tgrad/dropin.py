@@ -21,6 +21,7 @@ compare them read the same.
 """
 from __future__ import annotations
 
+import __future__
 import builtins
 import importlib
 import importlib.util
@@ -91,8 +92,8 @@ class TorchView(types.ModuleType):
             if hasattr(target, k):
                 object.__setattr__(self, k, getattr(target, k))
         if "__all__" not in self.__dict__:  # `from torch.nn import *`: tgrad's public names
-            object.__setattr__(self, "__all__", [k for k in vars(target) if not k.startswith("_")
-                                                 and not isinstance(vars(target)[k], types.ModuleType)])
+            object.__setattr__(self, "__all__", [k for k, v in vars(target).items() if not k.startswith("_")
+                                                 and not isinstance(v, (types.ModuleType, __future__._Feature))])
         if torch_name == "torch":  # version checks in scripts: the PyTorch API version tgrad follows
             object.__setattr__(self, "__version__", f"{_TORCH_VERSION.partition('+')[0]}+tgrad{tgrad.__version__}")
 
@@ -108,8 +109,8 @@ class TorchView(types.ModuleType):
         value = _lookup(self._torch_name, self._target, name)
         if value is _MISSING:
             raise _no_attribute(f"{self._torch_name}.{name}")
-        if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)):
-            object.__setattr__(self, name, value)  # functions, classes, modules: looked up once
+        if not isinstance(value, (bool, int, float, str, type(None))):
+            object.__setattr__(self, name, value)  # looked up once; plain values (flags) stay live
         return value
 
     def __setattr__(self, name, value):
