@@ -228,5 +228,11 @@ def test_errors():
         GD.MultivariateNormal(tgrad.zeros(2), covariance_matrix=tgrad.tensor([[1.0, 2.0], [2.0, 1.0]]))
     with pytest.raises(NotImplementedError, match="No KL"):
         GD.kl_divergence(GD.Normal(0.0, 1.0), GD.Uniform(0.0, 1.0))
+    for D in (TD, GD):
+        lib = torch if D is TD else tgrad
+        with pytest.raises(ValueError, match="must be a Tensor"):
+            D.Normal(lib.tensor(0.0), lib.tensor(1.0)).log_prob(0.5)
+        with pytest.raises(ValueError, match="right-most size of value must match event_shape"):
+            D.MultivariateNormal(lib.zeros(2), scale_tril=lib.eye(2)).log_prob(lib.zeros(3))
     with pytest.raises(NotImplementedError, match="rsample"):
         GD.Bernoulli(probs=tgrad.tensor(0.5)).rsample()

@@ -67,7 +67,8 @@ class Bernoulli(Distribution):
             return (u < p).to(p.dtype)
 
     def log_prob(self, value):
-        self._check_value(value, (value == 0) | (value == 1), "Boolean()")
+        self._check_value(value, ((value == 0) | (value == 1)) if isinstance(value, tgrad.Tensor) else None,
+                          "Boolean()")
         return value * self.logits - tgrad.softplus(self.logits)
 
     def entropy(self):

@@ -78,7 +78,8 @@ class Categorical(Distribution):
 
     def log_prob(self, value):
         if self._validate_args:
-            ok = (value >= 0) & (value < self._num_events) & (value == value.long())
+            ok = ((value >= 0) & (value < self._num_events) & (value == value.long())
+                  if isinstance(value, tgrad.Tensor) else None)
             self._check_value(value, ok, f"IntegerInterval(lower_bound=0, upper_bound={self._num_events - 1})")
         value = value.long()
         lp = self.logits

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import tgrad
 from tgrad._dtype import Size
+from tgrad.tensor import Tensor
 
 __all__ = ["Distribution"]
 
@@ -79,7 +80,15 @@ class Distribution:
 
     def _check_value(self, value, ok, support):
         """ValueError when validating and ``ok`` (a bool tensor) is not all true."""
-        if self._validate_args and not bool(ok.all()):
+        if not self._validate_args:
+            return
+        if not isinstance(value, Tensor):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        event = tuple(self._event_shape)
+        if event and tuple(value.shape[value.ndim - len(event):]) != event:
+            raise ValueError(f"The right-most size of value must match event_shape: {tuple(value.shape)} vs "
+                             f"{event}.")
+        if not bool(ok.all()):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
                              f"within the support ({support}) of the distribution {self!r}, but found invalid "
                              f"values:\n{value}")

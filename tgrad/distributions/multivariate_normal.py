@@ -119,7 +119,8 @@ class MultivariateNormal(Distribution):
         return diagonal(self._unbroadcasted_scale_tril).log().sum(-1)
 
     def log_prob(self, value):
-        self._check_value(value, value == value, "IndependentConstraint(Real(), 1)")
+        self._check_value(value, value == value if isinstance(value, tgrad.Tensor) else None,
+                          "IndependentConstraint(Real(), 1)")
         n = self._event_shape[0]
         return -0.5 * (n * math.log(2 * math.pi) + self._mahalanobis(value - self.loc)) - self._half_log_det()
 

@@ -44,7 +44,7 @@ class Normal(Distribution):
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
-        self._check_value(value, value == value, "Real()")
+        self._check_value(value, value == value if isinstance(value, tgrad.Tensor) else None, "Real()")
         var = self.scale ** 2
         return -((value - self.loc) ** 2) / (2 * var) - self.scale.log() - math.log(math.sqrt(2 * math.pi))
 

@@ -43,7 +43,7 @@ class Uniform(Distribution):
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):
-        self._check_value(value, (self.low <= value) & (value < self.high),
+        self._check_value(value, (self.low <= value) & (value < self.high) if isinstance(value, tgrad.Tensor) else None,
                           f"Interval(lower_bound={self.low}, upper_bound={self.high})")
         inside = ((self.low <= value) & (self.high > value)).to(self.low.dtype)
         return tgrad.log(inside) - tgrad.log(self.high - self.low)
