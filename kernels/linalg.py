@@ -58,14 +58,14 @@ def cholesky_kernel(a_ptr, l_ptr, info_ptr, n, a_bs, a_rs, a_cs, COMPUTE: tl.con
     mask = (rows[:, None] < n) & (rows[None, :] < n)
     A = tl.load(a_ptr + pid * a_bs + rows[:, None] * a_rs + rows[None, :] * a_cs, mask=mask, other=0).to(COMPUTE)
     L = tl.zeros([BLOCK_N, BLOCK_N], COMPUTE)
-    info = 0
+    info = tl.full([], 0, tl.int32)
     for j in range(0, n):
         a_col = tl.sum(tl.where(rows[None, :] == j, A, 0.0), 1)   # A[:, j]
         l_row = tl.sum(tl.where(rows[:, None] == j, L, 0.0), 0)   # L[j, :] (zero from column j on)
         v = a_col - tl.sum(L * l_row[None, :], 1)
         pivot = tl.sum(tl.where(rows == j, v, 0.0), 0)
-        if info == 0 and not (pivot > 0):
-            info = j + 1
+        # the first non-positive (or NaN) pivot: "pivot > 0" is false for both
+        info = tl.where((info == 0) & ((pivot > 0) == 0), j + 1, info)
         d = tl.sqrt(tl.maximum(pivot, 0.0))
         col = tl.where(rows > j, v / d, tl.where(rows == j, d, 0.0))
         col = tl.where(rows < n, col, 0.0)
