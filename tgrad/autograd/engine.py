@@ -10,7 +10,10 @@
 from __future__ import annotations
 
 import heapq
+import sys
 import warnings
+
+import torch
 
 from . import anomaly_mode
 from .function import AccumulateGrad, BackwardNode, edge_of
@@ -130,7 +133,6 @@ def _new_grad(grad, create_graph, steal=False):
     gradient each step."""
     if not create_graph:
         from ..tensor import Tensor
-        import torch
         if steal and _unreachable(grad):
             return Tensor._wrap(grad._data)
         # a storage copy, not a kernel: one interpreted launch per parameter per step otherwise
@@ -150,8 +152,6 @@ _OWN_REFS = 5
 def _unreachable(grad) -> bool:
     """Whether ``grad`` (a tgrad Tensor) and its storage are held by nobody but the engine: no other
     Python reference to the wrapper or its torch tensor, no other tensor or view on the storage."""
-    import sys
-    import torch
     if sys.getrefcount(grad) > _OWN_REFS or grad._requires_grad:
         return False
     data = grad._data
