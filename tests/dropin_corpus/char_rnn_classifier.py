@@ -30,13 +30,13 @@ class RNN(nn.Module):
 torch.manual_seed(0)
 model = RNN(len(letters), 16, 2)
 print(model)
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
 crit = nn.NLLLoss()
 data = [(line_to_tensor(n), torch.tensor([k])) for k, ns in names.items() for n in ns]
 x0 = data[0][0]
 out, h = model.rnn(x0)
-print(x0.shape, out.shape, h.shape, out.grad_fn.__class__.__name__ is not None)
-for epoch in range(15):
+print(x0.shape, out.shape, h.shape, out.requires_grad)
+for epoch in range(8):
     for x, y in data:
         opt.zero_grad()
         loss = crit(model(x), y)
