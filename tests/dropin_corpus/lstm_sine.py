@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn as nn
 
-T = 20
+T = 12
 t = torch.arange(0, 8 * T, dtype=torch.float32).reshape(8, T)
 data = torch.sin((t + torch.arange(8).unsqueeze(1) * 3.0) / 4.0)
 inp, target = data[:, :-1].unsqueeze(-1), data[:, 1:].unsqueeze(-1)
@@ -26,9 +26,9 @@ torch.manual_seed(0)
 seq = Seq()
 out, (h, c) = seq.lstm(inp)
 print(out.shape, h.shape, c.shape)
-opt = torch.optim.Adam(seq.parameters(), lr=0.02)
+opt = torch.optim.Adam(seq.parameters(), lr=0.05)
 first = None
-for step in range(40):
+for step in range(15):
     opt.zero_grad()
     loss = nn.functional.mse_loss(seq(inp), target)
     loss.backward()
