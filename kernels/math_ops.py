@@ -140,7 +140,7 @@ def relu(x, p):                # y = max(x, 0)           dy/dx = [y > 0]; NaN an
 
 @triton.jit
 def relu_bwd(y, g, p):
-    return tl.where(y > 0, g, 0.0 * g)
+    return tl.where(y <= 0, 0.0, g)    # as torch: zero where y <= 0 even for an inf/NaN g
 
 @triton.jit
 def gelu(x, p):                # y = x Phi(x) = x/2 (1 + erf(x/sqrt2))

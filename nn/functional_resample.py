@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
@@ -375,7 +376,6 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, H, W) or (C, H, W) with probability p, scale the rest by 1/(1-p).
     A 3-d input is taken as (N, C, L), with PyTorch's warning."""
-    import warnings
     _check_tensor(input, "input", "dropout2d")
     if input.ndim not in (3, 4):
         warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "

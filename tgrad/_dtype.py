@@ -5,6 +5,10 @@ import builtins
 
 import torch
 
+# the module name tgrad prints its dtypes, Size and tensor types under: "torch" while the drop-in
+# runner (tgrad.dropin) is installed, so scripts that print or compare them read as with PyTorch
+NAMESPACE = "tgrad"
+
 
 class dtype:
     __slots__ = ("name", "torch", "is_floating_point", "itemsize", "legacy")
@@ -14,7 +18,7 @@ class dtype:
         self.itemsize = torch_dtype.itemsize
 
     def __repr__(self):
-        return f"tgrad.{self.name}"
+        return f"{NAMESPACE}.{self.name}"
 
     def __reduce__(self):
         return (_from_name, (self.name,))
@@ -113,7 +117,7 @@ class Size(tuple):
         return super().__new__(cls, (builtins.int(d) for d in dims))
 
     def __repr__(self):
-        return f"tgrad.Size({list(self)})"
+        return f"{NAMESPACE}.Size({list(self)})"
 
     __str__ = __repr__
 

@@ -5,11 +5,36 @@ import torch as _torch
 
 from . import graphs  # noqa: F401  (tgrad.cuda.graphs: the capture module, as torch.cuda.graphs)
 from .graphs import Graph, graph
+from .ops.random import manual_seed as _seed
 
-__all__ = ["is_available", "device_count", "synchronize", "CUDAGraph", "graph", "graph_pool_handle", "graphs"]
+__all__ = ["is_available", "device_count", "synchronize", "manual_seed", "manual_seed_all", "empty_cache",
+           "current_device", "get_device_name", "CUDAGraph", "graph", "graph_pool_handle", "graphs"]
 
 is_available = _torch.cuda.is_available
 device_count = _torch.cuda.device_count
+
+
+def manual_seed(seed):
+    """Seed the generator CUDA tensors draw from (tgrad's one Philox generator), as torch.cuda.manual_seed;
+    silently ignored without CUDA, as in PyTorch, so CPU random streams are not reseeded."""
+    if _torch.cuda.is_available():
+        _seed(seed)
+
+
+manual_seed_all = manual_seed
+
+
+def empty_cache():
+    if _torch.cuda.is_available():
+        _torch.cuda.empty_cache()
+
+
+def current_device():
+    return _torch.cuda.current_device()
+
+
+def get_device_name(device=None):
+    return _torch.cuda.get_device_name(device)
 
 
 def synchronize(device=None):

@@ -1,6 +1,8 @@
 """Named tuples returned by ops that give values and indices (``tgrad.max(x, 0).values``)."""
 from collections import namedtuple
 
+from . import _dtype
+
 
 def _structseq(name):
     """A namedtuple printed like PyTorch's ``torch.return_types`` structseqs, one field a line."""
@@ -8,7 +10,7 @@ def _structseq(name):
 
     def __repr__(self):
         fields = ",\n".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
-        return f"tgrad.return_types.{name}(\n{fields})"
+        return f"{_dtype.NAMESPACE}.return_types.{name}(\n{fields})"
 
     return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": __name__})
 

@@ -312,7 +312,7 @@ class Tensor:
         """The legacy type name, or a conversion to a dtype, a legacy type (``tgrad.FloatTensor``)
         or a legacy type name (``"torch.cuda.FloatTensor"``)."""
         if dtype is None:
-            return f"tgrad.{'cuda.' if self.is_cuda else ''}{self.dtype.legacy}"
+            return f"{_dtype.NAMESPACE}.{'cuda.' if self.is_cuda else ''}{self.dtype.legacy}"
         if isinstance(dtype, str):
             dtype, device = _dtype.from_type_name(dtype)
             return self.to(dtype=dtype, device=device)
@@ -400,7 +400,7 @@ def _format(t: Tensor) -> str:
     # torch formats the numbers (printing is no forward/backward path); tgrad writes the suffixes.
     body = repr(t._data.detach())
     assert body.endswith(")")
-    body = body[:-1].replace("torch.", "tgrad.")
+    body = body[:-1].replace("torch.", f"{_dtype.NAMESPACE}.")
     if t._grad_fn is not None:
         body += f", grad_fn=<{t._grad_fn.name()}>"
     elif t._requires_grad:

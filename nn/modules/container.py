@@ -8,7 +8,7 @@ from collections import OrderedDict
 from .. import functional
 from .activation import ReLU
 from .linear import Linear
-from .module import Module
+from .module import Module, _addindent
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "Unflatten"]
 
@@ -135,6 +135,20 @@ class ModuleList(Module):
 
     def __iadd__(self, modules):
         return self.extend(modules)
+
+    def __repr__(self):
+        # as PyTorch prints it: a run of children that print alike is one line, "(0-1): 2 x Block(...)"
+        if not self._modules:
+            return self._get_name() + "()"
+        runs = []  # [first index, last index, repr]
+        for i, m in enumerate(self._modules.values()):
+            r = repr(m)
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2) for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def append(self, module):
         self.add_module(str(len(self)), module)

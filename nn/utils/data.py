@@ -15,10 +15,16 @@ import numbers
 
 import numpy as np
 
+import bisect
+
 import tgrad
 from tgrad.tensor import Tensor
+from .samplers import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
+                       WeightedRandomSampler)
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "DataLoader", "default_collate"]
+__all__ = ["Dataset", "TensorDataset", "Subset", "ConcatDataset", "random_split", "DataLoader", "default_collate",
+           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler"]
 
 
 class Dataset:
@@ -58,6 +64,34 @@ class Subset(Dataset):
         return len(self.indices)
 
 
+class ConcatDataset(Dataset):
+    """The samples of several datasets one after another; ``cumulative_sizes[i]`` is where dataset
+    i + 1 starts."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise AssertionError("datasets should not be an empty iterable")
+        self.cumulative_sizes, total = [], 0
+        for d in self.datasets:
+            total += len(d)
+            self.cumulative_sizes.append(total)
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx += len(self)
+        which = bisect.bisect_right(self.cumulative_sizes, idx)
+        if which == len(self.datasets):
+            raise IndexError(f"index {idx} is out of range for a ConcatDataset of {len(self)} samples")
+        start = self.cumulative_sizes[which - 1] if which else 0
+        return self.datasets[which][idx - start]
+
+
 def random_split(dataset, lengths, generator=None):
     """Split ``dataset`` into non-overlapping random ``Subset``s of the given lengths (or fractions
     summing to 1, rounded down with the remainder spread round-robin, as PyTorch)."""
@@ -86,7 +120,7 @@ def default_collate(batch):
     if isinstance(elem, Tensor):
         return tgrad.stack(list(batch), 0)
     if isinstance(elem, np.ndarray):
-        return tgrad.stack([tgrad.from_numpy(np.ascontiguousarray(b)) for b in batch], 0)
+        return tgrad.stack([tgrad.from_numpy(np.ascontiguousarray(b).reshape(b.shape)) for b in batch], 0)
     if isinstance(elem, bool):
         return tgrad.tensor(batch, dtype=tgrad.bool)
     if isinstance(elem, numbers.Integral):
@@ -109,24 +143,44 @@ def default_collate(batch):
 
 class DataLoader:
     """Iterates over ``dataset`` in batches. ``num_workers`` is accepted for PyTorch compatibility;
-    loading happens in the calling process."""
+    loading happens in the calling process. ``sampler`` (indices) or ``batch_sampler`` (lists of
+    indices) choose what is loaded, as in PyTorch."""
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, collate_fn=None, drop_last=False, generator=None,
-                 num_workers=0, pin_memory=False, **kwargs):
-        unsupported = sorted(k for k, v in kwargs.items() if v is not None)
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 generator=None, **kwargs):
+        unsupported = sorted(k for k, v in kwargs.items() if v not in (None, False, 0, ""))
+        if timeout:
+            unsupported.append("timeout")
         if unsupported:
             raise NotImplementedError(f"tgrad's DataLoader does not support {', '.join(unsupported)}")
         if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
                                        or batch_size <= 0):
             raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
-        if batch_size is None and drop_last:
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
+            raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                             "drop_last")
+        if batch_sampler is not None:
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
                              "drop_last")
-        self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
+        self._custom = sampler is not None or batch_sampler is not None
+        if sampler is None:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if batch_sampler is None and batch_size is not None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, bool(shuffle), drop_last
         self.collate_fn = collate_fn if collate_fn is not None else default_collate
         self.generator, self.num_workers, self.pin_memory = generator, num_workers, pin_memory
+        self.worker_init_fn, self.timeout = worker_init_fn, timeout
 
     def __len__(self):
+        if self._custom:
+            return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
         n = len(self.dataset)
         if self.batch_size is None:
             return n
@@ -137,6 +191,9 @@ class DataLoader:
         return tgrad.randperm(n, generator=self.generator) if self.shuffle else None
 
     def __iter__(self):
+        if self._custom:
+            yield from self._iter_sampled()
+            return
         n = len(self.dataset)
         order = self._order(n)
         if self.batch_size is None:
@@ -155,4 +212,18 @@ class DataLoader:
                     yield [t[idx.to(t.device)] for t in self.dataset.tensors]
             else:
                 picks = indices[start:stop] if indices is not None else range(start, stop)
+                yield self.collate_fn([self.dataset[i] for i in picks])
+
+    def _iter_sampled(self):
+        """Batches of the indices a user-given sampler or batch_sampler yields."""
+        if self.batch_sampler is None:  # no auto-batching: one sample at a time
+            for i in self.sampler:
+                yield self.dataset[i]
+            return
+        fast = isinstance(self.dataset, TensorDataset) and self.collate_fn is default_collate
+        for picks in self.batch_sampler:
+            if fast:
+                idx = tgrad.tensor([int(i) for i in picks], dtype=tgrad.int64)
+                yield [t[idx.to(t.device)] for t in self.dataset.tensors]
+            else:
                 yield self.collate_fn([self.dataset[i] for i in picks])

@@ -9,6 +9,7 @@ from . import engine, hooks
 from .hooks import RemovableHandle  # noqa: F401
 from .variable import Variable  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401,E402
+from . import functional  # noqa: F401,E402
 
 # Tensor's autograd verbs: attached here, so that tensor.py knows nothing of the engine
 Tensor.backward = engine.tensor_backward

@@ -62,7 +62,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     elif isinstance(data, torch.Tensor):
         src = data.detach()
     elif isinstance(data, np.ndarray):
-        src = torch.from_numpy(np.ascontiguousarray(data))
+        src = torch.from_numpy(np.ascontiguousarray(data).reshape(data.shape))  # (0-d stays 0-d)
     else:
         # Parsed straight into the target dtype: going through float32 first would round float64 data.
         nested = _unwrap_nested(data)

@@ -132,7 +132,7 @@ def expanded_shape(x, shape):
     """The shape ``x.expand(*shape)`` takes (-1 keeps a size), or PyTorch's error."""
     shape = _ints(shape)
     if len(shape) < x.ndim:
-        kind = f"tgrad.{'cuda.' if x.is_cuda else ''}{x.dtype.legacy}"
+        kind = x.type()
         raise RuntimeError(f"expand({kind}{{{list(x.shape)}}}, size={shape}): the number of sizes "
                            f"provided ({len(shape)}) must be greater or equal to the number of dimensions in the "
                            f"tensor ({x.ndim})")

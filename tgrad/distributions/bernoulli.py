@@ -1,0 +1,75 @@
+"""``Bernoulli(probs | logits)``: log p(x) = x logits - softplus(logits)."""
+from __future__ import annotations
+
+import numbers
+
+import tgrad
+from .distribution import Distribution
+from .utils import broadcast_all, logits_to_probs, probs_to_logits
+
+__all__ = ["Bernoulli"]
+
+
+class Bernoulli(Distribution):
+    _param_names = ("probs",)
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        given = probs if probs is not None else logits
+        is_scalar = isinstance(given, numbers.Number)
+        (param,) = broadcast_all(given)
+        self._probs, self._logits = (param, None) if probs is not None else (None, param)
+        self._is_scalar = is_scalar
+        super().__init__(param.shape, (), validate_args)
+
+    def _check_parameters(self):
+        if self._probs is not None:
+            p = self._probs
+            self._check_param("probs", p, (p >= 0) & (p <= 1), "Interval(lower_bound=0.0, upper_bound=1.0)")
+        else:
+            self._check_param("logits", self._logits, self._logits == self._logits, "Real()")
+
+    @property
+    def probs(self):
+        if self._probs is None:
+            self._probs = logits_to_probs(self._logits, is_binary=True)
+        return self._probs
+
+    @property
+    def logits(self):
+        if self._logits is None:
+            self._logits = probs_to_logits(self._probs, is_binary=True)
+        return self._logits
+
+    @property
+    def param_shape(self):
+        return self._batch_shape
+
+    @property
+    def mean(self):
+        return self.probs
+
+    @property
+    def mode(self):
+        m = (self.probs >= 0.5).to(self.probs.dtype)
+        return tgrad.where(self.probs == 0.5, float("nan"), m)
+
+    @property
+    def variance(self):
+        return self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with tgrad.no_grad():
+            p = self.probs
+            u = tgrad.rand(shape, dtype=p.dtype, device=p.device)
+            return (u < p).to(p.dtype)
+
+    def log_prob(self, value):
+        self._check_value(value, ((value == 0) | (value == 1)) if isinstance(value, tgrad.Tensor) else None,
+                          "Boolean()")
+        return value * self.logits - tgrad.softplus(self.logits)
+
+    def entropy(self):
+        return tgrad.softplus(self.logits) - self.logits * self.probs
