@@ -30,7 +30,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import cdiv
+from .layout import cdiv
 from .reduce import reduce
 
 __all__ = ["conv2d_forward", "conv2d_grad_input", "conv2d_grad_weight"]

@@ -33,10 +33,10 @@ import triton
 import triton.language as tl
 
 from .capture import is_capturing
+from .dtypes import compute_dtype
 from .launch import launch
+from .layout import block_shape_2d, cdiv
 from .losses import finish_sum, programs_for
-from .pointwise import cdiv, compute_dtype
-from .reduce import block_shape_2d
 from .scalars import as_f64, f64_bits
 
 __all__ = ["cross_entropy_forward", "cross_entropy_backward"]

@@ -37,7 +37,7 @@ import triton.language as tl
 
 from . import segment
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for, cdiv
+from .layout import block_for, cdiv, collapse, element_offset
 
 __all__ = ["index_op", "first_out_of_bounds", "nonzero", "sort", "sort_block_limit"]
 
@@ -53,7 +53,7 @@ def _indexed_offset(lin, mask, idx_ptrs, shape, idx_strides, sizes, dim_strides,
     off = lin * 0
     ok = mask
     for k in tl.static_range(N_IDX):
-        i = tl.load(idx_ptrs[k] + _offset(lin, shape, idx_strides[k], NDIM), mask=mask, other=0)
+        i = tl.load(idx_ptrs[k] + element_offset(lin, shape, idx_strides[k], NDIM), mask=mask, other=0)
         i = i.to(tl.int64)
         i = tl.where(i < 0, i + sizes[k], i)
         ok = ok & (i >= 0) & (i < sizes[k])
@@ -68,14 +68,14 @@ def index_kernel(x_ptr, other_ptr, idx_ptrs, numel, shape, x_strides, other_stri
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < numel
     idx_off, ok = _indexed_offset(lin, mask, idx_ptrs, shape, idx_strides, sizes, dim_strides, NDIM, N_IDX)
-    src = x_ptr + _offset(lin, shape, x_strides, NDIM) + idx_off
-    other = other_ptr + _offset(lin, shape, other_strides, NDIM)
+    src = x_ptr + element_offset(lin, shape, x_strides, NDIM) + idx_off
+    other = other_ptr + element_offset(lin, shape, other_strides, NDIM)
     if MODE == "gather":
         tl.store(other, tl.load(src, mask=ok, other=0).to(other_ptr.dtype.element_ty), mask=mask)
     elif MODE == "put":
         tl.store(src, tl.load(other, mask=ok).to(x_ptr.dtype.element_ty), mask=ok)
     elif MODE == "offsets":  # other is int64: where element r lands, in elements from x's start
-        tl.store(other, _offset(lin, shape, x_strides, NDIM) + idx_off, mask=mask)
+        tl.store(other, element_offset(lin, shape, x_strides, NDIM) + idx_off, mask=mask)
     else:
         tl.atomic_add(src, tl.load(other, mask=ok).to(x_ptr.dtype.element_ty), mask=ok)
 
@@ -100,7 +100,7 @@ def index_op(mode: str, x: torch.Tensor, other: torch.Tensor, indices, shape, x_
                  dim_strides)
         segment.index_add(x, offsets, other, shape, other_strides)
         return
-    cshape, strides = _collapse(tuple(shape), [x_strides, other_strides, *idx_strides])
+    cshape, strides = collapse(tuple(shape), [x_strides, other_strides, *idx_strides])
     block = block_for(numel, x.device)
     launch(index_kernel, (cdiv(numel, block),), x, other, tuple(indices), numel, cshape,
            strides[0], strides[1], tuple(strides[2:]), tuple(int(s) for s in sizes),
@@ -114,7 +114,7 @@ def _bounds_kernel(idx_ptr, first_ptr, numel, low, high, shape, strides, NDIM: t
     """first = min(first, smallest linear position whose index is outside [low, high))."""
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < numel
-    i = tl.load(idx_ptr + _offset(lin, shape, strides, NDIM), mask=mask, other=0).to(tl.int64)
+    i = tl.load(idx_ptr + element_offset(lin, shape, strides, NDIM), mask=mask, other=0).to(tl.int64)
     bad = mask & ((i < low) | (i >= high))
     tl.atomic_min(first_ptr, tl.min(tl.where(bad, lin, numel), 0))
 
@@ -126,7 +126,7 @@ def first_out_of_bounds(index: torch.Tensor, size: int, allow_negative: bool = T
     if numel == 0:
         return None
     first = torch.full((), numel, dtype=torch.int64, device=index.device)
-    shape, (strides,) = _collapse(tuple(index.shape), [index.stride()])
+    shape, (strides,) = collapse(tuple(index.shape), [index.stride()])
     block = block_for(numel, index.device)
     launch(_bounds_kernel, (cdiv(numel, block),), index, first, numel,
            -size if allow_negative else 0, size, shape, strides, NDIM=len(shape), BLOCK=block, num_warps=4)
@@ -148,7 +148,7 @@ def _count_kernel(x_ptr, counts_ptr, total_ptr, numel, shape, strides, NDIM: tl.
     pid = tl.program_id(0)
     lin = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < numel
-    nz = mask & (tl.load(x_ptr + _offset(lin, shape, strides, NDIM), mask=mask, other=0) != 0)
+    nz = mask & (tl.load(x_ptr + element_offset(lin, shape, strides, NDIM), mask=mask, other=0) != 0)
     count = tl.sum(nz.to(tl.int64), 0)
     tl.store(counts_ptr + pid, count)
     tl.atomic_add(total_ptr, count)
@@ -160,7 +160,7 @@ def _nonzero_kernel(x_ptr, counts_ptr, out_ptr, numel, shape, strides, NDIM: tl.
     pid = tl.program_id(0)
     lin = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < numel
-    nz = mask & (tl.load(x_ptr + _offset(lin, shape, strides, NDIM), mask=mask, other=0) != 0)
+    nz = mask & (tl.load(x_ptr + element_offset(lin, shape, strides, NDIM), mask=mask, other=0) != 0)
     base = tl.zeros([BLOCK_P], tl.int64)
     for start in range(0, pid, BLOCK_P):  # nonzeros in all earlier blocks
         j = start + tl.arange(0, BLOCK_P)
@@ -241,7 +241,7 @@ def _sort_block_kernel(src_key, src_idx, dst_key, dst_idx, n_rows, n, k_merge,
     row_mask = rows < n_rows
     c0 = tl.program_id(1).to(tl.int64) * B
     cols = c0 + tl.arange(0, B)
-    src = _offset(rows, src_shape, src_strides, NS)[:, None] + cols[None, :] * src_col_stride
+    src = element_offset(rows, src_shape, src_strides, NS)[:, None] + cols[None, :] * src_col_stride
     if FROM_INPUT:
         key = tl.load(src_key + src, mask=row_mask[:, None] & (cols < n)[None, :], other=0)
         idx = tl.zeros([ROWS, B], tl.int64) + cols[None, :]
@@ -257,7 +257,7 @@ def _sort_block_kernel(src_key, src_idx, dst_key, dst_idx, n_rows, n, k_merge,
         for s in tl.static_range(1, LOG_B + 1):
             for t in tl.static_range(s):
                 key, idx = _exchange(key, idx, c0, n, 1 << s, ROWS, B, 1 << (s - 1 - t), DESCENDING)
-    dst = _offset(rows, dst_shape, dst_strides, ND)[:, None] + cols[None, :] * dst_col_stride
+    dst = element_offset(rows, dst_shape, dst_strides, ND)[:, None] + cols[None, :] * dst_col_stride
     if TO_OUTPUT:  # padding has sorted to the end of the row
         keep = row_mask[:, None] & (cols < n)[None, :]
     else:
@@ -304,7 +304,7 @@ def sort(x: torch.Tensor, dim: int, descending: bool = False):
     n = x.shape[dim]
     row_dims = [d for d in range(x.dim()) if d != dim]
     n_rows = math.prod(x.shape[d] for d in row_dims)
-    row_shape, (x_rows, out_rows) = _collapse(tuple(x.shape[d] for d in row_dims),
+    row_shape, (x_rows, out_rows) = collapse(tuple(x.shape[d] for d in row_dims),
                                               [[x.stride(d) for d in row_dims], [values_.stride(d) for d in row_dims]])
     P = triton.next_power_of_2(n)
     B = min(P, sort_block_limit(x.device))

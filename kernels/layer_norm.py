@@ -21,9 +21,10 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import compute_dtype
 from .launch import launch
-from .pointwise import cdiv, compute_dtype
-from .reduce import block_shape_2d, reduce
+from .layout import block_shape_2d, cdiv
+from .reduce import reduce
 from .scalars import as_f64, f64_bits
 
 __all__ = ["layer_norm_forward", "layer_norm_backward"]

@@ -29,9 +29,10 @@ import triton
 import triton.language as tl
 
 from .capture import is_capturing
+from .dtypes import compute_dtype
 from .launch import launch
+from .layout import block_for, cdiv, collapse, element_offset
 from .math_ops import log1p
-from .pointwise import _collapse, _offset, block_for, cdiv, compute_dtype
 from .scalars import as_f64, f64_bits
 
 __all__ = ["LOSSES", "loss_forward", "loss_backward", "finish_sum", "programs_for"]
@@ -98,7 +99,7 @@ def _at(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, CONTIGUOUS: tl.const
     if CONTIGUOUS:
         v = tl.load(ptr + lin, mask=mask, other=0)
     else:
-        v = tl.load(ptr + _offset(lin, shape, strides, NDIM), mask=mask, other=0)
+        v = tl.load(ptr + element_offset(lin, shape, strides, NDIM), mask=mask, other=0)
     return v.to(COMPUTE)
 
 
@@ -225,7 +226,7 @@ def _acc(dtype):
 
 def _geometry(shape, tensors):
     views = [t.expand(shape) for t in tensors]
-    cshape, strides = _collapse(tuple(shape), [v.stride() for v in views])
+    cshape, strides = collapse(tuple(shape), [v.stride() for v in views])
     contiguous = all(st == (1,) for st in strides)
     return views, cshape, strides, contiguous
 

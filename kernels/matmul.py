@@ -26,7 +26,8 @@ import triton.language as tl
 from . import math_ops
 from .capture import is_capturing
 from .launch import launch
-from .pointwise import _collapse, cdiv, next_pow2
+from .layout import cdiv, collapse, next_pow2
+from .reduce import reduce
 
 __all__ = ["matmul", "ACTIVATIONS"]
 
@@ -61,7 +62,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
     else:
         # Batch and tile share axis 0: CUDA caps axes 1 and 2 at 65535, and batches of heads exceed it.
         pid = tl.program_id(0)
-        # Helpers such as tl.cdiv and _offset are avoided: each @jit call costs the interpreter ~1 ms.
+        # Helpers such as tl.cdiv and element_offset are avoided: each @jit call costs the interpreter ~1 ms.
         grid_m = (M + BLOCK_M - 1) // BLOCK_M
         grid_n = (N + BLOCK_N - 1) // BLOCK_N
         tiles = grid_m * grid_n
@@ -79,7 +80,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
 
         rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-        # Unflatten the batch index over the batch shape once for all four operands (as _offset).
+        # Unflatten the batch index over the batch shape once for all four operands (as element_offset).
         a_off = batch * 0
         b_off = batch * 0
         c_off = batch * 0
@@ -284,7 +285,6 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
     sums = None
     if rowsum:
         if N == 0:  # no program runs, but the rows of a still have sums
-            from .reduce import reduce
             sums = reduce(a, (1,), "sum", out_dtype=out.dtype)
         else:
             sums = torch.empty((M,), dtype=out.dtype, device=a.device)
@@ -294,7 +294,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
         return result
 
     nb = len(batch)
-    bshape, bstrides = _collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
+    bshape, bstrides = collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
     cuda = a.device.type == "cuda"
     tf32 = allow_tf32 and a.dtype == torch.float32
 

@@ -19,8 +19,9 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import compute_dtype
 from .launch import launch
-from .pointwise import block_for, cdiv, compute_dtype
+from .layout import block_for, cdiv
 
 __all__ = ["max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "avg_pool2d_backward"]
 

@@ -29,7 +29,7 @@ import triton.language as tl
 
 from .factories import as_f64, as_i64, cast_to, compile_options, f64_bits
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for, cdiv
+from .layout import block_for, cdiv, collapse, element_offset
 
 __all__ = ["fill_uniform", "fill_normal", "fill_randint", "fill_bernoulli", "counters_for", "set_philox_state"]
 
@@ -112,7 +112,7 @@ def _random_kernel(out, seed, offset, state, p0, p1, p2, numel, shape, strides,
         x0, _, _, _ = tl.randint4x(key, ctr)
         # u < p with u = x0 * 2^-32  <=>  x0 < threshold = ceil(p * 2^32) (host-computed)
         y = x0.to(tl.int64) < as_i64(p0)
-    tl.store(out + _offset(lin, shape, strides, NDIM), cast_to(y, out.dtype.element_ty), mask=mask)
+    tl.store(out + element_offset(lin, shape, strides, NDIM), cast_to(y, out.dtype.element_ty), mask=mask)
 
 
 def counters_for(numel: int) -> int:
@@ -158,7 +158,7 @@ def _run(out, seed, offset, params, mode, wide, state):
     numel = out.numel()
     if numel == 0:
         return 0
-    shape, (strides,) = _collapse(tuple(out.shape), [out.stride()])
+    shape, (strides,) = collapse(tuple(out.shape), [out.stride()])
     block = block_for(numel, out.device)
     launch(_random_kernel, (cdiv(numel, block),), out, _as_int64_bits(seed),
            _as_int64_bits(offset), out if state is None else state, *params, numel, shape, strides,

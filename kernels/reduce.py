@@ -2,7 +2,7 @@
 
 The input is viewed, without copying, as a matrix: rows are the kept dims (row-major, so row ``r``
 is element ``r`` of the contiguous output) and columns the reduced dims, each side reached through
-its own shape/stride tuple and ``pointwise._offset``. A program owns ``BLOCK_R`` rows and walks the
+its own shape/stride tuple and ``layout.element_offset``. A program owns ``BLOCK_R`` rows and walks the
 columns in chunks of ``BLOCK_C``, folding each chunk into a ``[BLOCK_R, BLOCK_C]`` accumulator
 lane by lane; the lanes are reduced across once, at the end. Lane-wise accumulation keeps the
 per-chunk work elementwise and sums accurate (each lane adds only ``n_cols / BLOCK_C`` terms).
@@ -23,10 +23,11 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import compute_dtype
 from .launch import launch
-from .pointwise import _collapse, _offset, cdiv, compute_dtype, next_pow2
+from .layout import block_shape_2d, cdiv, collapse, element_offset, next_pow2
 
-__all__ = ["reduce", "REDUCE_OPS", "block_shape_2d"]
+__all__ = ["reduce", "REDUCE_OPS"]
 
 _SUM_LIKE = ("sum", "mean", "norm1", "norm2")
 _EXTREME = ("amax", "amin", "max", "min", "argmax", "argmin", "norminf")
@@ -40,7 +41,7 @@ def _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape, red_strides,
     """Columns ``start .. start+BLOCK_C`` of the program's rows; masked lanes hold 0."""
     cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
     col_mask = cols < n_cols
-    col_off = _offset(cols, red_shape, red_strides, NR)
+    col_off = element_offset(cols, red_shape, red_strides, NR)
     mask = row_mask[:, None] & col_mask[None, :]
     x = tl.load(x_ptr + (row_off[:, None] + col_off[None, :]), mask=mask, other=0)
     return x.to(COMPUTE), cols, mask
@@ -51,7 +52,7 @@ def _sum_chunk(x_ptr, row_off, row_mask, cols, n_cols, red_shape, red_strides, N
                COMPUTE: tl.constexpr, OP: tl.constexpr, EVEN_C: tl.constexpr):
     """A chunk of what sum-like ops add: x, |x| or x^2, with 0 in masked lanes (a mask is None
     where every lane of its side is in bounds)."""
-    ptrs = x_ptr + (row_off[:, None] + _offset(cols, red_shape, red_strides, NR)[None, :])
+    ptrs = x_ptr + (row_off[:, None] + element_offset(cols, red_shape, red_strides, NR)[None, :])
     if EVEN_C:
         if row_mask is None:
             x = tl.load(ptrs)
@@ -156,7 +157,7 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
         row_mask = None
     else:
         row_mask = rows < n_rows
-    row_off = _offset(rows, kept_shape, kept_strides, NK)
+    row_off = element_offset(rows, kept_shape, kept_strides, NK)
 
     if OP == "sum" or OP == "mean" or OP == "norm1" or OP == "norm2":
         if ONE_CHUNK:  # the interpreter pays per tl op: one chunk needs no loop and no accumulator
@@ -240,28 +241,6 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
         tl.store(out_ptr + rows, result, mask=row_mask)
 
 
-def block_shape_2d(n_rows: int, n_cols: int, device: torch.device):
-    """(BLOCK_R, BLOCK_C, num_warps) for a rows x cols walk. Interpreted, a block-step costs per
-    tl op whatever its size, so blocks hold 2^16 elements, shaped for the fewest steps; compiled,
-    a few thousand elements per program keep registers in check and every SM busy."""
-    budget, max_cols = (1 << 16, 1 << 16) if device.type == "cpu" else (4096, 2048)
-    rows_p2 = next_pow2(n_rows)
-
-    def shape_and_steps(block_c):
-        # Block-steps over the padded matrix: the work, counting masked-off padding. For a row of
-        # 70000, 8192-wide chunks pad 5% where one 65536 chunk plus a second pads 87%.
-        block_r = min(rows_p2, max(1, budget // block_c))
-        return cdiv(n_rows, block_r) * cdiv(n_cols, block_c), block_r, block_c
-
-    widest = min(next_pow2(n_cols), max_cols)
-    if device.type != "cpu":  # narrow column blocks would serialise a row on the GPU
-        _, block_r, block_c = shape_and_steps(widest)
-    else:
-        candidates = [shape_and_steps(widest >> k) for k in range(widest.bit_length())]
-        _, block_r, block_c = min(candidates, key=lambda c: (c[0], -c[2]))  # ties: wider chunks
-    return block_r, block_c, 8 if block_r * block_c >= 2048 else 4
-
-
 def _accumulate_dtype(x_dtype: torch.dtype, out_dtype: torch.dtype, op: str) -> torch.dtype:
     dtypes = (x_dtype,) if op in _ARG or op in ("max", "min") else (x_dtype, out_dtype)
     if torch.float64 in dtypes:
@@ -296,10 +275,10 @@ def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
     out = torch.empty(out_shape, dtype=value_dtype, device=x.device)
     idx = torch.empty(out_shape, dtype=torch.int64, device=x.device) if op in ("max", "min") else None
     if n_rows > 0:
-        kept_shape, (kept_strides,) = _collapse(out_shape, [[x.stride(d) for d in kept]])
-        red_shape, (red_strides,) = _collapse(tuple(x.shape[d] for d in dims),
+        kept_shape, (kept_strides,) = collapse(out_shape, [[x.stride(d) for d in kept]])
+        red_shape, (red_strides,) = collapse(tuple(x.shape[d] for d in dims),
                                               [[x.stride(d) for d in dims]])
-        if n_cols == 0:  # the column loop never runs; keep _offset's modulus non-zero regardless
+        if n_cols == 0:  # the column loop never runs; keep element_offset's modulus non-zero regardless
             red_shape, red_strides = (1,), (0,)
         acc_dtype = _accumulate_dtype(x.dtype, value_dtype, op)
         is_max = op in ("amax", "max", "argmax", "norminf")
