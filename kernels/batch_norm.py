@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .dtypes import compute_dtype
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
 from .layout import block_shape_2d, cdiv, collapse, element_offset
 from .scalars import as_f64, f64_bits
@@ -156,10 +156,6 @@ def bn_bwd_kernel(x_ptr, g_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_ptr, db_pt
             tl.store(dx_ptr + off, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-def _acc(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
 def _columns(shape, *tensors):
     """(M, collapsed non-channel shape, its strides in each tensor): the channel's M values."""
     col_dims = [0] + list(range(2, len(shape)))
@@ -173,7 +169,7 @@ def batch_norm_forward(x, weight, bias, running_mean, running_var, training, mom
     rstd (C,) in the accumulation dtype. Training with running stats given updates them in place."""
     C = x.shape[1]
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    acc = _acc(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     mean = torch.empty((C,), dtype=acc, device=x.device)
     rstd = torch.empty((C,), dtype=acc, device=x.device)
     M, cshape, (x_cs, y_cs) = _columns(x.shape, x, y)
@@ -210,5 +206,5 @@ def batch_norm_backward(x, g, weight, mean, rstd, training, need_dx, need_dwb, d
            dx.stride(1) if need_dx else 0, weight.stride(0) if weight is not None else 0, cshape, x_cs,
            g_cs, dx_cs, TRAINING=training, HAS_W=weight is not None, NEED_DX=need_dx, NEED_DWB=need_dwb,
            ND=len(cshape),
-           COMPUTE=compute_dtype(_acc(x.dtype)), BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
+           COMPUTE=compute_dtype(accumulate_dtype(x.dtype)), BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
     return dx, dw, db

@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from .capture import is_capturing
-from .dtypes import compute_dtype
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
 from .layout import block_shape_2d, cdiv
 from .losses import finish_sum, programs_for
@@ -246,10 +246,6 @@ def cross_entropy_bwd_kernel(x_ptr, t_ptr, w_ptr, lse_ptr, aux_ptr, g_ptr, tot_p
             tl.store(dx_ptr + out, (-g[:, None] * a).to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-def _acc(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
 def _strides3(t):
     return t.stride(0), t.stride(1), t.stride(2)
 
@@ -263,7 +259,7 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
     N, C, I = x.shape
     R = N * I
     prob = target.is_floating_point()
-    acc = _acc(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     red = _REDUCE[reduction]
     dev = x.device
     loss = torch.empty((N, I) if red == 0 else (), dtype=x.dtype, device=dev)
@@ -299,7 +295,7 @@ def cross_entropy_backward(x, target, weight, saved, g, ignore_index=-100, label
     R = N * I
     lse, aux, tot = saved
     prob = target.is_floating_point()
-    acc = _acc(g.dtype)
+    acc = accumulate_dtype(g.dtype)
     red = _REDUCE[reduction]
     dx = torch.empty((N, C, I), dtype=g.dtype, device=g.device) if need_dx else None
     dt = torch.empty((N, C, I), dtype=g.dtype, device=g.device) if need_target else None

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from .capture import is_capturing
-from .dtypes import compute_dtype
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
 from .layout import block_for, cdiv, collapse, element_offset
 from .math_ops import log1p
@@ -220,10 +220,6 @@ def programs_for(n_blocks: int, device: torch.device) -> int:
     return max(1, min(n_blocks, 4 * sms))
 
 
-def _acc(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
 def _geometry(shape, tensors):
     views = [t.expand(shape) for t in tensors]
     cshape, strides = collapse(tuple(shape), [v.stride() for v in views])
@@ -252,7 +248,7 @@ def loss_forward(mode, x, y, weight=None, pos_weight=None, param=0.0, reduction=
     programs = programs_for(cdiv(numel, block), x.device)
     per_prog = cdiv(cdiv(numel, block), programs) * block
     programs = cdiv(numel, per_prog)
-    acc = _acc(out_dtype)
+    acc = accumulate_dtype(out_dtype)
     part = torch.empty((programs, 1), dtype=acc, device=x.device)
     bad = torch.zeros((1,), dtype=torch.int32, device=x.device)
     final = programs == 1
@@ -290,7 +286,7 @@ def loss_backward(mode, x, y, g, weight=None, pos_weight=None, param=0.0, reduct
     qs = strides[2 + (weight is not None)] if pos_weight is not None else xs
     gs = strides[-1] if reduce_code == 0 else xs
     block = block_for(numel, x.device)
-    acc = _acc(g.dtype)
+    acc = accumulate_dtype(g.dtype)
     launch(loss_bwd_kernel, (cdiv(numel, block),), views[0], views[1],
            views[2] if weight is not None else views[0],
            views[2 + (weight is not None)] if pos_weight is not None else views[0], g,

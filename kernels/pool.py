@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .dtypes import compute_dtype
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
 from .layout import block_for, cdiv
 
@@ -152,7 +152,7 @@ def _block(total: int, device: torch.device):
 
 
 def _compute(dtype: torch.dtype):
-    return compute_dtype(torch.float64 if dtype == torch.float64 else torch.float32)
+    return compute_dtype(accumulate_dtype(dtype))
 
 
 def max_pool2d_forward(x, kernel, stride, padding, dilation, out_hw):

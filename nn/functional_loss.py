@@ -26,7 +26,7 @@ from tgrad.kernels import cross_entropy as KCE
 from tgrad.kernels import losses as KL
 from tgrad.ops._common import broadcast_shapes, check_runnable, result_type, wrap
 from tgrad.ops.formula import ZeroSlope
-from tgrad.tensor import Tensor, _legacy_scalar
+from tgrad.tensor import Tensor
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits"]
@@ -300,7 +300,7 @@ def _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw):
 
 def _target_dtype_error(target):
     return RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                        f"{_legacy_scalar(target.dtype, True)}")
+                        f"{target.dtype.scalar_type}")
 
 
 def _nll_setup(input, target, weight, class_targets_only, fn_name):

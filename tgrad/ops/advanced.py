@@ -25,7 +25,7 @@ import triton.language as tl
 from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction
 from ..modes import is_grad_enabled
-from ..tensor import Tensor, _legacy_scalar, check_inplace
+from ..tensor import Tensor, check_inplace
 from tgrad.kernels import index as KI
 from tgrad.kernels import math_ops as M
 from .factories import tensor
@@ -289,8 +289,8 @@ def _value_operand(value, x: Tensor, shape) -> Tensor:
         value = tensor(value, dtype=x.dtype, device=x.device)
     if value.dtype is not x.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_legacy_scalar(x.dtype, True)} for the destination and "
-                           f"{_legacy_scalar(value.dtype, True)} for the source.")
+                           f"{x.dtype.scalar_type} for the destination and "
+                           f"{value.dtype.scalar_type} for the source.")
     lead = value.ndim - len(shape)
     if lead > 0 and all(s == 1 for s in value.shape[:lead]):
         value = value.reshape(tuple(value.shape[lead:]))
@@ -405,7 +405,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def _mask_value(x, mask, value, name="masked_fill_"):
     if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool:
-        got = _legacy_scalar(mask.dtype) if isinstance(mask, Tensor) else type(mask).__name__
+        got = mask.dtype.type_name if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype {got}")
     if isinstance(value, Tensor):
         if value.ndim != 0:
