@@ -24,6 +24,7 @@ import triton.language as tl
 
 from .launch import launch
 from .layout import block_for, block_shape_2d, cdiv, collapse, element_offset
+from .sort import sort
 
 __all__ = ["deterministic", "set_deterministic", "segment_sum", "embedding_grad", "index_add"]
 
@@ -117,7 +118,6 @@ def segment_sum(keys: torch.Tensor, values: torch.Tensor, v_geometry, x: torch.T
         E *= d
     if E == 0 or width == 0 or (R == 0 and accumulate):
         return
-    from .index import sort  # index dispatches its scatter-adds here: import late
     s, perm = sort(keys.reshape(-1), 0)
     xs, (ks, xst) = collapse(tuple(x_shape), [tuple(key_strides), tuple(x_strides)])
     v_shape, v_strides, v_col = v_geometry

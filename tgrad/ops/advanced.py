@@ -28,6 +28,7 @@ from ..modes import is_grad_enabled
 from ..tensor import Tensor, check_inplace
 from tgrad.kernels import index as KI
 from tgrad.kernels import math_ops as M
+from tgrad.kernels import sort as KS
 from .factories import tensor
 from ._common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
@@ -473,7 +474,7 @@ class Sort(BuiltinFunction):
     @staticmethod
     def forward(ctx, x, dim, descending):
         check_runnable(x)
-        values, indices = KI.sort(x._data, dim, descending)
+        values, indices = KS.sort(x._data, dim, descending)
         ctx.plan, ctx.x_shape = _AlongDim(dim, indices, unique=True), x.shape
         indices = wrap(indices)
         ctx.mark_non_differentiable(indices)
@@ -491,4 +492,4 @@ def sort(x: Tensor, dim=-1, descending=False, stable=False):
 
 def argsort(x: Tensor, dim=-1, descending=False, stable=False) -> Tensor:
     check_runnable(x)
-    return wrap(KI.sort(x._data, x._dim(dim), bool(descending))[1])
+    return wrap(KS.sort(x._data, x._dim(dim), bool(descending))[1])
