@@ -36,6 +36,7 @@ from .capture import is_capturing
 from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
 from .layout import block_shape_2d, cdiv
+from .logsumexp import lse_shift, online_logsumexp
 from .losses import finish_sum, programs_for
 from .scalars import as_f64, f64_bits
 
@@ -124,16 +125,16 @@ def cross_entropy_fwd_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, aux_ptr, pa
                               PROB, HAS_W, SMOOTH, COMPUTE)
                     s_lin = tl.sum(tl.where(mask, a * ((x - shift[:, None]) - log_s[:, None]), 0.0), 1)
                     a_sum = tl.sum(a, 1)
-            else:  # shift: the running max (0 while all -inf)
-                s = tl.zeros([BLOCK_R], COMPUTE)      # sum exp(x - shift)
+            else:  # online: m the running max, s = sum exp(x - shift), shift = lse_shift(m)
+                m = tl.full([BLOCK_R], float("-inf"), COMPUTE)
+                s = tl.zeros([BLOCK_R], COMPUTE)
                 for start in range(0, C, BLOCK_C):
                     cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
                     mask = row_mask[:, None] & (cols < C)[None, :]
                     x = tl.load(x_ptr + (x_row[:, None] + cols[None, :] * xs1), mask=mask,
                                 other=float("-inf")).to(COMPUTE)
-                    m = tl.maximum(shift, tl.max(tl.where(x == x, x, float("-inf")), 1))
-                    new_shift = tl.where(m == float("-inf"), 0.0, m)
-                    s = s * tl.exp(shift - new_shift) + tl.sum(tl.exp(x - new_shift[:, None]), 1)
+                    m, s = online_logsumexp(m, s, x)
+                    new_shift = lse_shift(m)
                     if PROB or SMOOTH:
                         a = _coef(t_ptr, w_ptr, t_row, cols, mask, t, w_t, ts1, ws, eps, C,
                                   PROB, HAS_W, SMOOTH, COMPUTE)

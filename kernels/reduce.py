@@ -26,6 +26,7 @@ import triton.language as tl
 from .dtypes import compute_dtype
 from .launch import launch
 from .layout import block_shape_2d, cdiv, collapse, element_offset, next_pow2
+from .logsumexp import online_logsumexp
 
 __all__ = ["reduce", "REDUCE_OPS"]
 
@@ -206,15 +207,7 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
         for start in range(0, n_cols, BLOCK_C):
             x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
                                         red_strides, NR, COMPUTE, BLOCK_C)
-            x = tl.where(mask, x, float("-inf"))
-            is_nan = x != x
-            chunk_max = tl.max(tl.where(is_nan, float("-inf"), x), 1)
-            chunk_has_nan = tl.max(is_nan.to(tl.int32), 1) > 0
-            new_m = tl.where(chunk_has_nan | (m != m), float("nan"), tl.maximum(m, chunk_max))
-            # While every value seen is -inf, shift by 0 so exp() sees -inf - 0, not -inf + inf.
-            shift = tl.where(new_m == float("-inf"), 0.0, new_m)
-            s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[:, None]), 1)
-            m = new_m
+            m, s = online_logsumexp(m, s, tl.where(mask, x, float("-inf")))
         result = tl.where((m == float("inf")) | (m == float("-inf")) | (m != m), m, m + tl.log(s))
     else:  # amax, amin, norminf, max, min, argmax, argmin
         IS_MAX: tl.constexpr = OP == "amax" or OP == "max" or OP == "argmax" or OP == "norminf"

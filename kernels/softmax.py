@@ -2,7 +2,7 @@
 
 Every index of the other dims is a row; a program owns ``BLOCK_R`` rows. A row that fits in one
 ``BLOCK_C`` chunk is loaded once and kept in registers; a longer row is read twice: an online pass
-for its max ``m`` and ``s = sum exp(x - m)`` (rescaling ``s`` whenever ``m`` grows), then a pass
+for its max ``m`` and ``s = sum exp(x - m)`` (``logsumexp.online_logsumexp``), then a pass
 that writes the output, so rows of any length work. Like torch, a row containing NaN, or whose max
 is +inf or -inf, comes out all NaN (``x - m`` is NaN there).
 """
@@ -17,6 +17,7 @@ import triton.language as tl
 from .dtypes import compute_dtype
 from .launch import launch
 from .layout import block_shape_2d, cdiv, collapse, element_offset
+from .logsumexp import online_logsumexp
 
 __all__ = ["softmax", "softmax_backward"]
 
@@ -69,12 +70,8 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, row_shape, x_row_strides, out
             cols, mask = _chunk(row_mask, start, n_cols, BLOCK_C)
             x = tl.where(mask, _load(x_ptr, x_row, cols, x_col_stride, mask, COMPUTE),
                          float("-inf"))
-            new_m = tl.maximum(m, _row_max(x))
-            # While the row so far is all -inf, shift by 0: -inf - (-inf) would poison s with NaN.
-            # A +inf max is not shifted away, so s turns NaN and the row comes out NaN as in torch.
-            shift = tl.where(new_m == float("-inf"), 0.0, new_m)
-            s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[:, None]), 1)
-            m = new_m
+            # a +inf or NaN max leaves s NaN, so the row comes out NaN as in torch
+            m, s = online_logsumexp(m, s, x)
         log_s = tl.log(s)
         for start in range(0, n_cols, BLOCK_C):
             cols, mask = _chunk(row_mask, start, n_cols, BLOCK_C)
