@@ -34,9 +34,6 @@ from .layout import block_for, cdiv, collapse, element_offset
 
 __all__ = ["index_op", "first_out_of_bounds", "nonzero"]
 
-_MODES = ("gather", "put", "add", "offsets")
-
-
 # ----------------------------------------------------------------------------- indexing
 
 @triton.jit
@@ -54,23 +51,43 @@ def _indexed_offset(lin, mask, idx_ptrs, shape, idx_strides, sizes, dim_strides,
     return off, ok
 
 
+# What an index op does at each result element r, given src = x + x_off(r) + idx_off(r) (in
+# range where ``ok``) and ``other`` (its element of the tensor laid over the result): a formula the
+# kernel takes as a compile-time constant.
+
+@triton.jit
+def gather(x_ptr, src_off, ok, other, mask):  # other[r] = *src
+    tl.store(other, tl.load(x_ptr + src_off, mask=ok, other=0).to(other.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def put(x_ptr, src_off, ok, other, mask):  # *src = other[r]
+    tl.store(x_ptr + src_off, tl.load(other, mask=ok).to(x_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def add(x_ptr, src_off, ok, other, mask):  # *src += other[r], duplicates accumulating
+    src = x_ptr + src_off
+    tl.atomic_add(src, tl.load(other, mask=ok).to(x_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def offsets(x_ptr, src_off, ok, other, mask):  # other (int64)[r] = where r lands, in elements from x
+    tl.store(other, src_off, mask=mask)
+
+
+INDEX_OPS = {"gather": gather, "put": put, "add": add, "offsets": offsets}
+
+
 @triton.jit
 def index_kernel(x_ptr, other_ptr, idx_ptrs, numel, shape, x_strides, other_strides, idx_strides,
-                 sizes, dim_strides, MODE: tl.constexpr, N_IDX: tl.constexpr, NDIM: tl.constexpr,
+                 sizes, dim_strides, OP: tl.constexpr, N_IDX: tl.constexpr, NDIM: tl.constexpr,
                  BLOCK: tl.constexpr):
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < numel
     idx_off, ok = _indexed_offset(lin, mask, idx_ptrs, shape, idx_strides, sizes, dim_strides, NDIM, N_IDX)
-    src = x_ptr + element_offset(lin, shape, x_strides, NDIM) + idx_off
-    other = other_ptr + element_offset(lin, shape, other_strides, NDIM)
-    if MODE == "gather":
-        tl.store(other, tl.load(src, mask=ok, other=0).to(other_ptr.dtype.element_ty), mask=mask)
-    elif MODE == "put":
-        tl.store(src, tl.load(other, mask=ok).to(x_ptr.dtype.element_ty), mask=ok)
-    elif MODE == "offsets":  # other is int64: where element r lands, in elements from x's start
-        tl.store(other, element_offset(lin, shape, x_strides, NDIM) + idx_off, mask=mask)
-    else:
-        tl.atomic_add(src, tl.load(other, mask=ok).to(x_ptr.dtype.element_ty), mask=ok)
+    OP(x_ptr, element_offset(lin, shape, x_strides, NDIM) + idx_off, ok,
+       other_ptr + element_offset(lin, shape, other_strides, NDIM), mask)
 
 
 def index_op(mode: str, x: torch.Tensor, other: torch.Tensor, indices, shape, x_strides, other_strides,
@@ -82,8 +99,8 @@ def index_op(mode: str, x: torch.Tensor, other: torch.Tensor, indices, shape, x_
     one value). ``indices`` are int32/int64 tensors with ``idx_strides`` over ``shape``; ``sizes``
     and ``dim_strides`` are the size and x-stride of the dim each one indexes.
     """
-    if mode not in _MODES:
-        raise ValueError(f"index_op: unknown mode {mode!r}; expected one of {_MODES}")
+    if mode not in INDEX_OPS:
+        raise ValueError(f"index_op: unknown mode {mode!r}; expected one of {tuple(INDEX_OPS)}")
     numel = math.prod(shape)
     if numel == 0:
         return
@@ -97,7 +114,7 @@ def index_op(mode: str, x: torch.Tensor, other: torch.Tensor, indices, shape, x_
     block = block_for(numel, x.device)
     launch(index_kernel, (cdiv(numel, block),), x, other, tuple(indices), numel, cshape,
            strides[0], strides[1], tuple(strides[2:]), tuple(int(s) for s in sizes),
-           tuple(int(s) for s in dim_strides), MODE=mode, N_IDX=len(indices), NDIM=len(cshape),
+           tuple(int(s) for s in dim_strides), OP=INDEX_OPS[mode], N_IDX=len(indices), NDIM=len(cshape),
            BLOCK=block, num_warps=4)
 
 
