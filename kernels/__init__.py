@@ -13,7 +13,9 @@ One dialect
   (``matmul.py``: ``ACT``). A family's host function takes the op's public name and looks its
   formulas up in one table (``LOSSES``, ``REDUCTIONS``, ``INDEX_OPS``, ``ACTIVATIONS``).
   Derivative formulas are plain enough that tgrad also evaluates them on Tensors
-  (``tgrad.ops.formula.traced``) for ``create_graph``: a derivative is written once.
+  (``tgrad.ops.formula.traced``) for ``create_graph``: a derivative is written once. The one
+  exception left is ``optim.py``, whose four updates share one pointer-table walk and are chosen
+  by ``ALGO`` (``ALGORITHMS``).
 - **How an operand is reached is a named constant** (``pointwise.LINEAR/SCALAR/STRIDED``), as
   are other layout/representation choices; compile-time booleans say what is present
   (``HAS_W``, ``EVEN_C``, ``ONE_CHUNK``).

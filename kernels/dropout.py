@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .dtypes import compute_dtype
+from .dtypes import accumulate_dtype, compute_dtype
 from .factories import as_i64, compile_options
 from .launch import launch
 from .layout import block_for, cdiv, collapse, element_offset
@@ -58,7 +58,7 @@ def dropout(x: torch.Tensor, p: float, seed: int, offset: int, state=None) -> to
     shape, (strides,) = collapse(tuple(x.shape), [x.stride()])
     contiguous = x.is_contiguous()
     threshold = min(max(math.ceil((1.0 - p) * 4294967296.0), 0), 1 << 32)
-    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    compute = accumulate_dtype(x.dtype)
     block = block_for(numel, x.device)
     launch(dropout_kernel, (cdiv(numel, block),), x, out, _as_int64_bits(seed),
            _as_int64_bits(offset), out if state is None else state, threshold, f64_bits(1.0 / (1.0 - p)),

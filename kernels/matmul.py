@@ -25,6 +25,7 @@ import triton.language as tl
 
 from . import math_ops
 from .capture import is_capturing
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
 from .layout import cdiv, collapse, next_pow2
 from .reduce import reduce
@@ -308,7 +309,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
                    0 if bias is None else bias.stride(0), 0 if sums is None else sums.stride(0),
                    BATCH_NDIM=len(bshape) if nbatch > 1 else 0, HAS_BIAS=bias is not None,
                    ACT=ACTIVATIONS[activation], STORE_PREACT=return_preact,
-                   ACC=tl.float64 if a.dtype == torch.float64 else tl.float32,
+                   ACC=compute_dtype(accumulate_dtype(a.dtype)),
                    PRECISION="tf32" if tf32 else "ieee",
                    UPCAST=not cuda and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                    GROUP_M=8 if cuda else 1, ONE_TILE=grid == (1,), ONE_K=K <= bk,

@@ -22,6 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
 from .layout import block_for, block_shape_2d, cdiv, collapse, element_offset
 from .sort import sort
@@ -98,7 +99,7 @@ def segment_sum_kernel(s_ptr, perm_ptr, v_ptr, x_ptr, n_keys, n_rows, W, ITERS, 
 
 
 def _acc(dtype: torch.dtype):
-    return tl.float64 if dtype == torch.float64 else tl.float32 if dtype.is_floating_point else tl.int64
+    return compute_dtype(accumulate_dtype(dtype) if dtype.is_floating_point else torch.int64)
 
 
 def segment_sum(keys: torch.Tensor, values: torch.Tensor, v_geometry, x: torch.Tensor, x_geometry, width: int,
