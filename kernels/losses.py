@@ -40,9 +40,7 @@ from .scalars import as_f64, f64_bits
 
 __all__ = ["Loss", "LOSSES", "loss_forward", "loss_backward", "finish_sum", "programs_for"]
 
-# Each loss is two formulas: ``loss(x, y, q, p)`` and ``loss_bwd(x, y, q, g, p)`` -> (g dl/dx,
-# g dl/dy), with p = (c, c). The kernels below take them as compile-time constants; under
-# create_graph the same derivative runs traced on Tensors (tgrad.ops.formula.traced_backward).
+# A loss is ``loss(x, y, q, p)`` and ``loss_bwd(x, y, q, g, p) -> (g dl/dx, g dl/dy)``, p = (c, c).
 
 @triton.jit
 def _sign(d):  # in d's dtype (traced, a 0-d g times a float32 sign would come out float32)
