@@ -1,4 +1,27 @@
 """Triton kernels of tgrad. They take and return torch tensors used purely as storage and know
 nothing of ``tgrad.Tensor``; ``tgrad.kernels.launch.launch`` runs each one compiled on CUDA or
-interpreted on the CPU."""
+interpreted on the CPU.
+
+One dialect
+-----------
+- **What an op computes is a formula**: a ``@triton.jit`` function passed to the family's kernel
+  as a compile-time constant, so the kernel holds the indexing, masking, dtypes and launch logic
+  once and each op is a few lines beside its derivative. Elementwise ops (``pointwise.py`` runs
+  ``math_ops.py``/``math_elementary.py``/``math_activations.py``: ``OP``), losses (``losses.py``:
+  ``LOSS``/``LOSS_BWD``), reductions (``reduce.py``: ``FOLD``/``TERM``/``FINISH``), random
+  distributions (``random.py``: ``DRAW``), indexing (``index.py``: ``OP``), matmul epilogues
+  (``matmul.py``: ``ACT``). A family's host function takes the op's public name and looks its
+  formulas up in one table (``LOSSES``, ``REDUCTIONS``, ``INDEX_OPS``, ``ACTIVATIONS``).
+  Derivative formulas are plain enough that tgrad also evaluates them on Tensors
+  (``tgrad.ops.formula.traced``) for ``create_graph``: a derivative is written once. The one
+  exception left is ``optim.py``, whose four updates share one pointer-table walk and are chosen
+  by ``ALGO`` (``ALGORITHMS``).
+- **How an operand is reached is a named constant** (``pointwise.LINEAR/SCALAR/STRIDED``), as
+  are other layout/representation choices; compile-time booleans say what is present
+  (``HAS_W``, ``EVEN_C``, ``ONE_CHUNK``).
+- **Shared helpers are public, in one place**: ``layout.py`` (``collapse``, ``element_offset``,
+  ``block_for``, ``block_shape_2d``, ``cdiv``, ``next_pow2``), ``dtypes.py`` (the one
+  torch-to-Triton dtype table), ``scalars.py`` (fp64 scalars as bits), ``logsumexp.py`` (the
+  online log-sum-exp of reductions, softmax and cross-entropy), ``sort.py``.
+"""
 from .launch import count_launches, launch_counts  # noqa: F401

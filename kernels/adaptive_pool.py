@@ -22,7 +22,8 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import block_for, cdiv, compute_dtype
+from .dtypes import compute_dtype
+from .layout import block_for, cdiv
 
 __all__ = ["adaptive_pool2d_forward", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d_backward"]
 

@@ -26,9 +26,9 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
-from .pointwise import _collapse, _offset, cdiv, compute_dtype
-from .reduce import block_shape_2d
+from .layout import block_shape_2d, cdiv, collapse, element_offset
 from .scalars import as_f64, f64_bits
 
 __all__ = ["batch_norm_forward", "batch_norm_backward"]
@@ -40,7 +40,7 @@ def _chunk(ptr, ch_off, ch_mask, start, M, col_shape, col_strides, ND: tl.conste
     """x[channels, start : start + BLOCK_C] as COMPUTE (0 where masked), its offsets and mask."""
     cols = start + tl.arange(0, BLOCK_C).to(tl.int64)
     mask = ch_mask[:, None] & (cols < M)[None, :]
-    off = ch_off[:, None] + _offset(cols, col_shape, col_strides, ND)[None, :]
+    off = ch_off[:, None] + element_offset(cols, col_shape, col_strides, ND)[None, :]
     return tl.load(ptr + off, mask=mask, other=0).to(COMPUTE), mask
 
 
@@ -100,7 +100,7 @@ def bn_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, mean_ptr, rstd_ptr
     for start in range(0, M, BLOCK_C):
         x, mask = _chunk(x_ptr, x_ch, ch_mask, start, M, col_shape, x_col_strides, ND, COMPUTE, BLOCK_C)
         cols = start + tl.arange(0, BLOCK_C).to(tl.int64)
-        y_off = y_ch[:, None] + _offset(cols, col_shape, y_col_strides, ND)[None, :]
+        y_off = y_ch[:, None] + element_offset(cols, col_shape, y_col_strides, ND)[None, :]
         y = x * scale[:, None] + shift[:, None]
         tl.store(y_ptr + y_off, y.to(y_ptr.dtype.element_ty), mask=mask)
 
@@ -152,19 +152,15 @@ def bn_bwd_kernel(x_ptr, g_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_ptr, db_pt
             else:
                 dx = g * scale[:, None]
             cols = start + tl.arange(0, BLOCK_C).to(tl.int64)
-            off = dx_ch[:, None] + _offset(cols, col_shape, dx_col_strides, ND)[None, :]
+            off = dx_ch[:, None] + element_offset(cols, col_shape, dx_col_strides, ND)[None, :]
             tl.store(dx_ptr + off, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-
-
-def _acc(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 def _columns(shape, *tensors):
     """(M, collapsed non-channel shape, its strides in each tensor): the channel's M values."""
     col_dims = [0] + list(range(2, len(shape)))
     col_shape = tuple(shape[d] for d in col_dims)
-    cshape, cstrides = _collapse(col_shape, [[t.stride(d) for d in col_dims] for t in tensors])
+    cshape, cstrides = collapse(col_shape, [[t.stride(d) for d in col_dims] for t in tensors])
     return math.prod(col_shape), cshape, cstrides
 
 
@@ -173,7 +169,7 @@ def batch_norm_forward(x, weight, bias, running_mean, running_var, training, mom
     rstd (C,) in the accumulation dtype. Training with running stats given updates them in place."""
     C = x.shape[1]
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    acc = _acc(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     mean = torch.empty((C,), dtype=acc, device=x.device)
     rstd = torch.empty((C,), dtype=acc, device=x.device)
     M, cshape, (x_cs, y_cs) = _columns(x.shape, x, y)
@@ -210,5 +206,5 @@ def batch_norm_backward(x, g, weight, mean, rstd, training, need_dx, need_dwb, d
            dx.stride(1) if need_dx else 0, weight.stride(0) if weight is not None else 0, cshape, x_cs,
            g_cs, dx_cs, TRAINING=training, HAS_W=weight is not None, NEED_DX=need_dx, NEED_DWB=need_dwb,
            ND=len(cshape),
-           COMPUTE=compute_dtype(_acc(x.dtype)), BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
+           COMPUTE=compute_dtype(accumulate_dtype(x.dtype)), BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
     return dx, dw, db

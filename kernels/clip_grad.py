@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import next_pow2
+from .layout import next_pow2
 from .scalars import as_f64, f64_bits
 
 __all__ = ["NORM_KINDS", "grad_norm_partials", "clip_by_total_norm", "clamp_rows", "ROW"]

@@ -31,8 +31,9 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import accumulate_dtype
 from .launch import launch
-from .pointwise import cdiv
+from .layout import cdiv
 from .reduce import reduce
 from .unfold import conv_transpose2d_gemm
 
@@ -324,7 +325,7 @@ def conv2d_grad_weight(x, g, w_shape, stride, padding, dilation, groups, splits=
             splits = max(1, min(256 // tiles, cdiv(P, 8 * bk)))
     k_per_split = cdiv(cdiv(P, splits), bk) * bk
     splits = cdiv(P, k_per_split)
-    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    acc_dtype = accumulate_dtype(x.dtype)
     out = dw if splits == 1 else torch.empty((splits, OC, CG, KH, KW), dtype=acc_dtype, device=x.device)
     launch(conv_wgrad_kernel, (tiles, splits), x, g, out, H, W, OH, OW, P, CKK, KH, KW, CG, OCG, OC,
            k_per_split, *x.stride(), *g.stride(), *stride, *padding, *dilation, ACC=acc, UPCAST=upcast,

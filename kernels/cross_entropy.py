@@ -33,10 +33,11 @@ import triton
 import triton.language as tl
 
 from .capture import is_capturing
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
+from .layout import block_shape_2d, cdiv
+from .logsumexp import lse_shift, online_logsumexp
 from .losses import finish_sum, programs_for
-from .pointwise import cdiv, compute_dtype
-from .reduce import block_shape_2d
 from .scalars import as_f64, f64_bits
 
 __all__ = ["cross_entropy_forward", "cross_entropy_backward"]
@@ -124,16 +125,16 @@ def cross_entropy_fwd_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, aux_ptr, pa
                               PROB, HAS_W, SMOOTH, COMPUTE)
                     s_lin = tl.sum(tl.where(mask, a * ((x - shift[:, None]) - log_s[:, None]), 0.0), 1)
                     a_sum = tl.sum(a, 1)
-            else:  # shift: the running max (0 while all -inf)
-                s = tl.zeros([BLOCK_R], COMPUTE)      # sum exp(x - shift)
+            else:  # online: m the running max, s = sum exp(x - shift), shift = lse_shift(m)
+                m = tl.full([BLOCK_R], float("-inf"), COMPUTE)
+                s = tl.zeros([BLOCK_R], COMPUTE)
                 for start in range(0, C, BLOCK_C):
                     cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
                     mask = row_mask[:, None] & (cols < C)[None, :]
                     x = tl.load(x_ptr + (x_row[:, None] + cols[None, :] * xs1), mask=mask,
                                 other=float("-inf")).to(COMPUTE)
-                    m = tl.maximum(shift, tl.max(tl.where(x == x, x, float("-inf")), 1))
-                    new_shift = tl.where(m == float("-inf"), 0.0, m)
-                    s = s * tl.exp(shift - new_shift) + tl.sum(tl.exp(x - new_shift[:, None]), 1)
+                    m, s = online_logsumexp(m, s, x)
+                    new_shift = lse_shift(m)
                     if PROB or SMOOTH:
                         a = _coef(t_ptr, w_ptr, t_row, cols, mask, t, w_t, ts1, ws, eps, C,
                                   PROB, HAS_W, SMOOTH, COMPUTE)
@@ -246,10 +247,6 @@ def cross_entropy_bwd_kernel(x_ptr, t_ptr, w_ptr, lse_ptr, aux_ptr, g_ptr, tot_p
             tl.store(dx_ptr + out, (-g[:, None] * a).to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-def _acc(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
 def _strides3(t):
     return t.stride(0), t.stride(1), t.stride(2)
 
@@ -263,7 +260,7 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
     N, C, I = x.shape
     R = N * I
     prob = target.is_floating_point()
-    acc = _acc(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     red = _REDUCE[reduction]
     dev = x.device
     loss = torch.empty((N, I) if red == 0 else (), dtype=x.dtype, device=dev)
@@ -299,7 +296,7 @@ def cross_entropy_backward(x, target, weight, saved, g, ignore_index=-100, label
     R = N * I
     lse, aux, tot = saved
     prob = target.is_floating_point()
-    acc = _acc(g.dtype)
+    acc = accumulate_dtype(g.dtype)
     red = _REDUCE[reduction]
     dx = torch.empty((N, C, I), dtype=g.dtype, device=g.device) if need_dx else None
     dt = torch.empty((N, C, I), dtype=g.dtype, device=g.device) if need_target else None

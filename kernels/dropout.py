@@ -18,9 +18,10 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import accumulate_dtype, compute_dtype
 from .factories import as_i64, compile_options
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for, cdiv, compute_dtype
+from .layout import block_for, cdiv, collapse, element_offset
 from .random import _as_int64_bits, counters_for, philox_key_and_base
 from .scalars import as_f64, f64_bits
 
@@ -39,7 +40,7 @@ def dropout_kernel(x_ptr, out_ptr, seed, offset, state, threshold, scale_bits, n
     if CONTIGUOUS:
         x = tl.load(x_ptr + lin, mask=mask, other=0)
     else:
-        x = tl.load(x_ptr + _offset(lin, shape, strides, NDIM), mask=mask, other=0)
+        x = tl.load(x_ptr + element_offset(lin, shape, strides, NDIM), mask=mask, other=0)
     # x * (keep * scale), as torch multiplies by the mask: a dropped inf gives nan there too
     y = x.to(COMPUTE) * tl.where(keep, as_f64(scale_bits).to(COMPUTE), 0.0)
     tl.store(out_ptr + lin, y.to(out_ptr.dtype.element_ty), mask=mask)
@@ -54,10 +55,10 @@ def dropout(x: torch.Tensor, p: float, seed: int, offset: int, state=None) -> to
     numel = x.numel()
     if numel == 0:
         return out
-    shape, (strides,) = _collapse(tuple(x.shape), [x.stride()])
+    shape, (strides,) = collapse(tuple(x.shape), [x.stride()])
     contiguous = x.is_contiguous()
     threshold = min(max(math.ceil((1.0 - p) * 4294967296.0), 0), 1 << 32)
-    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    compute = accumulate_dtype(x.dtype)
     block = block_for(numel, x.device)
     launch(dropout_kernel, (cdiv(numel, block),), x, out, _as_int64_bits(seed),
            _as_int64_bits(offset), out if state is None else state, threshold, f64_bits(1.0 / (1.0 - p)),

@@ -21,8 +21,8 @@ import triton.language as tl
 from . import math_ops, segment
 from .capture import is_capturing
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for, cdiv, pointwise
-from .reduce import block_shape_2d
+from .layout import block_for, block_shape_2d, cdiv, collapse, element_offset
+from .pointwise import pointwise
 
 __all__ = ["embedding_forward", "embedding_backward", "one_hot", "index_range"]
 
@@ -33,7 +33,7 @@ def embedding_fwd_kernel(idx_ptr, w_ptr, out_ptr, bad_ptr, K, V, D, idx_shape, i
                          BLOCK_C: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < K
-    i = tl.load(idx_ptr + _offset(rows, idx_shape, idx_strides, NDIM), mask=row_mask,
+    i = tl.load(idx_ptr + element_offset(rows, idx_shape, idx_strides, NDIM), mask=row_mask,
                 other=0).to(tl.int64)
     ok = row_mask & (i >= 0) & (i < V)
     tl.atomic_min(bad_ptr, tl.min(tl.where(row_mask & ~ok, rows, K), 0))
@@ -54,7 +54,7 @@ def embedding_bwd_kernel(idx_ptr, g_ptr, dw_ptr, K, V, D, idx_shape, idx_strides
                          BLOCK_C: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < K
-    i = tl.load(idx_ptr + _offset(rows, idx_shape, idx_strides, NDIM), mask=row_mask,
+    i = tl.load(idx_ptr + element_offset(rows, idx_shape, idx_strides, NDIM), mask=row_mask,
                 other=0).to(tl.int64)
     # the padding row gets no gradient; an out-of-range index (a replayed graph does not check) none either
     live = row_mask & (i != padding_idx) & (i >= 0) & (i < V)
@@ -71,7 +71,7 @@ def one_hot_kernel(idx_ptr, out_ptr, K, C, idx_shape, idx_strides, NDIM: tl.cons
                    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < K
-    i = tl.load(idx_ptr + _offset(rows, idx_shape, idx_strides, NDIM), mask=row_mask,
+    i = tl.load(idx_ptr + element_offset(rows, idx_shape, idx_strides, NDIM), mask=row_mask,
                 other=0).to(tl.int64)
     for start in range(0, C, BLOCK_C):
         cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
@@ -85,14 +85,14 @@ def index_range_kernel(idx_ptr, out_ptr, K, idx_shape, idx_strides, NDIM: tl.con
                        BLOCK: tl.constexpr):
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < K
-    i = tl.load(idx_ptr + _offset(lin, idx_shape, idx_strides, NDIM), mask=mask, other=0).to(tl.int64)
+    i = tl.load(idx_ptr + element_offset(lin, idx_shape, idx_strides, NDIM), mask=mask, other=0).to(tl.int64)
     big = 9223372036854775807
     tl.atomic_min(out_ptr, tl.min(tl.where(mask, i, big), 0))  # min and max commute: no race
     tl.atomic_max(out_ptr + 1, tl.max(tl.where(mask, i, -big - 1), 0))
 
 
 def _index_geometry(idx):
-    shape, (strides,) = _collapse(tuple(idx.shape), [idx.stride()])
+    shape, (strides,) = collapse(tuple(idx.shape), [idx.stride()])
     return shape, strides
 
 

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for, cdiv
+from .layout import block_for, cdiv, collapse, element_offset
 from .scalars import as_f64, f64_bits  # noqa: F401 (re-exported for random.py)
 
 __all__ = ["arange", "linspace", "eye", "fill", "f64_bits"]
@@ -245,7 +245,7 @@ def _fill_kernel(out, value, numel, shape, strides, NDIM: tl.constexpr, KIND: tl
     else:
         v = cast_to(as_i64(value), out.dtype.element_ty)
     v = tl.broadcast_to(v, (BLOCK,))  # (not 0 + v: that would turn -0.0 into +0.0)
-    tl.store(out + _offset(lin, shape, strides, NDIM), v, mask=mask)
+    tl.store(out + element_offset(lin, shape, strides, NDIM), v, mask=mask)
 
 
 def fill(out: torch.Tensor, value) -> torch.Tensor:
@@ -266,7 +266,7 @@ def fill(out: torch.Tensor, value) -> torch.Tensor:
         kind, v = _FILL_FLOAT, f64_bits(value)
     else:
         kind, v = _FILL_INT, int(value)
-    shape, (strides,) = _collapse(tuple(out.shape), [out.stride()])
+    shape, (strides,) = collapse(tuple(out.shape), [out.stride()])
     block = block_for(numel, out.device)
     launch(_fill_kernel, (cdiv(numel, block),), out, v, numel, shape, strides,
            NDIM=len(shape), KIND=kind, BLOCK=block, **compile_options(out.device))

@@ -25,7 +25,8 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import block_for, cdiv, compute_dtype
+from .dtypes import compute_dtype
+from .layout import block_for, cdiv
 from .scalars import as_f64, f64_bits
 
 __all__ = ["MODES", "interpolate_forward", "interpolate_backward"]

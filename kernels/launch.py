@@ -127,9 +127,6 @@ class _PatchPlan:
             present = {k: v for k, v in originals.items() if v is not _MISSING}
             self.modules.append((namespace, new, present, missing))
 
-    def __iter__(self):  # (obj, name, original, new) entries, as the table was
-        yield from self.attributes
-
 
 def _blas_dot(a, b, acc, input_precision=None, max_num_imprecise_acc=None):
     """``acc + a @ b`` with the operands widened to the accumulator's dtype (fp16 -> fp32, as the

@@ -21,9 +21,10 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
-from .pointwise import cdiv, compute_dtype
-from .reduce import block_shape_2d, reduce
+from .layout import block_shape_2d, cdiv
+from .reduce import reduce
 from .scalars import as_f64, f64_bits
 
 __all__ = ["layer_norm_forward", "layer_norm_backward"]
@@ -177,15 +178,11 @@ def layer_norm_bwd_kernel(x_ptr, g_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_
                              + tl.sum(g, 0), mask=col_mask)
 
 
-def _acc_dtype(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
 def layer_norm_forward(x: torch.Tensor, weight, bias, eps: float):
     """``x`` (M, D), any strides; ``weight``/``bias`` (D,) or None. Returns ``(y, mean, rstd)``:
     y contiguous (M, D) of x's dtype, mean and rstd (M,) in fp32 (fp64 for fp64 x)."""
     M, D = x.shape
-    acc = _acc_dtype(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     y = torch.empty((M, D), dtype=x.dtype, device=x.device)
     mean = torch.empty((M,), dtype=acc, device=x.device)
     rstd = torch.empty((M,), dtype=acc, device=x.device)
@@ -213,7 +210,7 @@ def layer_norm_backward(x, g, weight, mean, rstd, need_dx=True, need_wb=True, wb
     dx is contiguous of g's dtype (None unless ``need_dx``); dw and db are (D,) of ``wb_dtype``
     (default g's dtype), both None unless ``need_wb``. Without ``weight``, w = 1."""
     M, D = x.shape
-    acc = _acc_dtype(g.dtype)
+    acc = accumulate_dtype(g.dtype)
     wb_dtype = wb_dtype or g.dtype
     dx = torch.empty((M, D), dtype=g.dtype, device=g.device) if need_dx else None
     if M == 0 or D == 0:

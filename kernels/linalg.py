@@ -20,7 +20,8 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import compute_dtype, next_pow2
+from .dtypes import compute_dtype
+from .layout import next_pow2
 
 __all__ = ["solve_lower", "cholesky"]
 

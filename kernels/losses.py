@@ -13,7 +13,9 @@ logits, pos_weight q, with d = x - y and parameter c (beta or delta):
                  dl/dx = L sigmoid(x) - q y                dl/dy = (q-1) sp(-x) - x
 
 (PyTorch's formulas, including BCE's clamp of the logs at -100 and its 1e-12 floor in the
-gradient; without pos_weight q = 1.) Every loss is multiplied by w when given.
+gradient; without pos_weight q = 1.) Every loss is multiplied by w when given. Each row is a pair
+of ``@triton.jit`` formulas (``LOSSES``), the loss and its derivative, that the two kernels take as
+compile-time constants; the recorded backward of create_graph traces the same derivative.
 
 With a reduction, each program sums its elements' losses (fp32, fp64 for fp64) into one partial;
 one program (always, interpreted) stores the final sum or mean itself, several store partials that
@@ -23,25 +25,26 @@ one program (always, interpreted) stores the final sum or mean itself, several s
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
 from .capture import is_capturing
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
+from .layout import block_for, cdiv, collapse, element_offset
 from .math_ops import log1p
-from .pointwise import _collapse, _offset, block_for, cdiv, compute_dtype
 from .scalars import as_f64, f64_bits
 
-__all__ = ["LOSSES", "loss_forward", "loss_backward", "finish_sum", "programs_for"]
+__all__ = ["Loss", "LOSSES", "loss_forward", "loss_backward", "finish_sum", "programs_for"]
 
-LOSSES = {"mse": 0, "l1": 1, "smooth_l1": 2, "huber": 3, "bce": 4, "bce_logits": 5}
-
+# A loss is ``loss(x, y, q, p)`` and ``loss_bwd(x, y, q, g, p) -> (g dl/dx, g dl/dy)``, p = (c, c).
 
 @triton.jit
-def _sign(d):
-    return tl.where(d > 0, 1.0, tl.where(d < 0, -1.0, 0.0))
+def _sign(d):  # in d's dtype (traced, a 0-d g times a float32 sign would come out float32)
+    return tl.where(d > 0, 1.0, tl.where(d < 0, -1.0, tl.zeros_like(d)))
 
 
 @triton.jit
@@ -50,46 +53,87 @@ def _softplus_neg(x):  # sp(-x) = ln(1 + e^-x), stable for any x
 
 
 @triton.jit
-def _loss(x, y, q, c, MODE: tl.constexpr):
+def mse(x, y, q, p):
     d = x - y
-    if MODE == 0:
-        l = d * d
-    elif MODE == 1:
-        l = tl.abs(d)
-    elif MODE == 2:
-        ad = tl.abs(d)
-        l = tl.where(ad < c, 0.5 * d * d / c, ad - 0.5 * c)
-    elif MODE == 3:
-        ad = tl.abs(d)
-        l = tl.where(ad < c, 0.5 * d * d, c * (ad - 0.5 * c))
-    elif MODE == 4:
-        l = -(y * tl.maximum(tl.log(x), -100.0) + (1.0 - y) * tl.maximum(log1p(-x), -100.0))
-    else:
-        l = (1.0 - y) * x + (1.0 + (q - 1.0) * y) * _softplus_neg(x)
-    return l
+    return d * d
 
 
 @triton.jit
-def _grads(x, y, q, c, MODE: tl.constexpr):
-    """(dl/dx, dl/dy)."""
+def mse_bwd(x, y, q, g, p):
+    gx = g * (2.0 * (x - y))
+    return gx, -gx
+
+
+@triton.jit
+def l1(x, y, q, p):
+    return tl.abs(x - y)
+
+
+@triton.jit
+def l1_bwd(x, y, q, g, p):
+    gx = g * _sign(x - y)
+    return gx, -gx
+
+
+@triton.jit
+def smooth_l1(x, y, q, p):
     d = x - y
-    if MODE == 0:
-        dx = 2.0 * d
-    elif MODE == 1:
-        dx = _sign(d)
-    elif MODE == 2:
-        dx = tl.where(tl.abs(d) < c, d / c, _sign(d))
-    elif MODE == 3:
-        dx = tl.minimum(tl.maximum(d, -c), c)
-    if MODE <= 3:
-        dy = -dx
-    elif MODE == 4:
-        dx = d / tl.maximum(x * (1.0 - x), 1e-12)
-        dy = tl.maximum(log1p(-x), -100.0) - tl.maximum(tl.log(x), -100.0)
-    else:
-        dx = (1.0 + (q - 1.0) * y) / (1.0 + tl.exp(-x)) - q * y
-        dy = (q - 1.0) * _softplus_neg(x) - x
-    return dx, dy
+    ad = tl.abs(d)
+    return tl.where(ad < p[0], 0.5 * d * d / p[0], ad - 0.5 * p[0])
+
+
+@triton.jit
+def smooth_l1_bwd(x, y, q, g, p):
+    d = x - y
+    gx = g * tl.where(tl.abs(d) < p[0], d / p[0], _sign(d))
+    return gx, -gx
+
+
+@triton.jit
+def huber(x, y, q, p):
+    d = x - y
+    ad = tl.abs(d)
+    return tl.where(ad < p[0], 0.5 * d * d, p[0] * (ad - 0.5 * p[0]))
+
+
+@triton.jit
+def huber_bwd(x, y, q, g, p):  # clamp(d, -c, c), whose derivative is 1 on [-c, c] inclusive
+    d = x - y
+    gx = g * tl.where(d < -p[0], -p[0], tl.where(d > p[0], p[0], d))
+    return gx, -gx
+
+
+@triton.jit
+def bce(x, y, q, p):
+    return -(y * tl.maximum(tl.log(x), -100.0) + (1.0 - y) * tl.maximum(log1p(-x), -100.0))
+
+
+@triton.jit
+def bce_bwd(x, y, q, g, p):
+    return (g * ((x - y) / tl.maximum(x * (1.0 - x), 1e-12)),
+            g * (tl.maximum(log1p(-x), -100.0) - tl.maximum(tl.log(x), -100.0)))
+
+
+@triton.jit
+def bce_logits(x, y, q, p):
+    return (1.0 - y) * x + (1.0 + (q - 1.0) * y) * _softplus_neg(x)
+
+
+@triton.jit
+def bce_logits_bwd(x, y, q, g, p):
+    return (g * ((1.0 + (q - 1.0) * y) / (1.0 + tl.exp(-x)) - q * y),
+            g * ((q - 1.0) * _softplus_neg(x) - x))
+
+
+class Loss(NamedTuple):
+    forward: object  # loss(x, y, q, p)
+    backward: object  # loss_bwd(x, y, q, g, p) -> (g dl/dx, g dl/dy)
+    unit_inputs: bool = False  # x must lie in [0, 1]: the kernel counts (and NaNs) the others
+
+
+LOSSES = {"mse": Loss(mse, mse_bwd), "l1": Loss(l1, l1_bwd), "smooth_l1": Loss(smooth_l1, smooth_l1_bwd),
+          "huber": Loss(huber, huber_bwd), "bce": Loss(bce, bce_bwd, unit_inputs=True),
+          "bce_logits": Loss(bce_logits, bce_logits_bwd)}
 
 
 @triton.jit
@@ -98,14 +142,14 @@ def _at(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, CONTIGUOUS: tl.const
     if CONTIGUOUS:
         v = tl.load(ptr + lin, mask=mask, other=0)
     else:
-        v = tl.load(ptr + _offset(lin, shape, strides, NDIM), mask=mask, other=0)
+        v = tl.load(ptr + element_offset(lin, shape, strides, NDIM), mask=mask, other=0)
     return v.to(COMPUTE)
 
 
 @triton.jit
 def loss_fwd_kernel(x_ptr, y_ptr, w_ptr, q_ptr, out_ptr, part_ptr, bad_ptr, numel, per_prog, shape,
-                    xs, ys, ws, qs, c_bits, div_bits, MODE: tl.constexpr, HAS_W: tl.constexpr,
-                    HAS_Q: tl.constexpr, REDUCE: tl.constexpr, FINAL: tl.constexpr,
+                    xs, ys, ws, qs, c_bits, div_bits, LOSS: tl.constexpr, UNIT_INPUTS: tl.constexpr,
+                    HAS_W: tl.constexpr, HAS_Q: tl.constexpr, REDUCE: tl.constexpr, FINAL: tl.constexpr,
                     NDIM: tl.constexpr, CONTIGUOUS: tl.constexpr, COMPUTE: tl.constexpr,
                     BLOCK: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
@@ -122,10 +166,10 @@ def loss_fwd_kernel(x_ptr, y_ptr, w_ptr, q_ptr, out_ptr, part_ptr, bad_ptr, nume
         q = 1.0
         if HAS_Q:
             q = _at(q_ptr, lin, mask, shape, qs, NDIM, CONTIGUOUS, COMPUTE)
-        loss = _loss(x, y, q, c, MODE)
+        loss = LOSS(x, y, q, (c, c))
         if HAS_W:
             loss = loss * _at(w_ptr, lin, mask, shape, ws, NDIM, CONTIGUOUS, COMPUTE)
-        if MODE == 4:  # not (0 <= x <= 1) also catches NaN
+        if UNIT_INPUTS:  # not (0 <= x <= 1) also catches NaN
             outside = mask & ~((x >= 0.0) & (x <= 1.0))
             n_bad += outside.to(tl.int32)
             loss = tl.where(outside, float("nan"), loss)  # the host raises too, outside a graph capture
@@ -133,7 +177,7 @@ def loss_fwd_kernel(x_ptr, y_ptr, w_ptr, q_ptr, out_ptr, part_ptr, bad_ptr, nume
             tl.store(out_ptr + lin, loss.to(out_ptr.dtype.element_ty), mask=mask)
         else:
             acc += tl.where(mask, loss, 0.0)
-    if MODE == 4:
+    if UNIT_INPUTS:
         tl.atomic_max(bad_ptr, tl.sum(n_bad, 0))  # a max is order-independent
     if REDUCE != 0:
         total = tl.sum(acc, 0)
@@ -146,7 +190,7 @@ def loss_fwd_kernel(x_ptr, y_ptr, w_ptr, q_ptr, out_ptr, part_ptr, bad_ptr, nume
 
 @triton.jit
 def loss_bwd_kernel(x_ptr, y_ptr, w_ptr, q_ptr, g_ptr, dx_ptr, dy_ptr, numel, shape, xs, ys, ws, qs,
-                    gs, c_bits, div_bits, MODE: tl.constexpr, HAS_W: tl.constexpr, HAS_Q: tl.constexpr,
+                    gs, c_bits, div_bits, LOSS_BWD: tl.constexpr, HAS_W: tl.constexpr, HAS_Q: tl.constexpr,
                     REDUCE: tl.constexpr, NEED_DX: tl.constexpr, NEED_DY: tl.constexpr,
                     NDIM: tl.constexpr, CONTIGUOUS: tl.constexpr, COMPUTE: tl.constexpr,
                     BLOCK: tl.constexpr):
@@ -166,11 +210,11 @@ def loss_bwd_kernel(x_ptr, y_ptr, w_ptr, q_ptr, g_ptr, dx_ptr, dy_ptr, numel, sh
         q = _at(q_ptr, lin, mask, shape, qs, NDIM, CONTIGUOUS, COMPUTE)
     if HAS_W:
         g = g * _at(w_ptr, lin, mask, shape, ws, NDIM, CONTIGUOUS, COMPUTE)
-    dx, dy = _grads(x, y, q, c, MODE)
+    dx, dy = LOSS_BWD(x, y, q, g, (c, c))
     if NEED_DX:
-        tl.store(dx_ptr + lin, (g * dx).to(dx_ptr.dtype.element_ty), mask=mask)
+        tl.store(dx_ptr + lin, dx.to(dx_ptr.dtype.element_ty), mask=mask)
     if NEED_DY:
-        tl.store(dy_ptr + lin, (g * dy).to(dy_ptr.dtype.element_ty), mask=mask)
+        tl.store(dy_ptr + lin, dy.to(dy_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -219,13 +263,9 @@ def programs_for(n_blocks: int, device: torch.device) -> int:
     return max(1, min(n_blocks, 4 * sms))
 
 
-def _acc(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
 def _geometry(shape, tensors):
     views = [t.expand(shape) for t in tensors]
-    cshape, strides = _collapse(tuple(shape), [v.stride() for v in views])
+    cshape, strides = collapse(tuple(shape), [v.stride() for v in views])
     contiguous = all(st == (1,) for st in strides)
     return views, cshape, strides, contiguous
 
@@ -251,21 +291,21 @@ def loss_forward(mode, x, y, weight=None, pos_weight=None, param=0.0, reduction=
     programs = programs_for(cdiv(numel, block), x.device)
     per_prog = cdiv(cdiv(numel, block), programs) * block
     programs = cdiv(numel, per_prog)
-    acc = _acc(out_dtype)
+    acc = accumulate_dtype(out_dtype)
     part = torch.empty((programs, 1), dtype=acc, device=x.device)
     bad = torch.zeros((1,), dtype=torch.int32, device=x.device)
     final = programs == 1
     launch(loss_fwd_kernel, (programs,), views[0], views[1],
            views[2] if weight is not None else views[0],
            views[-1] if pos_weight is not None else views[0], out, part, bad, numel, per_prog,
-           cshape, xs, ys, ws, qs, f64_bits(param), f64_bits(numel), MODE=LOSSES[mode],
-           HAS_W=weight is not None, HAS_Q=pos_weight is not None, REDUCE=reduce_code, FINAL=final,
+           cshape, xs, ys, ws, qs, f64_bits(param), f64_bits(numel), LOSS=LOSSES[mode].forward,
+           UNIT_INPUTS=LOSSES[mode].unit_inputs, HAS_W=weight is not None, HAS_Q=pos_weight is not None, REDUCE=reduce_code, FINAL=final,
            NDIM=len(cshape), CONTIGUOUS=contiguous, COMPUTE=compute_dtype(acc), BLOCK=block,
            num_warps=4)
     if reduce_code and not final:
         finish_sum(part, out, mean=reduce_code == 2, divisor=numel)
     # a captured graph cannot stop to read back; the kernel makes those losses NaN
-    n_bad = int(bad.item()) if mode == "bce" and not is_capturing() else 0
+    n_bad = int(bad.item()) if LOSSES[mode].unit_inputs and not is_capturing() else 0
     return out, n_bad
 
 
@@ -289,12 +329,12 @@ def loss_backward(mode, x, y, g, weight=None, pos_weight=None, param=0.0, reduct
     qs = strides[2 + (weight is not None)] if pos_weight is not None else xs
     gs = strides[-1] if reduce_code == 0 else xs
     block = block_for(numel, x.device)
-    acc = _acc(g.dtype)
+    acc = accumulate_dtype(g.dtype)
     launch(loss_bwd_kernel, (cdiv(numel, block),), views[0], views[1],
            views[2] if weight is not None else views[0],
            views[2 + (weight is not None)] if pos_weight is not None else views[0], g,
            dx if dx is not None else dy, dy if dy is not None else dx, numel, cshape, xs, ys, ws, qs,
-           gs, f64_bits(param), f64_bits(numel), MODE=LOSSES[mode], HAS_W=weight is not None,
+           gs, f64_bits(param), f64_bits(numel), LOSS_BWD=LOSSES[mode].backward, HAS_W=weight is not None,
            HAS_Q=pos_weight is not None, REDUCE=reduce_code, NEED_DX=need_dx, NEED_DY=need_dy,
            NDIM=len(cshape), CONTIGUOUS=contiguous, COMPUTE=compute_dtype(acc), BLOCK=block,
            num_warps=4)

@@ -25,8 +25,9 @@ import triton.language as tl
 
 from . import math_ops
 from .capture import is_capturing
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
-from .pointwise import _collapse, cdiv, next_pow2
+from .layout import cdiv, collapse, next_pow2
 from .reduce import reduce
 
 __all__ = ["matmul", "ACTIVATIONS"]
@@ -62,7 +63,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
     else:
         # Batch and tile share axis 0: CUDA caps axes 1 and 2 at 65535, and batches of heads exceed it.
         pid = tl.program_id(0)
-        # Helpers such as tl.cdiv and _offset are avoided: each @jit call costs the interpreter ~1 ms.
+        # Helpers such as tl.cdiv and element_offset are avoided: each @jit call costs the interpreter ~1 ms.
         grid_m = (M + BLOCK_M - 1) // BLOCK_M
         grid_n = (N + BLOCK_N - 1) // BLOCK_N
         tiles = grid_m * grid_n
@@ -80,7 +81,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
 
         rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-        # Unflatten the batch index over the batch shape once for all four operands (as _offset).
+        # Unflatten the batch index over the batch shape once for all four operands (as element_offset).
         a_off = batch * 0
         b_off = batch * 0
         c_off = batch * 0
@@ -294,7 +295,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
         return result
 
     nb = len(batch)
-    bshape, bstrides = _collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
+    bshape, bstrides = collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
     cuda = a.device.type == "cuda"
     tf32 = allow_tf32 and a.dtype == torch.float32
 
@@ -308,7 +309,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
                    0 if bias is None else bias.stride(0), 0 if sums is None else sums.stride(0),
                    BATCH_NDIM=len(bshape) if nbatch > 1 else 0, HAS_BIAS=bias is not None,
                    ACT=ACTIVATIONS[activation], STORE_PREACT=return_preact,
-                   ACC=tl.float64 if a.dtype == torch.float64 else tl.float32,
+                   ACC=compute_dtype(accumulate_dtype(a.dtype)),
                    PRECISION="tf32" if tf32 else "ieee",
                    UPCAST=not cuda and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                    GROUP_M=8 if cuda else 1, ONE_TILE=grid == (1,), ONE_K=K <= bk,

@@ -46,16 +46,15 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import compute_dtype
 from .launch import launch
-from .pointwise import next_pow2
+from .layout import next_pow2
 from .scalars import as_f64, f64_bits
 
 __all__ = ["ALGORITHMS", "TableCache", "fused_step"]
 
 ALGORITHMS = {"sgd": 0, "adam": 1, "rmsprop": 2, "adagrad": 3}
 ROW = tl.constexpr(9)  # int64 entries per table row (layout in the module docstring)
-_COMPUTE = {torch.float32: tl.float32, torch.float16: tl.float32, torch.bfloat16: tl.float32,
-            torch.float64: tl.float64}
 
 
 @triton.jit
@@ -372,7 +371,7 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
         buckets.setdefault((p.device, p.dtype), []).append(i)
     h = [f64_bits(x) for x in hyper] + [0] * (8 - len(hyper))
     for (device, dtype), idx in buckets.items():
-        if dtype not in _COMPUTE:
+        if not dtype.is_floating_point:
             raise TypeError(f"optimizers update floating-point parameters, got {dtype}")
         if dtype == torch.bfloat16 and device.type == "cpu":  # the interpreter's bf16 arithmetic is wrong
             raise RuntimeError("bfloat16 parameters cannot be optimized on the CPU: Triton's interpreter computes "
@@ -425,7 +424,7 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
         launch(_optim_kernel, grid, table, keep[0], per_program, *h, ALGO=code, MAXIMIZE=bool(maximize),
                WEIGHT_DECAY=bool(weight_decay), MOMENTUM=bool(momentum), NESTEROV=bool(nesterov),
                AMSGRAD=bool(amsgrad), DECOUPLED=bool(decoupled), CENTERED=bool(centered),
-               CAPTURABLE=capturable, COMPUTE=_COMPUTE[dtype], BLOCK=block, num_warps=4, keep_alive=keep)
+               CAPTURABLE=capturable, COMPUTE=compute_dtype(dtype), BLOCK=block, num_warps=4, keep_alive=keep)
         if capturable:  # after every row has read the step counts
             launch(_advance_steps_kernel, (1,), table, n_rows, BLOCK=min(next_pow2(max(n_rows, 16)), 1024),
                    num_warps=1, keep_alive=keep)

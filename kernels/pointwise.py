@@ -6,7 +6,7 @@ materialised; transposed and sliced operands are read in place. OP is a ``@trito
 passed as a compile-time constant (see ``kernels/math_ops.py``), so each op is a one-line formula and
 the indexing, masking, dtype handling and launch logic live here once.
 
-Dtypes: fp16/bf16 inputs are computed in fp32 (``compute_dtype``); bool inputs stay bool so masks
+Dtypes: fp16/bf16 inputs are computed in fp32 (``dtypes.compute_dtype``); bool inputs stay bool so masks
 and ``where`` conditions keep their meaning; results are cast to each output's dtype on store.
 """
 from __future__ import annotations
@@ -17,29 +17,12 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import compute_dtype
 from .launch import launch
+from .layout import block_for, cdiv, collapse, element_offset
 from .scalars import as_f64, f64_bits
 
 MAX_INPUTS, MAX_OUTPUTS = 4, 3
-_TL_DTYPE = {torch.float32: tl.float32, torch.float64: tl.float64, torch.float16: tl.float32,
-             torch.bfloat16: tl.float32, torch.int64: tl.int64, torch.int32: tl.int32,
-             torch.int16: tl.int16, torch.int8: tl.int8, torch.uint8: tl.uint8, torch.bool: tl.int1}
-
-
-@triton.jit
-def _offset(lin, shape, strides, NDIM: tl.constexpr):
-    """Memory offset of the row-major linear index ``lin`` in a tensor of ``shape`` and ``strides``."""
-    if NDIM == 1:  # the common collapsed case: one multiply, where the loop below pays three ops
-        return lin * strides[0]
-    rem = lin
-    off = lin * 0
-    # innermost dims first; the outermost needs no modulus (lin < numel on every live lane).
-    # Tuples are indexed by the expression itself: a name assigned in a static_range body stops
-    # being a compile-time constant when compiled, and tuples only take constant indices.
-    for i in tl.static_range(NDIM - 1):
-        off += (rem % shape[NDIM - 1 - i]) * strides[NDIM - 1 - i]
-        rem = rem // shape[NDIM - 1 - i]
-    return off + rem * strides[0]
 
 
 # How an operand is addressed (a constexpr per operand, so the interpreter runs only the ops its
@@ -56,7 +39,7 @@ def _load(ptr, lin, mask, shape, strides, NDIM: tl.constexpr, MODE: tl.constexpr
     elif MODE == 1:  # a block again at once: the interpreter mistypes ops between two scalars
         x = tl.broadcast_to(tl.load(ptr), lin.shape)
     else:
-        x = tl.load(ptr + _offset(lin, shape, strides, NDIM), mask=mask)
+        x = tl.load(ptr + element_offset(lin, shape, strides, NDIM), mask=mask)
     if x.dtype != tl.int1 and x.dtype != COMPUTE:
         x = x.to(COMPUTE)
     return x
@@ -101,7 +84,7 @@ def pointwise_kernel(out0, out1, out2, in0, in1, in2, in3, p0_bits, p1_bits, num
     if MODE_OUT == 0:
         out_off = lin
     else:
-        out_off = _offset(lin, shape, out_strides, NDIM)
+        out_off = element_offset(lin, shape, out_strides, NDIM)
     if N_OUT == 1:
         _store(out0 + out_off, y, mask)
     else:
@@ -118,52 +101,12 @@ def _store(ptrs, y, mask):
     tl.store(ptrs, y, mask=mask)
 
 
-def _collapse(shape, stride_lists):
-    """Drop size-1 dims and merge neighbours that are contiguous in every operand, so the common
-    cases (contiguous, or one broadcast row) index with one or two dims instead of N."""
-    dims = [(s, [st[d] for st in stride_lists]) for d, s in enumerate(shape) if s != 1]
-    merged = []
-    for size, strides in dims:
-        if merged:
-            psize, pstrides = merged[-1]
-            if all(ps == st * size for ps, st in zip(pstrides, strides)):
-                merged[-1] = (psize * size, strides)
-                continue
-        merged.append((size, strides))
-    if not merged:
-        merged = [(1, [0] * len(stride_lists))]
-    new_shape = tuple(s for s, _ in merged)
-    return new_shape, [tuple(st[i] for _, st in merged) for i in range(len(stride_lists))]
-
-
 def _mode(strides, linear) -> int:
     if strides == linear:
         return LINEAR
     if not any(strides):
         return SCALAR
     return STRIDED
-
-
-def next_pow2(n: int) -> int:
-    """``triton.next_power_of_2`` for host code: that one is a constexpr function whose call
-    wrapper costs more than the arithmetic, paid several times per launch."""
-    return 1 << (n - 1).bit_length() if n > 1 else 1
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def block_for(numel: int, device: torch.device) -> int:
-    # The interpreter pays per program instance and per tl op, not per element: one big block.
-    # Compiled, 1024 elements per program keeps every SM busy.
-    if device.type == "cpu":
-        return min(next_pow2(numel), 1 << 16)
-    return 1024
-
-
-def compute_dtype(dtype: torch.dtype):
-    return _TL_DTYPE[dtype]
 
 
 def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None):
@@ -181,14 +124,14 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     if numel == 0:
         return outs
     views = [t.expand(shape) for t in inputs]
-    cshape, cstrides = _collapse(shape, [o.stride() for o in outs[:1]] + [v.stride() for v in views])
+    cshape, cstrides = collapse(shape, [o.stride() for o in outs[:1]] + [v.stride() for v in views])
     if any(o.stride() != outs[0].stride() for o in outs[1:]):
         raise ValueError("the outputs of a multi-output pointwise op must share strides")
     in_strides = cstrides[1:] + [cstrides[1]] * (MAX_INPUTS - len(views))
     ptrs = views + [views[0]] * (MAX_INPUTS - len(views))
     out_ptrs = list(outs) + [outs[0]] * (MAX_OUTPUTS - len(outs))
     block = block_for(numel, device)
-    compute = compute or _TL_DTYPE[out_dtypes[0] if out_dtypes else outs[0].dtype]
+    compute = compute or compute_dtype(out_dtypes[0] if out_dtypes else outs[0].dtype)
     bits = [f64_bits(p) for p in params] + [0] * (2 - len(params))
     linear = (1,) if len(cshape) == 1 else None  # only a 1-d collapse can be contiguous
     modes = [_mode(st, linear) for st in cstrides]

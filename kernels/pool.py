@@ -19,8 +19,9 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
-from .pointwise import block_for, cdiv, compute_dtype
+from .layout import block_for, cdiv
 
 __all__ = ["max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "avg_pool2d_backward"]
 
@@ -151,7 +152,7 @@ def _block(total: int, device: torch.device):
 
 
 def _compute(dtype: torch.dtype):
-    return compute_dtype(torch.float64 if dtype == torch.float64 else torch.float32)
+    return compute_dtype(accumulate_dtype(dtype))
 
 
 def max_pool2d_forward(x, kernel, stride, padding, dilation, out_hw):

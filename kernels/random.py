@@ -29,11 +29,10 @@ import triton.language as tl
 
 from .factories import as_f64, as_i64, cast_to, compile_options, f64_bits
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for, cdiv
+from .layout import block_for, cdiv, collapse, element_offset
 
 __all__ = ["fill_uniform", "fill_normal", "fill_randint", "fill_bernoulli", "counters_for", "set_philox_state"]
 
-_UNIFORM, _NORMAL, _RANDINT, _BERNOULLI = 0, 1, 2, 3
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
@@ -69,50 +68,67 @@ def set_philox_state(state: torch.Tensor, seed: int, offset: int) -> None:
     launch(_set_state_kernel, (1,), state, _as_int64_bits(seed), _as_int64_bits(offset), num_warps=1)
 
 
+# Each distribution is a formula ``draw(key, ctr, p0, p1, p2, WIDE)`` -> the values of one block:
+# the kernel below takes it as a compile-time constant, as pointwise takes its op.
+
+@triton.jit
+def uniform(key, ctr, p0, p1, p2, WIDE: tl.constexpr):  # p = (low, high, cap) as fp64 bits
+    x0, x1, _, _ = tl.randint4x(key, ctr)
+    if WIDE:
+        u = _u53(x0, x1)
+        low = as_f64(p0)
+        high = as_f64(p1)
+        cap = as_f64(p2)
+    else:
+        # 24 random bits: every grid point k * 2^-24 is exact in fp32, and u <= 1 - 2^-24.
+        u = (x0 >> 8).to(tl.float32) * 5.960464477539063e-08  # 2^-24
+        low = as_f64(p0).to(tl.float32)
+        high = as_f64(p1).to(tl.float32)
+        cap = as_f64(p2).to(tl.float32)
+    # low + u*(high-low) can round up to high (or the later cast to a 16-bit type can);
+    # clamping to ``cap`` (the largest value of out's dtype below high) keeps it < high, and
+    # rounding is monotonic, so the store cannot round a value <= cap above cap.
+    return tl.minimum(low + u * (high - low), cap)
+
+
+@triton.jit
+def normal(key, ctr, p0, p1, p2, WIDE: tl.constexpr):  # p = (mean, std) as fp64 bits
+    n = tl.randn(key, ctr)  # Box-Muller on x0, x1 (fp32)
+    if WIDE:
+        y = as_f64(p0) + as_f64(p1) * n.to(tl.float64)
+    else:
+        y = as_f64(p0).to(tl.float32) + as_f64(p1).to(tl.float32) * n
+    return y
+
+
+@triton.jit
+def randint(key, ctr, p0, p1, p2, WIDE: tl.constexpr):  # p = (low, span)
+    x0, x1, _, _ = tl.randint4x(key, ctr)
+    low = as_i64(p0)
+    span = as_i64(p1)  # high - low >= 1
+    # floor(u * span) with a 53-bit u: bias at most span / 2^53. The fp64 product may round
+    # up to span itself when span is large, hence the clamp to span - 1.
+    k = (_u53(x0, x1) * span.to(tl.float64)).to(tl.int64)  # >= 0, so truncation is floor
+    return low + tl.minimum(k, span - 1)
+
+
+@triton.jit
+def bernoulli(key, ctr, p0, p1, p2, WIDE: tl.constexpr):  # p = (threshold,)
+    x0, _, _, _ = tl.randint4x(key, ctr)
+    # u < p with u = x0 * 2^-32  <=>  x0 < threshold = ceil(p * 2^32) (host-computed)
+    return x0.to(tl.int64) < as_i64(p0)
+
+
 @triton.jit
 def _random_kernel(out, seed, offset, state, p0, p1, p2, numel, shape, strides,
-                   MODE: tl.constexpr, WIDE: tl.constexpr, NDIM: tl.constexpr,
+                   DRAW: tl.constexpr, WIDE: tl.constexpr, NDIM: tl.constexpr,
                    FROM_STATE: tl.constexpr, BLOCK: tl.constexpr):
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = lin < numel
     key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
     ctr = base + lin  # 64-bit Philox counter of each logical element
-    if MODE == 0:  # uniform
-        x0, x1, _, _ = tl.randint4x(key, ctr)
-        if WIDE:
-            u = _u53(x0, x1)
-            low = as_f64(p0)
-            high = as_f64(p1)
-            cap = as_f64(p2)
-        else:
-            # 24 random bits: every grid point k * 2^-24 is exact in fp32, and u <= 1 - 2^-24.
-            u = (x0 >> 8).to(tl.float32) * 5.960464477539063e-08  # 2^-24
-            low = as_f64(p0).to(tl.float32)
-            high = as_f64(p1).to(tl.float32)
-            cap = as_f64(p2).to(tl.float32)
-        # low + u*(high-low) can round up to high (or the later cast to a 16-bit type can);
-        # clamping to ``cap`` (the largest value of out's dtype below high) keeps it < high, and
-        # rounding is monotonic, so the store cannot round a value <= cap above cap.
-        y = tl.minimum(low + u * (high - low), cap)
-    elif MODE == 1:  # normal
-        n = tl.randn(key, ctr)  # Box-Muller on x0, x1 (fp32)
-        if WIDE:
-            y = as_f64(p0) + as_f64(p1) * n.to(tl.float64)
-        else:
-            y = as_f64(p0).to(tl.float32) + as_f64(p1).to(tl.float32) * n
-    elif MODE == 2:  # randint
-        x0, x1, _, _ = tl.randint4x(key, ctr)
-        low = as_i64(p0)
-        span = as_i64(p1)  # high - low >= 1
-        # floor(u * span) with a 53-bit u: bias at most span / 2^53. The fp64 product may round
-        # up to span itself when span is large, hence the clamp to span - 1.
-        k = (_u53(x0, x1) * span.to(tl.float64)).to(tl.int64)  # >= 0, so truncation is floor
-        y = low + tl.minimum(k, span - 1)
-    else:  # bernoulli
-        x0, _, _, _ = tl.randint4x(key, ctr)
-        # u < p with u = x0 * 2^-32  <=>  x0 < threshold = ceil(p * 2^32) (host-computed)
-        y = x0.to(tl.int64) < as_i64(p0)
-    tl.store(out + _offset(lin, shape, strides, NDIM), cast_to(y, out.dtype.element_ty), mask=mask)
+    y = DRAW(key, ctr, p0, p1, p2, WIDE)
+    tl.store(out + element_offset(lin, shape, strides, NDIM), cast_to(y, out.dtype.element_ty), mask=mask)
 
 
 def counters_for(numel: int) -> int:
@@ -154,15 +170,15 @@ def _largest_below(high: float, dtype: torch.dtype) -> float:
     return float(np.array(bits, dtype=np.uint32).view(np.float32))
 
 
-def _run(out, seed, offset, params, mode, wide, state):
+def _run(out, seed, offset, params, draw, wide, state):
     numel = out.numel()
     if numel == 0:
         return 0
-    shape, (strides,) = _collapse(tuple(out.shape), [out.stride()])
+    shape, (strides,) = collapse(tuple(out.shape), [out.stride()])
     block = block_for(numel, out.device)
     launch(_random_kernel, (cdiv(numel, block),), out, _as_int64_bits(seed),
            _as_int64_bits(offset), out if state is None else state, *params, numel, shape, strides,
-           MODE=mode, WIDE=wide, NDIM=len(shape), FROM_STATE=state is not None, BLOCK=block,
+           DRAW=draw, WIDE=wide, NDIM=len(shape), FROM_STATE=state is not None, BLOCK=block,
            **compile_options(out.device))
     return counters_for(numel)
 
@@ -186,7 +202,7 @@ def fill_uniform(out: torch.Tensor, seed: int, offset: int, low: float = 0.0,
     if not low <= high:
         raise ValueError(f"fill_uniform needs low <= high, got [{low}, {high})")
     cap = _largest_below(high, out.dtype) if high > low else high
-    return _run(out, seed, offset, (f64_bits(low), f64_bits(high), f64_bits(cap)), _UNIFORM,
+    return _run(out, seed, offset, (f64_bits(low), f64_bits(high), f64_bits(cap)), uniform,
                 out.dtype == torch.float64, state)
 
 
@@ -199,7 +215,7 @@ def fill_normal(out: torch.Tensor, seed: int, offset: int, mean: float = 0.0,
     in fp32, or in fp64 for an fp64 ``out`` (whose ``n`` still has fp32 resolution).
     """
     _check_float(out, "fill_normal")
-    return _run(out, seed, offset, (f64_bits(mean), f64_bits(std), 0), _NORMAL,
+    return _run(out, seed, offset, (f64_bits(mean), f64_bits(std), 0), normal,
                 out.dtype == torch.float64, state)
 
 
@@ -217,7 +233,7 @@ def fill_randint(out: torch.Tensor, seed: int, offset: int, low: int, high: int,
     span = high - low
     if span >= 1 << 63 or not (-(1 << 63) <= low < (1 << 63)):
         raise ValueError(f"fill_randint range [{low}, {high}) does not fit in int64")
-    return _run(out, seed, offset, (low, span, 0), _RANDINT, True, state)
+    return _run(out, seed, offset, (low, span, 0), randint, True, state)
 
 
 def fill_bernoulli(out: torch.Tensor, seed: int, offset: int, p: float, *, state=None) -> int:
@@ -232,4 +248,4 @@ def fill_bernoulli(out: torch.Tensor, seed: int, offset: int, p: float, *, state
     if math.isnan(p):
         raise ValueError("fill_bernoulli: p is nan")
     threshold = min(max(math.ceil(p * 4294967296.0), 0), 1 << 32)
-    return _run(out, seed, offset, (threshold, 0, 0), _BERNOULLI, False, state)
+    return _run(out, seed, offset, (threshold, 0, 0), bernoulli, False, state)

@@ -2,7 +2,7 @@
 
 The input is viewed, without copying, as a matrix: rows are the kept dims (row-major, so row ``r``
 is element ``r`` of the contiguous output) and columns the reduced dims, each side reached through
-its own shape/stride tuple and ``pointwise._offset``. A program owns ``BLOCK_R`` rows and walks the
+its own shape/stride tuple and ``layout.element_offset``. A program owns ``BLOCK_R`` rows and walks the
 columns in chunks of ``BLOCK_C``, folding each chunk into a ``[BLOCK_R, BLOCK_C]`` accumulator
 lane by lane; the lanes are reduced across once, at the end. Lane-wise accumulation keeps the
 per-chunk work elementwise and sums accurate (each lane adds only ``n_cols / BLOCK_C`` terms).
@@ -18,21 +18,18 @@ integer/bool inputs with an integer output.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
+from .dtypes import compute_dtype
 from .launch import launch
-from .pointwise import _collapse, _offset, cdiv, compute_dtype, next_pow2
+from .layout import block_shape_2d, cdiv, collapse, element_offset, next_pow2
+from .logsumexp import online_logsumexp
 
-__all__ = ["reduce", "REDUCE_OPS", "block_shape_2d"]
-
-_SUM_LIKE = ("sum", "mean", "norm1", "norm2")
-_EXTREME = ("amax", "amin", "max", "min", "argmax", "argmin", "norminf")
-_ARG = ("argmax", "argmin")
-REDUCE_OPS = _SUM_LIKE + _EXTREME + ("prod", "var", "std", "logsumexp")
-
+__all__ = ["reduce", "REDUCE_OPS", "REDUCTIONS", "Reduction"]
 
 @triton.jit
 def _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape, red_strides,
@@ -40,7 +37,7 @@ def _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape, red_strides,
     """Columns ``start .. start+BLOCK_C`` of the program's rows; masked lanes hold 0."""
     cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
     col_mask = cols < n_cols
-    col_off = _offset(cols, red_shape, red_strides, NR)
+    col_off = element_offset(cols, red_shape, red_strides, NR)
     mask = row_mask[:, None] & col_mask[None, :]
     x = tl.load(x_ptr + (row_off[:, None] + col_off[None, :]), mask=mask, other=0)
     return x.to(COMPUTE), cols, mask
@@ -48,10 +45,10 @@ def _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape, red_strides,
 
 @triton.jit
 def _sum_chunk(x_ptr, row_off, row_mask, cols, n_cols, red_shape, red_strides, NR: tl.constexpr,
-               COMPUTE: tl.constexpr, OP: tl.constexpr, EVEN_C: tl.constexpr):
-    """A chunk of what sum-like ops add: x, |x| or x^2, with 0 in masked lanes (a mask is None
-    where every lane of its side is in bounds)."""
-    ptrs = x_ptr + (row_off[:, None] + _offset(cols, red_shape, red_strides, NR)[None, :])
+               COMPUTE: tl.constexpr, TERM: tl.constexpr, EVEN_C: tl.constexpr):
+    """A chunk of what sum-like ops add: TERM(x) (x when None), with 0 in masked lanes (a mask is
+    None where every lane of its side is in bounds)."""
+    ptrs = x_ptr + (row_off[:, None] + element_offset(cols, red_shape, red_strides, NR)[None, :])
     if EVEN_C:
         if row_mask is None:
             x = tl.load(ptrs)
@@ -64,11 +61,9 @@ def _sum_chunk(x_ptr, row_off, row_mask, cols, n_cols, red_shape, red_strides, N
             x = tl.load(ptrs, mask=row_mask[:, None] & (cols < n_cols)[None, :], other=0)
     if x.dtype != COMPUTE:
         x = x.to(COMPUTE)
-    if OP == "norm1":
-        x = tl.abs(x)
-    elif OP == "norm2":
-        x = x * x
-    return x  # masked lanes loaded as 0, which |x| and x^2 keep
+    if TERM is not None:
+        x = TERM(x)
+    return x  # masked lanes loaded as 0, which every term keeps
 
 
 @triton.jit
@@ -118,28 +113,153 @@ def _extreme_rows(best, best_col, n_cols, FILL: tl.constexpr, IS_MAX: tl.constex
     return tl.where(has_nan, nan_value, value), tl.where(has_nan, first_nan_col, first_col)
 
 
+# --- the formulas a reduction is made of (see REDUCTIONS): a term folded over the columns, a fold
+# (one loop structure each) returning (value, column), and a finish on the row's result.
+
+@triton.jit
+def magnitude(x):
+    return tl.abs(x)
+
+
+@triton.jit
+def square(x):
+    return x * x
+
+
+@triton.jit
+def divide(value, col, divisor):
+    return value / divisor
+
+
+@triton.jit
+def root(value, col, divisor):
+    return tl.sqrt(value)
+
+
+@triton.jit
+def root_of_quotient(value, col, divisor):
+    return tl.sqrt(value / divisor)
+
+
+@triton.jit
+def column(value, col, divisor):
+    return col
+
+
+@triton.jit
+def sum_fold(x_ptr, row_off, row_mask, col_lo, col_hi, red_shape, red_strides, NR: tl.constexpr,
+             COMPUTE: tl.constexpr, TERM: tl.constexpr, IS_MAX: tl.constexpr, FILL: tl.constexpr,
+             INTERPRETED: tl.constexpr, ONE_CHUNK: tl.constexpr, EVEN_C: tl.constexpr,
+             BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """sum of TERM(x), accumulated lane-wise."""
+    if ONE_CHUNK:  # the interpreter pays per tl op: one chunk needs no loop and no accumulator
+        acc = _sum_chunk(x_ptr, row_off, row_mask, tl.arange(0, BLOCK_C).to(tl.int64), col_hi,
+                         red_shape, red_strides, NR, COMPUTE, TERM, EVEN_C)
+    else:
+        acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+        for start in range(col_lo, col_hi, BLOCK_C):
+            acc += _sum_chunk(x_ptr, row_off, row_mask, tl.arange(0, BLOCK_C).to(tl.int64) + start,
+                              col_hi, red_shape, red_strides, NR, COMPUTE, TERM, EVEN_C)
+    result = tl.sum(acc, 1)
+    return result, result
+
+
+@triton.jit
+def prod_fold(x_ptr, row_off, row_mask, col_lo, col_hi, red_shape, red_strides, NR: tl.constexpr,
+              COMPUTE: tl.constexpr, TERM: tl.constexpr, IS_MAX: tl.constexpr, FILL: tl.constexpr,
+              INTERPRETED: tl.constexpr, ONE_CHUNK: tl.constexpr, EVEN_C: tl.constexpr,
+              BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    acc = tl.full([BLOCK_R, BLOCK_C], 1, COMPUTE)
+    for start in range(col_lo, col_hi, BLOCK_C):
+        x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, col_hi, red_shape,
+                                    red_strides, NR, COMPUTE, BLOCK_C)
+        acc = tl.where(mask, acc * x, acc)
+    result = _prod_rows(acc, BLOCK_R, BLOCK_C, INTERPRETED)
+    return result, result
+
+
+@triton.jit
+def moments_fold(x_ptr, row_off, row_mask, col_lo, col_hi, red_shape, red_strides, NR: tl.constexpr,
+                 COMPUTE: tl.constexpr, TERM: tl.constexpr, IS_MAX: tl.constexpr, FILL: tl.constexpr,
+                 INTERPRETED: tl.constexpr, ONE_CHUNK: tl.constexpr, EVEN_C: tl.constexpr,
+                 BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """sum d^2 - (sum d)^2 / n with d = x - mean: two passes over the row; the second term
+    corrects the rounding of the mean."""
+    acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+    for start in range(col_lo, col_hi, BLOCK_C):
+        x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, col_hi, red_shape,
+                                    red_strides, NR, COMPUTE, BLOCK_C)
+        acc += x
+    mean = tl.sum(acc, 1) / col_hi
+    acc_d = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+    acc_d2 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+    for start in range(col_lo, col_hi, BLOCK_C):
+        x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, col_hi, red_shape,
+                                    red_strides, NR, COMPUTE, BLOCK_C)
+        d = tl.where(mask, x - mean[:, None], 0)
+        acc_d += d
+        acc_d2 += d * d
+    sum_d = tl.sum(acc_d, 1)
+    result = tl.sum(acc_d2, 1) - sum_d * sum_d / col_hi
+    return result, result
+
+
+@triton.jit
+def logsumexp_fold(x_ptr, row_off, row_mask, col_lo, col_hi, red_shape, red_strides, NR: tl.constexpr,
+                   COMPUTE: tl.constexpr, TERM: tl.constexpr, IS_MAX: tl.constexpr, FILL: tl.constexpr,
+                   INTERPRETED: tl.constexpr, ONE_CHUNK: tl.constexpr, EVEN_C: tl.constexpr,
+                   BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """m + log(sum exp(x - m)), online (logsumexp.py); m itself where it is +-inf or NaN."""
+    m = tl.full([BLOCK_R], float("-inf"), COMPUTE)
+    s = tl.zeros([BLOCK_R], COMPUTE)
+    for start in range(col_lo, col_hi, BLOCK_C):
+        x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, col_hi, red_shape,
+                                    red_strides, NR, COMPUTE, BLOCK_C)
+        m, s = online_logsumexp(m, s, tl.where(mask, x, float("-inf")))
+    result = tl.where((m == float("inf")) | (m == float("-inf")) | (m != m), m, m + tl.log(s))
+    return result, result
+
+
+@triton.jit
+def extreme_fold(x_ptr, row_off, row_mask, col_lo, col_hi, red_shape, red_strides, NR: tl.constexpr,
+                 COMPUTE: tl.constexpr, TERM: tl.constexpr, IS_MAX: tl.constexpr, FILL: tl.constexpr,
+                 INTERPRETED: tl.constexpr, ONE_CHUNK: tl.constexpr, EVEN_C: tl.constexpr,
+                 BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """(max or min of TERM(x), its first column); NaN propagates."""
+    best = tl.full([BLOCK_R, BLOCK_C], FILL, COMPUTE)
+    best_col = tl.zeros([BLOCK_R, BLOCK_C], tl.int64)
+    for start in range(col_lo, col_hi, BLOCK_C):
+        x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, col_hi, red_shape,
+                                    red_strides, NR, COMPUTE, BLOCK_C)
+        if TERM is not None:
+            x = TERM(x)
+        take = mask & _beats(x, best, IS_MAX)
+        best = tl.where(take, x, best)
+        best_col = tl.where(take, cols[None, :], best_col)
+    return _extreme_rows(best, best_col, col_hi, FILL, IS_MAX)
+
+
 @triton.jit
 def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_strides,
                   red_shape, red_strides, divisor, col_span, n_splits,
-                  OP: tl.constexpr, CHUNK_OP: tl.constexpr, STAGE: tl.constexpr,
+                  FOLD: tl.constexpr, TERM: tl.constexpr, FINISH: tl.constexpr, IS_MAX: tl.constexpr,
+                  STORE_INDEX: tl.constexpr, STAGE: tl.constexpr,
                   NK: tl.constexpr, NR: tl.constexpr, COMPUTE: tl.constexpr,
                   FILL: tl.constexpr, INTERPRETED: tl.constexpr, ONE_PROGRAM: tl.constexpr,
                   ONE_CHUNK: tl.constexpr, EVEN_R: tl.constexpr, EVEN_C: tl.constexpr,
                   BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    """out[r] = OP over c of x[r, c], for r < n_rows, c < n_cols.
+    """out[r] = FINISH(FOLD over c of TERM(x[r, c])), for r < n_rows, c < n_cols (REDUCTIONS):
 
     sum: S = sum x          mean: S / divisor        norm1: sum |x|        norm2: sqrt(sum x^2)
     prod: prod x            amax/amin/norminf: max x, min x, max |x| (NaN propagates)
     max/min: value and first column of it (idx_ptr); argmax/argmin: that column alone
-    var: (sum d^2 - (sum d)^2 / n) / divisor with d = x - mean (two passes over the row; the
-         second term corrects the rounding of the mean), std = sqrt(var)
+    var: (sum d^2 - (sum d)^2 / n) / divisor with d = x - mean, std = sqrt(var)
     logsumexp: m + log(sum exp(x - m)), m the running row max (rescaled online); m if |m| = inf.
 
     Split (few rows, long columns, on a GPU): STAGE 1 runs program (row block, s) over columns
-    [s col_span, (s+1) col_span) and stores the partial -- the sum of x/|x|/x^2 before any divide
-    or sqrt, or the extreme -- at out[r, s] (n_splits per row); STAGE 2 reduces those partials as
-    a matrix whose elements are already transformed (CHUNK_OP 'sum'), then divides or takes the
-    root. STAGE 0 is the whole reduction in one pass (CHUNK_OP = OP).
+    [s col_span, (s+1) col_span) and stores the partial -- the fold of TERM(x) before any FINISH --
+    at out[r, s] (n_splits per row); STAGE 2 folds those partials, already transformed (no TERM),
+    then finishes. STAGE 0 is the whole reduction in one pass.
     """
     if STAGE == 1:
         split = tl.program_id(1).to(tl.int64)
@@ -152,86 +272,17 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
         rows = tl.arange(0, BLOCK_R).to(tl.int64)
     else:
         rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
-    if EVEN_R:  # whole blocks of rows (sum-like ops only): no row lane is out of bounds
+    if EVEN_R:  # whole blocks of rows (sum folds only): no row lane is out of bounds
         row_mask = None
     else:
         row_mask = rows < n_rows
-    row_off = _offset(rows, kept_shape, kept_strides, NK)
-
-    if OP == "sum" or OP == "mean" or OP == "norm1" or OP == "norm2":
-        if ONE_CHUNK:  # the interpreter pays per tl op: one chunk needs no loop and no accumulator
-            acc = _sum_chunk(x_ptr, row_off, row_mask, tl.arange(0, BLOCK_C).to(tl.int64), n_cols,
-                             red_shape, red_strides, NR, COMPUTE, CHUNK_OP, EVEN_C)
-        else:
-            acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
-            for start in range(col_lo, col_hi, BLOCK_C):
-                acc += _sum_chunk(x_ptr, row_off, row_mask, tl.arange(0, BLOCK_C).to(tl.int64) + start,
-                                  col_hi, red_shape, red_strides, NR, COMPUTE, CHUNK_OP, EVEN_C)
-        result = tl.sum(acc, 1)
-        if STAGE != 1:
-            if OP == "mean":
-                result = result / divisor
-            elif OP == "norm2":
-                result = tl.sqrt(result)
-    elif OP == "prod":
-        acc = tl.full([BLOCK_R, BLOCK_C], 1, COMPUTE)
-        for start in range(0, n_cols, BLOCK_C):
-            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
-                                        red_strides, NR, COMPUTE, BLOCK_C)
-            acc = tl.where(mask, acc * x, acc)
-        result = _prod_rows(acc, BLOCK_R, BLOCK_C, INTERPRETED)
-    elif OP == "var" or OP == "std":
-        acc = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
-        for start in range(0, n_cols, BLOCK_C):
-            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
-                                        red_strides, NR, COMPUTE, BLOCK_C)
-            acc += x
-        mean = tl.sum(acc, 1) / n_cols
-        acc_d = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
-        acc_d2 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
-        for start in range(0, n_cols, BLOCK_C):
-            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
-                                        red_strides, NR, COMPUTE, BLOCK_C)
-            d = tl.where(mask, x - mean[:, None], 0)
-            acc_d += d
-            acc_d2 += d * d
-        sum_d = tl.sum(acc_d, 1)
-        result = (tl.sum(acc_d2, 1) - sum_d * sum_d / n_cols) / divisor
-        if OP == "std":
-            result = tl.sqrt(result)
-    elif OP == "logsumexp":
-        m = tl.full([BLOCK_R], float("-inf"), COMPUTE)
-        s = tl.zeros([BLOCK_R], COMPUTE)
-        for start in range(0, n_cols, BLOCK_C):
-            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, n_cols, red_shape,
-                                        red_strides, NR, COMPUTE, BLOCK_C)
-            x = tl.where(mask, x, float("-inf"))
-            is_nan = x != x
-            chunk_max = tl.max(tl.where(is_nan, float("-inf"), x), 1)
-            chunk_has_nan = tl.max(is_nan.to(tl.int32), 1) > 0
-            new_m = tl.where(chunk_has_nan | (m != m), float("nan"), tl.maximum(m, chunk_max))
-            # While every value seen is -inf, shift by 0 so exp() sees -inf - 0, not -inf + inf.
-            shift = tl.where(new_m == float("-inf"), 0.0, new_m)
-            s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[:, None]), 1)
-            m = new_m
-        result = tl.where((m == float("inf")) | (m == float("-inf")) | (m != m), m, m + tl.log(s))
-    else:  # amax, amin, norminf, max, min, argmax, argmin
-        IS_MAX: tl.constexpr = OP == "amax" or OP == "max" or OP == "argmax" or OP == "norminf"
-        best = tl.full([BLOCK_R, BLOCK_C], FILL, COMPUTE)
-        best_col = tl.zeros([BLOCK_R, BLOCK_C], tl.int64)
-        for start in range(col_lo, col_hi, BLOCK_C):
-            x, cols, mask = _load_chunk(x_ptr, row_off, row_mask, start, col_hi, red_shape,
-                                        red_strides, NR, COMPUTE, BLOCK_C)
-            if OP == "norminf":
-                x = tl.abs(x)
-            take = mask & _beats(x, best, IS_MAX)
-            best = tl.where(take, x, best)
-            best_col = tl.where(take, cols[None, :], best_col)
-        result, result_col = _extreme_rows(best, best_col, col_hi, FILL, IS_MAX)
-        if OP == "argmax" or OP == "argmin":
-            result = result_col
-        elif OP == "max" or OP == "min":
-            tl.store(idx_ptr + rows, result_col, mask=row_mask)
+    row_off = element_offset(rows, kept_shape, kept_strides, NK)
+    result, result_col = FOLD(x_ptr, row_off, row_mask, col_lo, col_hi, red_shape, red_strides, NR, COMPUTE,
+                              TERM, IS_MAX, FILL, INTERPRETED, ONE_CHUNK, EVEN_C, BLOCK_R, BLOCK_C)
+    if STORE_INDEX:
+        tl.store(idx_ptr + rows, result_col, mask=row_mask)
+    if STAGE != 1 and FINISH is not None:
+        result = FINISH(result, result_col, divisor)
     if result.dtype != out_ptr.dtype.element_ty:
         result = result.to(out_ptr.dtype.element_ty)
     if STAGE == 1:
@@ -240,26 +291,28 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, n_rows, n_cols, kept_shape, kept_stri
         tl.store(out_ptr + rows, result, mask=row_mask)
 
 
-def block_shape_2d(n_rows: int, n_cols: int, device: torch.device):
-    """(BLOCK_R, BLOCK_C, num_warps) for a rows x cols walk. Interpreted, a block-step costs per
-    tl op whatever its size, so blocks hold 2^16 elements, shaped for the fewest steps; compiled,
-    a few thousand elements per program keep registers in check and every SM busy."""
-    budget, max_cols = (1 << 16, 1 << 16) if device.type == "cpu" else (4096, 2048)
-    rows_p2 = next_pow2(n_rows)
+class Reduction(NamedTuple):
+    fold: object
+    term: object = None  # x -> what is folded; None: x itself
+    finish: object = None  # (value, column, divisor) -> the result; None: the value
+    is_max: bool = False  # extreme folds: max (else min)
+    store_index: bool = False  # also writes the column of the extreme (max/min)
 
-    def shape_and_steps(block_c):
-        # Block-steps over the padded matrix: the work, counting masked-off padding. For a row of
-        # 70000, 8192-wide chunks pad 5% where one 65536 chunk plus a second pads 87%.
-        block_r = min(rows_p2, max(1, budget // block_c))
-        return cdiv(n_rows, block_r) * cdiv(n_cols, block_c), block_r, block_c
 
-    widest = min(next_pow2(n_cols), max_cols)
-    if device.type != "cpu":  # narrow column blocks would serialise a row on the GPU
-        _, block_r, block_c = shape_and_steps(widest)
-    else:
-        candidates = [shape_and_steps(widest >> k) for k in range(widest.bit_length())]
-        _, block_r, block_c = min(candidates, key=lambda c: (c[0], -c[2]))  # ties: wider chunks
-    return block_r, block_c, 8 if block_r * block_c >= 2048 else 4
+REDUCTIONS = {
+    "sum": Reduction(sum_fold), "mean": Reduction(sum_fold, finish=divide),
+    "norm1": Reduction(sum_fold, term=magnitude), "norm2": Reduction(sum_fold, term=square, finish=root),
+    "amax": Reduction(extreme_fold, is_max=True), "amin": Reduction(extreme_fold),
+    "max": Reduction(extreme_fold, is_max=True, store_index=True), "min": Reduction(extreme_fold, store_index=True),
+    "argmax": Reduction(extreme_fold, finish=column, is_max=True), "argmin": Reduction(extreme_fold, finish=column),
+    "norminf": Reduction(extreme_fold, term=magnitude, is_max=True),
+    "prod": Reduction(prod_fold), "var": Reduction(moments_fold, finish=divide),
+    "std": Reduction(moments_fold, finish=root_of_quotient), "logsumexp": Reduction(logsumexp_fold),
+}
+REDUCE_OPS = tuple(REDUCTIONS)
+_SUM_LIKE = tuple(op for op, r in REDUCTIONS.items() if r.fold is sum_fold)
+_EXTREME = tuple(op for op, r in REDUCTIONS.items() if r.fold is extreme_fold)
+_ARG = tuple(op for op, r in REDUCTIONS.items() if r.finish is column)
 
 
 def _accumulate_dtype(x_dtype: torch.dtype, out_dtype: torch.dtype, op: str) -> torch.dtype:
@@ -296,13 +349,14 @@ def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
     out = torch.empty(out_shape, dtype=value_dtype, device=x.device)
     idx = torch.empty(out_shape, dtype=torch.int64, device=x.device) if op in ("max", "min") else None
     if n_rows > 0:
-        kept_shape, (kept_strides,) = _collapse(out_shape, [[x.stride(d) for d in kept]])
-        red_shape, (red_strides,) = _collapse(tuple(x.shape[d] for d in dims),
+        kept_shape, (kept_strides,) = collapse(out_shape, [[x.stride(d) for d in kept]])
+        red_shape, (red_strides,) = collapse(tuple(x.shape[d] for d in dims),
                                               [[x.stride(d) for d in dims]])
-        if n_cols == 0:  # the column loop never runs; keep _offset's modulus non-zero regardless
+        if n_cols == 0:  # the column loop never runs; keep element_offset's modulus non-zero regardless
             red_shape, red_strides = (1,), (0,)
         acc_dtype = _accumulate_dtype(x.dtype, value_dtype, op)
-        is_max = op in ("amax", "max", "argmax", "norminf")
+        row = REDUCTIONS[op]
+        is_max = row.is_max
         if acc_dtype.is_floating_point:
             fill = float("-inf") if is_max else float("inf")
         else:
@@ -314,12 +368,13 @@ def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
         if FORCE_SPLITS and op in SPLITTABLE:  # tests: chunks small enough for the split to happen
             block_c = max(2, min(block_c, next_pow2(cdiv(n_cols, 2 * FORCE_SPLITS))))
         splits = _splits(op, grid, n_cols, block_c, x.device)
-        common = dict(NK=len(kept_shape), COMPUTE=compute_dtype(acc_dtype), FILL=fill,
+        common = dict(FOLD=row.fold, IS_MAX=row.is_max, NK=len(kept_shape), COMPUTE=compute_dtype(acc_dtype), FILL=fill,
                       INTERPRETED=x.device.type == "cpu", ONE_PROGRAM=grid == 1,
                       EVEN_R=sum_like and n_rows % block_r == 0, BLOCK_R=block_r, num_warps=warps)
         if splits == 1:
             launch(reduce_kernel, (grid,), x, out, out if idx is None else idx, n_rows, n_cols, kept_shape,
-                   kept_strides, red_shape, red_strides, divisor, 0, 1, OP=op, CHUNK_OP=op, STAGE=0,
+                   kept_strides, red_shape, red_strides, divisor, 0, 1, TERM=row.term, FINISH=row.finish,
+                   STORE_INDEX=row.store_index, STAGE=0,
                    NR=len(red_shape), ONE_CHUNK=n_cols <= block_c, EVEN_C=n_cols > 0 and n_cols % block_c == 0,
                    BLOCK_C=block_c, **common)
         else:
@@ -327,13 +382,12 @@ def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
             splits = cdiv(n_cols, span)
             partial = torch.empty((n_rows, splits), dtype=acc_dtype, device=x.device)
             launch(reduce_kernel, (grid, splits), x, partial, partial, n_rows, n_cols, kept_shape, kept_strides,
-                   red_shape, red_strides, divisor, span, splits, OP=op, CHUNK_OP=op, STAGE=1,
+                   red_shape, red_strides, divisor, span, splits, TERM=row.term, FINISH=None, STORE_INDEX=False, STAGE=1,
                    NR=len(red_shape), ONE_CHUNK=False, EVEN_C=n_cols % block_c == 0, BLOCK_C=block_c, **common)
             # the partials, a contiguous (n_rows, splits) matrix, reduced along its rows
-            combine = "amax" if op == "norminf" else op
             block_c2 = min(next_pow2(splits), block_c)
             launch(reduce_kernel, (grid,), partial, out, out, n_rows, splits, kept_shape, _row_major(kept_shape, splits),
-                   (splits,), (1,), divisor, 0, 1, OP=combine, CHUNK_OP="sum" if sum_like else combine, STAGE=2,
+                   (splits,), (1,), divisor, 0, 1, TERM=None, FINISH=row.finish, STORE_INDEX=False, STAGE=2,
                    NR=1, ONE_CHUNK=splits <= block_c2, EVEN_C=splits % block_c2 == 0, BLOCK_C=block_c2, **common)
     return (out, idx) if idx is not None else out
 

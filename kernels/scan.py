@@ -12,7 +12,8 @@ import triton
 import triton.language as tl
 
 from .launch import launch
-from .pointwise import cdiv, compute_dtype, next_pow2
+from .dtypes import compute_dtype
+from .layout import cdiv, next_pow2
 
 __all__ = ["cumulative"]
 

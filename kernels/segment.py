@@ -22,9 +22,10 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
-from .pointwise import _collapse, _offset, block_for, cdiv
-from .reduce import block_shape_2d
+from .layout import block_for, block_shape_2d, cdiv, collapse, element_offset
+from .sort import sort
 
 __all__ = ["deterministic", "set_deterministic", "segment_sum", "embedding_grad", "index_add"]
 
@@ -72,12 +73,12 @@ def segment_sum_kernel(s_ptr, perm_ptr, v_ptr, x_ptr, n_keys, n_rows, W, ITERS, 
                        BLOCK_R: tl.constexpr, BLOCK_W: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < n_rows
-    key = _offset(rows, x_shape, key_strides, XD)
+    key = element_offset(rows, x_shape, key_strides, XD)
     lo = _bound(s_ptr, key, n_keys, row_mask, ITERS, False)
     hi = _bound(s_ptr, key, n_keys, row_mask, ITERS, True)
     count = tl.where(row_mask & (key != skip_key), hi - lo, 0)
     longest = tl.max(count, 0)
-    x_row = x_ptr + _offset(rows, x_shape, x_strides, XD)
+    x_row = x_ptr + element_offset(rows, x_shape, x_strides, XD)
     for c0 in range(0, W, BLOCK_W):
         cols = c0 + tl.arange(0, BLOCK_W).to(tl.int64)
         col_mask = cols < W
@@ -85,7 +86,7 @@ def segment_sum_kernel(s_ptr, perm_ptr, v_ptr, x_ptr, n_keys, n_rows, W, ITERS, 
         for j in range(0, longest):  # in sorted order: increasing r within a key
             live = j < count
             r = tl.load(perm_ptr + lo + j, mask=live, other=0)
-            v = tl.load(v_ptr + (_offset(r, v_shape, v_strides, VD)[:, None] + cols[None, :] * v_col_stride),
+            v = tl.load(v_ptr + (element_offset(r, v_shape, v_strides, VD)[:, None] + cols[None, :] * v_col_stride),
                         mask=live[:, None] & col_mask[None, :], other=0)
             acc += v.to(ACC)
         dst = x_row[:, None] + cols[None, :] * x_col_stride
@@ -98,7 +99,7 @@ def segment_sum_kernel(s_ptr, perm_ptr, v_ptr, x_ptr, n_keys, n_rows, W, ITERS, 
 
 
 def _acc(dtype: torch.dtype):
-    return tl.float64 if dtype == torch.float64 else tl.float32 if dtype.is_floating_point else tl.int64
+    return compute_dtype(accumulate_dtype(dtype) if dtype.is_floating_point else torch.int64)
 
 
 def segment_sum(keys: torch.Tensor, values: torch.Tensor, v_geometry, x: torch.Tensor, x_geometry, width: int,
@@ -108,7 +109,7 @@ def segment_sum(keys: torch.Tensor, values: torch.Tensor, v_geometry, x: torch.T
     ``keys``: integer (R,), one per value row, any strides. ``v_geometry = (shape, strides,
     col_stride)`` walks the R value rows (row-major over ``shape``) and their ``width`` columns.
     ``x_geometry = (shape, key_strides, strides, col_stride)`` walks the E destination rows: row e
-    has key ``_offset(e, shape, key_strides)`` and lives at ``_offset(e, shape, strides)``. Rows
+    has key ``element_offset(e, shape, key_strides)`` and lives at ``element_offset(e, shape, strides)``. Rows
     whose key is ``skip_key`` get nothing. Without ``accumulate`` every row of x is written (0
     where nothing lands); with it, only rows that receive values change."""
     R = keys.numel()
@@ -118,11 +119,10 @@ def segment_sum(keys: torch.Tensor, values: torch.Tensor, v_geometry, x: torch.T
         E *= d
     if E == 0 or width == 0 or (R == 0 and accumulate):
         return
-    from .index import sort  # index dispatches its scatter-adds here: import late
     s, perm = sort(keys.reshape(-1), 0)
-    xs, (ks, xst) = _collapse(tuple(x_shape), [tuple(key_strides), tuple(x_strides)])
+    xs, (ks, xst) = collapse(tuple(x_shape), [tuple(key_strides), tuple(x_strides)])
     v_shape, v_strides, v_col = v_geometry
-    vs, (vst,) = _collapse(tuple(v_shape), [tuple(v_strides)])
+    vs, (vst,) = collapse(tuple(v_shape), [tuple(v_strides)])
     if width == 1:
         block_r, block_w, warps = block_for(E, x.device), 1, 4
     else:

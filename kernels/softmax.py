@@ -2,7 +2,7 @@
 
 Every index of the other dims is a row; a program owns ``BLOCK_R`` rows. A row that fits in one
 ``BLOCK_C`` chunk is loaded once and kept in registers; a longer row is read twice: an online pass
-for its max ``m`` and ``s = sum exp(x - m)`` (rescaling ``s`` whenever ``m`` grows), then a pass
+for its max ``m`` and ``s = sum exp(x - m)`` (``logsumexp.online_logsumexp``), then a pass
 that writes the output, so rows of any length work. Like torch, a row containing NaN, or whose max
 is +inf or -inf, comes out all NaN (``x - m`` is NaN there).
 """
@@ -14,9 +14,10 @@ import torch
 import triton
 import triton.language as tl
 
+from .dtypes import compute_dtype
 from .launch import launch
-from .pointwise import _collapse, _offset, cdiv, compute_dtype
-from .reduce import block_shape_2d
+from .layout import block_shape_2d, cdiv, collapse, element_offset
+from .logsumexp import online_logsumexp
 
 __all__ = ["softmax", "softmax_backward"]
 
@@ -48,8 +49,8 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, row_shape, x_row_strides, out
     """y = exp(x - m) / s, or log y = x - m - log s, with m = max x and s = sum exp(x - m) per row."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < n_rows
-    x_row = _offset(rows, row_shape, x_row_strides, NK)
-    out_row = _offset(rows, row_shape, out_row_strides, NK)
+    x_row = element_offset(rows, row_shape, x_row_strides, NK)
+    out_row = element_offset(rows, row_shape, out_row_strides, NK)
     if ONE_CHUNK:
         cols, mask = _chunk(row_mask, 0, n_cols, BLOCK_C)
         x = tl.where(mask, _load(x_ptr, x_row, cols, x_col_stride, mask, COMPUTE), float("-inf"))
@@ -69,12 +70,8 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, row_shape, x_row_strides, out
             cols, mask = _chunk(row_mask, start, n_cols, BLOCK_C)
             x = tl.where(mask, _load(x_ptr, x_row, cols, x_col_stride, mask, COMPUTE),
                          float("-inf"))
-            new_m = tl.maximum(m, _row_max(x))
-            # While the row so far is all -inf, shift by 0: -inf - (-inf) would poison s with NaN.
-            # A +inf max is not shifted away, so s turns NaN and the row comes out NaN as in torch.
-            shift = tl.where(new_m == float("-inf"), 0.0, new_m)
-            s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[:, None]), 1)
-            m = new_m
+            # a +inf or NaN max leaves s NaN, so the row comes out NaN as in torch
+            m, s = online_logsumexp(m, s, x)
         log_s = tl.log(s)
         for start in range(0, n_cols, BLOCK_C):
             cols, mask = _chunk(row_mask, start, n_cols, BLOCK_C)
@@ -105,9 +102,9 @@ def softmax_backward_kernel(y_ptr, g_ptr, out_ptr, n_rows, n_cols, row_shape, y_
     log_softmax: dx = g - exp(y) * sum(g)            (y the log_softmax output)"""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < n_rows
-    y_row = _offset(rows, row_shape, y_row_strides, NK)
-    g_row = _offset(rows, row_shape, g_row_strides, NK)
-    out_row = _offset(rows, row_shape, out_row_strides, NK)
+    y_row = element_offset(rows, row_shape, y_row_strides, NK)
+    g_row = element_offset(rows, row_shape, g_row_strides, NK)
+    out_row = element_offset(rows, row_shape, out_row_strides, NK)
     if ONE_CHUNK:
         cols, mask = _chunk(row_mask, 0, n_cols, BLOCK_C)
         y = _load(y_ptr, y_row, cols, y_col_stride, mask, COMPUTE)
@@ -144,7 +141,7 @@ def _rows_along(shape, dim, tensors):
     if not shape:  # a 0-d tensor is one row of one element
         return 1, 1, (1,), [(0,)] * len(tensors), [0] * len(tensors)
     kept = [d for d in range(len(shape)) if d != dim]
-    row_shape, row_strides = _collapse(tuple(shape[d] for d in kept),
+    row_shape, row_strides = collapse(tuple(shape[d] for d in kept),
                                        [[t.stride(d) for d in kept] for t in tensors])
     n_rows = math.prod(shape[d] for d in kept)
     return n_rows, shape[dim], row_shape, row_strides, [t.stride(dim) for t in tensors]

@@ -22,7 +22,8 @@ import triton.language as tl
 
 from .launch import launch
 from .matmul import matmul
-from .pointwise import block_for, cdiv, compute_dtype
+from .dtypes import compute_dtype
+from .layout import block_for, cdiv
 
 __all__ = ["im2col", "col2im", "conv_transpose2d_gemm"]
 

@@ -209,11 +209,6 @@ def _linear_class(activation, has_bias):
 _LINEAR_CLASSES: dict = {}
 
 
-def _name(d):
-    return {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16"}.get(d.name, d.name)
-
-
 def linear_act(input, weight, bias=None, activation=None):
     """``act(input @ weight.T + bias)`` in one matmul launch; ``activation`` is None, 'relu',
     'gelu', 'gelu_tanh', 'tanh', 'sigmoid' or 'silu'."""
@@ -230,8 +225,8 @@ def linear_act(input, weight, bias=None, activation=None):
                            f"{weight.shape[1]}x{weight.shape[0]})")
     if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
         other = weight if input.dtype is not weight.dtype else bias
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_name(input.dtype)} != "
-                           f"{_name(other.dtype)}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype.c_type} != "
+                           f"{other.dtype.c_type}")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"tgrad linear supports floating point tensors, got {input.dtype}")
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):

@@ -130,11 +130,6 @@ def _type_name(t):
     return f"tgrad.{'cuda.' if t.is_cuda else ''}{t.dtype.legacy}"
 
 
-def _scalar_name(t):
-    return {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16"}.get(t.dtype.name, t.dtype.name)
-
-
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d cross-correlation of input (N, C, H, W) or (C, H, W) with weight (OC, C/groups, KH, KW):
     y[n, o, i, j] = bias[o] + sum_{c,kh,kw} x[n, g*C/groups + c, i*s - p + kh*d, j*s - p + kw*d] w[o, c, kh, kw],
@@ -192,7 +187,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                                f"{OC} elements, but got bias of size {list(bias.shape)} instead")
         if bias.dtype != input.dtype:
-            raise RuntimeError(f"Input type ({_scalar_name(input)}) and bias type ({_scalar_name(bias)}) should be "
+            raise RuntimeError(f"Input type ({input.dtype.c_type}) and bias type ({bias.dtype.c_type}) should be "
                                f"the same")
     padded = (H + 2 * pad[0] + extra[0], W + 2 * pad[1] + extra[1])
     if padded[0] < effective[0] or padded[1] < effective[1]:

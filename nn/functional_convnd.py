@@ -22,7 +22,7 @@ from tgrad.ops.formula import ZeroSlope
 from tgrad.ops._common import check_runnable, wrap
 from tgrad.tensor import Tensor
 
-from .functional_conv import Convolution, ConvGradWeight, _check_tensor, _float_only, _scalar_name, _type_name
+from .functional_conv import Convolution, ConvGradWeight, _check_tensor, _float_only, _type_name
 
 __all__ = ["conv1d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -65,7 +65,7 @@ def _check_common(fn, input, weight, bias, dims, groups, stride, dilation, out_c
             raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                                f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
         if bias.dtype != input.dtype:
-            raise RuntimeError(f"Input type ({_scalar_name(input)}) and bias type ({_scalar_name(bias)}) should be "
+            raise RuntimeError(f"Input type ({input.dtype.c_type}) and bias type ({bias.dtype.c_type}) should be "
                                f"the same")
 
 

@@ -9,8 +9,10 @@ together) and one fused backward launch; the formulas are in ``kernels/losses.py
 - ``mse_loss``, ``l1_loss``, ``smooth_l1_loss``, ``huber_loss``, ``binary_cross_entropy``,
   ``binary_cross_entropy_with_logits``: elementwise, broadcast by strides.
 
-Under ``create_graph`` (and for the rare weight gradient of probability-target cross-entropy) the
-backward is written with differentiable tgrad ops instead, so higher-order gradients are exact.
+Under ``create_graph`` the elementwise losses' backward is their derivative formula of
+``kernels/losses.py`` traced on Tensors; cross-entropy's (and the rare weight gradient of
+probability-target cross-entropy) is written with differentiable tgrad ops, so higher-order
+gradients are exact.
 """
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ from tgrad.modes import is_grad_enabled
 from tgrad.kernels import cross_entropy as KCE
 from tgrad.kernels import losses as KL
 from tgrad.ops._common import broadcast_shapes, check_runnable, result_type, wrap
-from tgrad.ops.formula import ZeroSlope
-from tgrad.tensor import Tensor, _legacy_scalar
+from tgrad.ops.formula import ZeroSlope, traced_backward
+from tgrad.tensor import Tensor
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits"]
@@ -87,11 +89,16 @@ class _Pointwise(BuiltinFunction):
         return (wrap(dx) if nx else None, wrap(dy) if ny else None, None, None, None, None)
 
     @classmethod
-    def differentiable_backward(cls, ctx, g):  # the kernel's formulas from differentiable ops
+    def differentiable_backward(cls, ctx, g):  # the kernel's derivative formula, traced on Tensors
         x, y, w, q = ctx.saved_tensors
         param, reduction = ctx.cfg
         nx, ny = ctx.needs_input_grad[:2]
-        dx, dy = _pointwise_grads_ops(cls.mode, x, y, w, q, param, reduction, g, nx, ny)
+        if reduction == "mean":
+            g = g / float(math.prod(broadcast_shapes(*(t.shape for t in (x, y, w, q) if t is not None))))
+        if w is not None:
+            g = g * w
+        dx, dy = traced_backward(KL.LOSSES[cls.mode].backward, (x, y, 1.0 if q is None else q), g, (param, param),
+                                 zero_edges=True)
         return dx if nx else None, dy if ny else None, None, None, None, None
 
 
@@ -102,37 +109,10 @@ def _pointwise_class(mode, node):
 _MSE = _pointwise_class("mse", "MseLossBackward0")
 _L1 = _pointwise_class("l1", "L1LossBackward0")
 _SMOOTH_L1 = _pointwise_class("smooth_l1", "SmoothL1LossBackward0")
+_SMOOTH_L1_AT_0 = type("_smooth_l1", (_L1,), {"node_name": "SmoothL1LossBackward0"})  # beta = 0 is l1
 _HUBER = _pointwise_class("huber", "HuberLossBackward0")
 _BCE = _pointwise_class("bce", "BinaryCrossEntropyBackward0")
 _BCE_LOGITS = _pointwise_class("bce_logits", "BinaryCrossEntropyWithLogitsBackward0")
-
-
-def _pointwise_grads_ops(mode, x, y, w, q, c, reduction, g, nx, ny):
-    """(dL/dx, dL/dy) over the broadcast shape, from differentiable ops (see kernels/losses.py)."""
-    d = x - y
-    if mode == "mse":
-        dx = d * 2.0
-    elif mode == "l1":
-        dx = d.sign()
-    elif mode == "smooth_l1":
-        dx = d.sign() if c == 0 else ops.where(d.abs() < c, d / c, d.sign())
-    elif mode == "huber":
-        dx = d.clamp(-c, c)
-    if mode in ("mse", "l1", "smooth_l1", "huber"):
-        dy = -dx
-    elif mode == "bce":
-        dx = d / (x * (1.0 - x)).clamp(min=1e-12)
-        dy = (1.0 - x).log().clamp(min=-100.0) - x.log().clamp(min=-100.0)
-    else:
-        sp = ops.softplus(-x)
-        if q is None:
-            dx, dy = x.sigmoid() - y, -x
-        else:
-            dx, dy = (1.0 + (q - 1.0) * y) * x.sigmoid() - q * y, (q - 1.0) * sp - x
-    gr = g if reduction != "mean" else g / float(math.prod(broadcast_shapes(x.shape, y.shape)))
-    if w is not None:
-        gr = gr * w
-    return (gr * dx if nx else None), (gr * dy if ny else None)
 
 
 def _regression(cls, name, input, target, reduction, param=0.0):
@@ -165,7 +145,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     """d^2 / (2 beta) where |d| < beta, |d| - beta / 2 elsewhere (d = input - target)."""
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    return _regression(_SMOOTH_L1, "smooth_l1_loss", input, target,
+    return _regression(_SMOOTH_L1 if beta else _SMOOTH_L1_AT_0, "smooth_l1_loss", input, target,
                        _reduction(reduction, size_average, reduce), beta)
 
 
@@ -300,7 +280,7 @@ def _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw):
 
 def _target_dtype_error(target):
     return RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                        f"{_legacy_scalar(target.dtype, True)}")
+                        f"{target.dtype.scalar_type}")
 
 
 def _nll_setup(input, target, weight, class_targets_only, fn_name):

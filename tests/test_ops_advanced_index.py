@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tgrad
-import tgrad.kernels.index as KI
+import tgrad.kernels.sort as KS
 from helpers import assert_close, uniform64
 from tgrad.kernels import count_launches
 
@@ -398,7 +398,7 @@ def test_sort_nan_inf_order_and_other_dtypes():
 
 @pytest.mark.parametrize("descending", [False, True])
 def test_rows_longer_than_one_block_merge_across_blocks(monkeypatch, descending):
-    monkeypatch.setattr(KI, "sort_block_limit", lambda device: 4)
+    monkeypatch.setattr(KS, "sort_block_limit", lambda device: 4)
     data = _sort_input((37, 3), torch.float32, ties=True).t()  # rows of 37 -> 64 padded, 16 blocks
     v, i = tgrad.sort(_tg(data), 1, descending=descending)
     rv, ri = torch.sort(data, dim=1, descending=descending, stable=True)

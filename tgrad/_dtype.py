@@ -11,17 +11,28 @@ NAMESPACE = "tgrad"
 
 
 class dtype:
-    __slots__ = ("name", "torch", "is_floating_point", "itemsize", "legacy")
+    """``name`` (float32), ``torch`` (its torch dtype), ``legacy`` (FloatTensor) and the names
+    PyTorch's messages print: ``scalar_type`` (Float), ``type_name`` (float), ``c_type`` (float,
+    c10::Half; the dtype's own name for integers)."""
+    __slots__ = ("name", "torch", "is_floating_point", "itemsize", "legacy", "scalar_type", "type_name", "c_type")
 
     def __init__(self, name, torch_dtype, is_floating_point, legacy):
         self.name, self.torch, self.is_floating_point, self.legacy = name, torch_dtype, is_floating_point, legacy
         self.itemsize = torch_dtype.itemsize
+        self.scalar_type, self.type_name, self.c_type = _NAMES[name]
 
     def __repr__(self):
         return f"{NAMESPACE}.{self.name}"
 
     def __reduce__(self):
         return (_from_name, (self.name,))
+
+
+# the one table of PyTorch's names for a dtype: (ScalarType, legacy type name, C++ type)
+_NAMES = {"float32": ("Float", "float", "float"), "float64": ("Double", "double", "double"),
+          "float16": ("Half", "half", "c10::Half"), "bfloat16": ("BFloat16", "bfloat16", "c10::BFloat16"),
+          "int64": ("Long", "long", "int64"), "int32": ("Int", "int", "int32"), "int16": ("Short", "short", "int16"),
+          "int8": ("Char", "char", "int8"), "uint8": ("Byte", "byte", "uint8"), "bool": ("Bool", "bool", "bool")}
 
 
 def _from_name(name):

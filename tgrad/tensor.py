@@ -224,8 +224,8 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
             if value.dtype is not self.dtype:
-                raise RuntimeError(f"attempting to assign a gradient with dtype '{_legacy_scalar(value.dtype)}' "
-                                   f"to a tensor with grad_dtype '{_legacy_scalar(self.dtype, True)}'. Please "
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{value.dtype.type_name}' "
+                                   f"to a tensor with grad_dtype '{self.dtype.scalar_type}'. Please "
                                    "ensure that the gradient and the tensor have the same dtype")
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of "
@@ -387,13 +387,6 @@ class Tensor:
         if self._data.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
-
-
-def _legacy_scalar(d, capital=False):
-    names = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16",
-             "int64": "long", "int32": "int", "int16": "short", "int8": "char", "uint8": "byte", "bool": "bool"}
-    n = names[d.name]
-    return n.capitalize() if capital else n
 
 
 def _format(t: Tensor) -> str:

@@ -172,8 +172,7 @@ def _run_post_accumulate_hooks(var):
             raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
-def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False,
-                 accumulate=True):
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, accumulate=True):
     """Backpropagate from ``tensors``. With ``accumulate`` (``backward``) gradients land in ``.grad``
     (only of ``inputs`` when given); without it (``autograd.grad``) the gradients at ``inputs`` are
     returned, in order, and no ``.grad`` is touched."""

@@ -25,9 +25,10 @@ import triton.language as tl
 from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction
 from ..modes import is_grad_enabled
-from ..tensor import Tensor, _legacy_scalar, check_inplace
+from ..tensor import Tensor, check_inplace
 from tgrad.kernels import index as KI
 from tgrad.kernels import math_ops as M
+from tgrad.kernels import sort as KS
 from .factories import tensor
 from ._common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
@@ -289,8 +290,8 @@ def _value_operand(value, x: Tensor, shape) -> Tensor:
         value = tensor(value, dtype=x.dtype, device=x.device)
     if value.dtype is not x.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_legacy_scalar(x.dtype, True)} for the destination and "
-                           f"{_legacy_scalar(value.dtype, True)} for the source.")
+                           f"{x.dtype.scalar_type} for the destination and "
+                           f"{value.dtype.scalar_type} for the source.")
     lead = value.ndim - len(shape)
     if lead > 0 and all(s == 1 for s in value.shape[:lead]):
         value = value.reshape(tuple(value.shape[lead:]))
@@ -405,7 +406,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def _mask_value(x, mask, value, name="masked_fill_"):
     if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool:
-        got = _legacy_scalar(mask.dtype) if isinstance(mask, Tensor) else type(mask).__name__
+        got = mask.dtype.type_name if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype {got}")
     if isinstance(value, Tensor):
         if value.ndim != 0:
@@ -473,7 +474,7 @@ class Sort(BuiltinFunction):
     @staticmethod
     def forward(ctx, x, dim, descending):
         check_runnable(x)
-        values, indices = KI.sort(x._data, dim, descending)
+        values, indices = KS.sort(x._data, dim, descending)
         ctx.plan, ctx.x_shape = _AlongDim(dim, indices, unique=True), x.shape
         indices = wrap(indices)
         ctx.mark_non_differentiable(indices)
@@ -491,4 +492,4 @@ def sort(x: Tensor, dim=-1, descending=False, stable=False):
 
 def argsort(x: Tensor, dim=-1, descending=False, stable=False) -> Tensor:
     check_runnable(x)
-    return wrap(KI.sort(x._data, x._dim(dim), bool(descending))[1])
+    return wrap(KS.sort(x._data, x._dim(dim), bool(descending))[1])

@@ -8,7 +8,7 @@ import warnings
 
 from .. import _dtype
 from ..modes import is_grad_enabled, no_grad
-from ..tensor import Tensor, _legacy_scalar
+from ..tensor import Tensor
 from . import registry
 
 
@@ -17,8 +17,8 @@ def _write_out(name, out, result):
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if _dtype.category(result.dtype) > _dtype.category(out.dtype):
-        raise RuntimeError(f"result type {_legacy_scalar(result.dtype, True)} can't be cast to the desired output "
-                           f"type {_legacy_scalar(out.dtype, True)}")
+        raise RuntimeError(f"result type {result.dtype.scalar_type} can't be cast to the desired output "
+                           f"type {out.dtype.scalar_type}")
     if tuple(out.shape) != tuple(result.shape):
         if out.numel():
             warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "

@@ -20,7 +20,8 @@ from .. import _dtype
 from ..autograd.function import BuiltinFunction, edge_of
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
-from tgrad.kernels.pointwise import compute_dtype, pointwise
+from tgrad.kernels.dtypes import compute_dtype
+from tgrad.kernels.pointwise import pointwise
 from . import registry
 from ._common import broadcast_shapes, wrap
 

@@ -13,7 +13,7 @@ import torch
 
 from .. import _dtype
 from ..autograd.function import BuiltinFunction
-from ..tensor import Tensor, _legacy_scalar
+from ..tensor import Tensor
 from . import registry
 from ._common import as_operand, check_runnable, result_type, wrap
 from .formula import fused, traced_backward
@@ -151,7 +151,7 @@ def _refuse(row, operands):
     if dtype is _dtype.bool and row.no_bool is not None:
         raise row.no_bool[0](row.no_bool[1])
     if row.no_ints is not None:
-        raise NotImplementedError(f'"{row.no_ints}" not implemented for \'{_legacy_scalar(dtype, True)}\'')
+        raise NotImplementedError(f'"{row.no_ints}" not implemented for \'{dtype.scalar_type}\'')
 
 
 def make_function(row):
@@ -185,8 +185,8 @@ def check_cast(self, *others, division=False):
     if division and not rt.is_floating_point:
         rt = _dtype.get_default_dtype()
     if _dtype.category(rt) > _dtype.category(self.dtype):
-        raise RuntimeError(f"result type {_legacy_scalar(rt, True)} can't be cast to the desired output type "
-                           f"{_legacy_scalar(self.dtype, True)}")
+        raise RuntimeError(f"result type {rt.scalar_type} can't be cast to the desired output type "
+                           f"{self.dtype.scalar_type}")
 
 
 def make_inplace(row, op):

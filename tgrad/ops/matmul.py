@@ -34,8 +34,8 @@ class Matmul(BuiltinFunction):
     def forward(ctx, a, b):
         check_runnable(a, b)
         if a.dtype is not b.dtype:
-            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_name(a.dtype)} != "
-                               f"{_name(b.dtype)}")
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype.c_type} != "
+                               f"{b.dtype.c_type}")
         if not a.dtype.is_floating_point:
             raise RuntimeError(f"tgrad matmul supports floating point tensors, got {a.dtype}")
         if a.shape[-1] != b.shape[-2]:
@@ -62,17 +62,6 @@ class Bmm(Matmul):
     node_name = "BmmBackward0"
 
 
-def _name(d):
-    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}.get(
-        d.name, d.name)
-
-
-def _scalar_name(d):
-    """PyTorch's ScalarType name, as its dot/bmm/addmv dtype messages print it."""
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[d.name]
-
-
 def _check_float(a):
     if not a.dtype.is_floating_point:
         raise RuntimeError(f"tgrad matmul supports floating point tensors, got {a.dtype}")
@@ -91,7 +80,7 @@ def bmm(a, b):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
                            f"{a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(a.dtype)} but found {_scalar_name(b.dtype)}")
+        raise RuntimeError(f"expected scalar type {a.dtype.scalar_type} but found {b.dtype.scalar_type}")
     return Bmm.apply(a, b)
 
 
@@ -111,8 +100,8 @@ class Dot(BuiltinFunction):
     def forward(ctx, a, b):
         check_runnable(a, b)
         if a.dtype is not b.dtype:
-            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_scalar_name(a.dtype)} "
-                               f"and {_scalar_name(b.dtype)}")
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {a.dtype.scalar_type} "
+                               f"and {b.dtype.scalar_type}")
         _check_float(a)
         ctx.save_for_backward(a, b)
         return wrap(K.matmul(a._data.unsqueeze(0), b._data.unsqueeze(1), allow_tf32=_allow_tf32(a)).view(()))
@@ -154,7 +143,7 @@ def matmul(a, b):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{n}, {a.shape[-1]}] "
                            f"but got: [{n}, {b.shape[-2]}].")
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(a.dtype)} but found {_scalar_name(b.dtype)}")
+        raise RuntimeError(f"expected scalar type {a.dtype.scalar_type} but found {b.dtype.scalar_type}")
     if a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]:
         return Bmm.apply(a, b)
     return Matmul.apply(a, b)
@@ -184,9 +173,9 @@ def mv(a, v):
         raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), "
                            f"vec ({v.shape[0]})")
     if a.dtype is not v.dtype:
-        v_name = _scalar_name(v.dtype)
+        v_name = v.dtype.scalar_type
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v_name}, "
-                           f"{_scalar_name(a.dtype)}, and {v_name}")
+                           f"{a.dtype.scalar_type}, and {v_name}")
     return Mv.apply(a, v)
 
 

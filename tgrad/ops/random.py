@@ -20,7 +20,7 @@ from .factories import _dt, _new, _shape
 from ._common import broadcast_shapes
 from .advanced import argsort
 from ..modes import no_grad
-from ..tensor import Tensor, _legacy_scalar
+from ..tensor import Tensor
 
 
 __all__ = ["manual_seed", "seed", "initial_seed", "rand", "randn", "randint", "rand_like", "randn_like",
@@ -111,7 +111,7 @@ def _draw(fill, out: torch.Tensor, generator, *args):
 def _float_dt(dtype, kernel="check_uniform_bounds"):
     dt = _dt(dtype)
     if not dt.is_floating_point:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_legacy_scalar(dt, True)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dt.scalar_type}'")
     return dt
 
 

@@ -88,7 +88,7 @@ class Mean(BuiltinFunction):
         out_dtype = dtype or x.dtype
         if not out_dtype.is_floating_point:
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point "
-                               f"or complex dtype. Got: {x.dtype.legacy.replace('Tensor', '')}")
+                               f"or complex dtype. Got: {x.dtype.scalar_type}")
         ctx.meta = (x.shape, dims, keepdim)
         ctx.count = math.prod(x.shape[d] for d in dims)
         return _result(_run(x, dims, "mean", out_dtype), x, dims, keepdim)
@@ -349,15 +349,9 @@ class LogSoftmax(Softmax):
     log = True
 
 
-builtins_max = max
-builtins_sum = sum
-builtins_any = any
-builtins_all = all
-
-
 def _float_input(x, message):
     if not x.dtype.is_floating_point:
-        raise RuntimeError(message.format(x.dtype.legacy.replace("Tensor", "")))
+        raise RuntimeError(message.format(x.dtype.scalar_type))
 
 
 # PyTorch names the node by the overload: sum()/mean() without a dim argument are SumBackward0 /
@@ -485,12 +479,8 @@ def _softmax_args(x, dim, dtype, what):
     d = x._dim(dim)  # a 0-d tensor takes dim 0 or -1
     dtype = _dtype.as_dtype(dtype) if dtype is not None else None
     if not (dtype or x.dtype).is_floating_point:
-        raise NotImplementedError(f'"{what}" not implemented for \'{_legacy_name(dtype or x.dtype)}\'')
+        raise NotImplementedError(f'"{what}" not implemented for \'{(dtype or x.dtype).scalar_type}\'')
     return d, dtype
-
-
-def _legacy_name(dt):
-    return dt.legacy.replace("Tensor", "")
 
 
 def softmax(x, dim=None, dtype=None):
