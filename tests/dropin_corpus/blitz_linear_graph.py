@@ -1,6 +1,5 @@
 """The blitz tutorial walks the graph of an nn.Linear output: AddmmBackward0 whose inputs are the
 bias's AccumulateGrad, the input's node (None for a plain tensor) and the weight's TBackward0."""
-# xfail: nn.Linear's graph shape (AddmmBackward0 -> AccumulateGrad, None, TBackward0) is the lead's part of issue 13
 import torch
 import torch.nn as nn
 
