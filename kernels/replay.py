@@ -1,0 +1,471 @@
+"""The CPU executor: interpret a launch the first time, record it the second, replay it after.
+
+A launch's *signature* is its kernel, constexpr values (functions by identity), tensor dtypes,
+grid, scalar arguments, the interpreter's options and the builder. A scalar position is part of the
+signature until it is seen with two different values; from then on it is a replay input (a learning
+rate that changes every step, a random kernel's seed and offset). The first sighting of a signature
+interprets; the second interprets under the recorder (``kernels/recorder.py``) and compiles the
+trace (``kernels/trace.py``); later ones replay it. A trace whose guards (Python decisions on
+arguments or data) do not hold records another variant. What the recorder refuses interprets every
+time. Each kernel's traces are bounded in memory (oldest dropped first).
+
+Verify mode (``TGRAD_REPLAY_VERIFY=1`` or ``set_replay(verify=True)``) proves a replay is the
+interpreter's computation: every replayed launch also runs fully interpreted from the same memory
+snapshot, every fresh trace is replayed from its pre-launch snapshot, and the bytes of every tensor
+the launch can reach must be equal (``ReplayMismatch`` otherwise). ``TGRAD_REPLAY=0`` or
+``set_replay(False)`` interprets everything. While something instruments the interpreter's builder
+(a memory checker), launches interpret, so the instrument sees every access.
+
+``replay_counts`` counts replayed, recorded and interpreted launches; ``fallback_reasons`` says
+why launches interpreted.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter, OrderedDict
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+import triton.language as tl
+
+from .interpreter import _interpreted, _interpreting, _pointer
+from .recorder import ARG, CONST, Recorder, Refused, builder_instrumented, recording
+from .trace import compile_launch
+from .triton_private import implicit_cvt, interpreter_builder, tuple_create
+
+__all__ = ["replay_counts", "fallback_reasons", "count_replays", "set_replay", "replay_enabled", "replay_verify",
+           "replay_disabled", "ReplayMismatch", "clear_replay_cache"]
+
+replay_counts: Counter = Counter()  # "replayed" / "recorded" / "interpreted" -> launches
+fallback_reasons: Counter = Counter()  # why a launch interpreted -> launches
+_config = {"enabled": os.environ.get("TGRAD_REPLAY", "1") != "0",
+           "verify": os.environ.get("TGRAD_REPLAY_VERIFY", "0") not in ("", "0")}
+_lock = threading.Lock()  # cache updates
+_local = threading.local()  # .disabled: replay_disabled() depth of this thread
+DISTINCT = 4  # values a scalar position may take under one static signature before it is a replay input
+MAX_VARIANTS = 8  # traces per signature (guard outcomes) before it interprets for good
+MAX_ENTRIES = 512  # signatures per kernel
+KERNEL_BYTES = 64 << 20  # constants (offsets, masks, folded values) per kernel
+
+
+class ReplayMismatch(AssertionError):
+    """Verify mode: a replay and the interpreter wrote different bytes."""
+
+
+def set_replay(enabled: bool | None = None, verify: bool | None = None) -> None:
+    """Turn replay of recorded CPU launches on or off, and verify mode (module doc)."""
+    if enabled is not None:
+        _config["enabled"] = bool(enabled)
+    if verify is not None:
+        _config["verify"] = bool(verify)
+
+
+def replay_enabled() -> bool:
+    return _config["enabled"]
+
+
+def replay_verify() -> bool:
+    return _config["verify"]
+
+
+@contextmanager
+def replay_disabled():
+    """Interpret every launch of this thread inside the block (for instruments of the interpreter)."""
+    _local.disabled = getattr(_local, "disabled", 0) + 1
+    try:
+        yield
+    finally:
+        _local.disabled -= 1
+
+
+@contextmanager
+def count_replays():
+    """``with count_replays() as c: ...`` -> ``c``: replayed / recorded / interpreted launches inside."""
+    before = Counter(replay_counts)
+    result: Counter = Counter()
+    try:
+        yield result
+    finally:
+        after = Counter(replay_counts)
+        after.subtract(before)
+        result.update({k: v for k, v in after.items() if v})
+
+
+_states: list = []  # every kernel's _KernelState (for clear_replay_cache)
+
+
+def clear_replay_cache() -> None:
+    with _lock:
+        for state in _states:
+            state.clear()
+
+
+def _interpret(runner, grid, args, meta, reason):
+    replay_counts["interpreted"] += 1
+    fallback_reasons[f"{runner.fn.__name__}: {reason}"] += 1
+    grid3, call = runner.prepare(grid, args, meta)
+    with _interpreting(), np.errstate(all="ignore"):
+        runner.execute(grid3, call)
+
+
+_MISSING = object()
+
+
+def _kind(v):
+    if type(v) is bool:
+        return np.dtype(np.bool_)
+    if -2**31 <= v < 2**31:
+        return np.dtype(np.int32)
+    if 0 <= v < 2**32:
+        return np.dtype(np.uint32)
+    if -2**63 <= v < 2**63:
+        return np.dtype(np.int64)
+    return np.dtype(np.uint64)
+
+
+def _constexpr_key(v):
+    t = type(v)
+    if t is int or t is bool or t is str or v is None:
+        return (t, v)
+    if t is float:
+        return (t, v.hex())
+    if t is tuple:
+        return tuple(_constexpr_key(x) for x in v)
+    if isinstance(v, tl.dtype):
+        return ("dtype", v.name)
+    return ("id", id(v))  # functions and other objects by identity (held in _KernelState.refs)
+
+
+class _Entry:
+    __slots__ = ("variants", "refused", "nbytes")
+
+    def __init__(self):
+        self.variants, self.refused, self.nbytes = [], None, 0
+
+    def select(self, A, tensors):
+        for v in self.variants:
+            if v.guards is None:
+                return v
+            with np.errstate(all="ignore"):
+                got = v.guards(A)
+            if got is None:
+                return "aliasing"
+            if got == v.expected:
+                return v
+        return None
+
+
+class _KernelState:
+    def __init__(self, runner):
+        self.runner = runner
+        self.names = runner.names
+        self.is_const = [n in runner.constexprs for n in self.names]
+        self.index = {n: k for k, n in enumerate(self.names)}
+        self.refs: dict = {}
+        self.clear()
+
+    def clear(self):
+        self.contexts: dict = {}  # static part of a signature -> (distinct values per scalar position, varying)
+        self.entries: OrderedDict = OrderedDict()  # signature -> _Entry
+        self.seen: set = set()
+        self.nbytes = 0
+
+    def bind(self, grid, args, meta):
+        """(signature, replay inputs, tensors by input slot), or None for arguments it cannot key.
+
+        The signature is (static part, scalars): the static part is the grid, constexprs, tensor
+        dtypes and options; a scalar position is keyed by its value until it has taken more than
+        DISTINCT values under the same static part, then it is a replay input (keyed by its dtype)."""
+        names = self.names
+        n = len(args)
+        if n > len(names):
+            return None
+        values = list(args)
+        if meta:
+            index = self.index
+            for k in meta:
+                if index.get(k, -1) < n:
+                    return None
+        if n < len(names):
+            defaults = self.runner.defaults
+            for name in names[n:]:
+                v = meta.get(name, _MISSING)
+                if v is _MISSING:
+                    v = defaults.get(name, _MISSING)
+                    if v is _MISSING:
+                        return None
+                values.append(v)
+        static, scalars, A, tensors = [grid], [], [], []
+        is_const = self.is_const
+        for k, v in enumerate(values):
+            if is_const[k]:
+                key = _constexpr_key(v)
+                if key[0] == "id":
+                    self.refs[id(v)] = v
+                static.append(key)
+                continue
+            t = type(v)
+            if t is int or t is bool:
+                static.append(1)
+                scalars.append((k, v))
+            elif isinstance(v, torch.Tensor):
+                if v.device.type != "cpu":
+                    return None
+                static.append(v.dtype)
+                scalars.append((k, v))
+            elif t is tuple:
+                for e in v:
+                    if type(e) is not int and type(e) is not bool:
+                        return None
+                static.append(len(v))
+                scalars.extend(((k, j), e) for j, e in enumerate(v))
+            elif t is float:
+                static.append(("F", v.hex()))  # passed as a Python float: a constant of the trace
+            elif v is None:
+                static.append(None)
+            else:
+                return None
+        options = interpreter_builder.options
+        static.append((id(interpreter_builder), options.debug, options.sanitize_overflow))
+        static = tuple(static)
+        context = self.contexts.get(static)
+        if context is None:
+            if len(self.contexts) > 4 * MAX_ENTRIES:
+                self.contexts.clear()
+            context = self.contexts[static] = ({}, set())
+        distinct, varying = context
+        keys = []
+        for pos, v in scalars:
+            if type(v) is not int and type(v) is not bool:  # a tensor: its address is an input
+                keys.append(0)
+                A.append(v.data_ptr())
+                tensors.append(v)
+                continue
+            if pos not in varying:
+                seen = distinct.get(pos)
+                if seen is None:
+                    seen = distinct[pos] = set()
+                if (type(v), v) not in seen:
+                    seen.add((type(v), v))
+                    if len(seen) > DISTINCT:
+                        varying.add(pos)
+                        del distinct[pos]
+            if pos in varying:
+                keys.append(_kind(v))
+                A.append(v)
+                tensors.append(None)
+            else:
+                keys.append((type(v), v))
+        return (static, tuple(keys)), A, tensors
+
+    def recording_call(self, recorder, key, args, meta):
+        """The launch's converted arguments with fresh handles, each registered with its tag."""
+        names = self.names
+        values = list(args) + [meta[n] if n in meta else self.runner.defaults[n] for n in names[len(args):]]
+        call, slots = {}, []
+        keys = iter(key[1])
+
+        def scalar(v):
+            t = implicit_cvt(v)
+            part = next(keys)
+            if isinstance(part, np.dtype):
+                recorder.argument(t.handle, ARG, len(slots))
+                slots.append(("scalar", part))
+            else:
+                recorder.argument(t.handle, CONST)
+            return t
+        for k, (name, v) in enumerate(zip(names, values)):
+            if self.is_const[k]:
+                call[name] = v
+            elif isinstance(v, torch.Tensor):
+                next(keys)
+                t = _pointer(v)
+                recorder.argument(t.handle, ARG, len(slots))
+                slots.append(("ptr", np.dtype(np.uint64)))
+                call[name] = t
+            elif type(v) is tuple:
+                call[name] = tuple_create(v, [scalar(e) for e in v])
+            elif type(v) is int or type(v) is bool:
+                call[name] = scalar(v)
+            else:
+                call[name] = implicit_cvt(v)
+        recorder.record.slots = slots
+        return call
+
+
+def _state(kernel):
+    state = kernel.__dict__.get("_tgrad_replay")
+    if state is None:
+        with _lock:
+            state = kernel.__dict__.get("_tgrad_replay")
+            if state is None:
+                state = kernel.__dict__["_tgrad_replay"] = _KernelState(_interpreted(kernel))
+                _states.append(state)
+    return state
+
+
+class _Snapshot:
+    """The bytes of every storage a launch can reach, to restore and compare (verify mode)."""
+
+    def __init__(self, tensors):
+        self.views, seen = [], set()
+        for t in tensors:
+            if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+                continue
+            s = t.untyped_storage()
+            if s.nbytes() == 0 or s.data_ptr() in seen:
+                continue
+            seen.add(s.data_ptr())
+            self.views.append(torch.empty(0, dtype=torch.uint8).set_(s, 0, (s.nbytes(),), (1,)))
+        self.saved = [v.clone() for v in self.views]
+
+    def restore(self):
+        for v, s in zip(self.views, self.saved):
+            v.copy_(s)
+
+    def now(self):
+        return [v.clone() for v in self.views]
+
+
+def _compare(name, what, first, second):
+    for k, (a, b) in enumerate(zip(first, second)):
+        if not torch.equal(a, b):
+            bad = int((a != b).sum())
+            raise ReplayMismatch(f"verify mode: {name}: {what} wrote different bytes ({bad} of {a.numel()} bytes of "
+                                 f"storage #{k} of the launch differ)")
+
+
+def _replay(variant, A):
+    with np.errstate(all="ignore"):
+        variant.run(A)
+
+
+class _Launch:
+    """One launch's arguments, bound: what run() needs, and what a graph replay re-runs."""
+    __slots__ = ("kernel", "state", "grid", "args", "meta", "keep_alive", "key", "A", "tensors")
+
+    def __init__(self, kernel, state, grid, args, meta, keep_alive, bound):
+        self.kernel, self.state, self.grid, self.args, self.meta = kernel, state, grid, args, meta
+        self.keep_alive = keep_alive
+        self.key, self.A, self.tensors = bound if bound is not None else (None, None, None)
+
+    def run(self, force_record=False):
+        state, runner = self.state, self.state.runner
+        if self.key is None:
+            return _interpret(runner, self.grid, self.args, self.meta, "arguments it cannot key")
+        first = False
+        with _lock:
+            entry = state.entries.get(self.key)
+            if entry is not None:
+                state.entries.move_to_end(self.key)
+            elif not force_record and self.key not in state.seen:
+                if len(state.seen) > 4 * MAX_ENTRIES:
+                    state.seen.clear()
+                state.seen.add(self.key)
+                first = True
+        if first:
+            return _interpret(runner, self.grid, self.args, self.meta, "first sighting")
+        if entry is not None:
+            if entry.refused is not None:
+                return _interpret(runner, self.grid, self.args, self.meta, entry.refused)
+            variant = entry.select(self.A, self.tensors) if entry.variants else None
+            if variant == "aliasing":
+                return _interpret(runner, self.grid, self.args, self.meta, "a guard reads memory an earlier "
+                                                                           "store of the launch writes")
+            if variant is not None:
+                replay_counts["replayed"] += 1
+                if _config["verify"]:
+                    return self._verify_replay(variant)
+                return _replay(variant, self.A)
+            if len(entry.variants) >= MAX_VARIANTS:
+                return _interpret(runner, self.grid, self.args, self.meta, "guards keep failing")
+        return self._record(entry)
+
+    def _reachable(self):
+        return list(self.tensors) + list(self.keep_alive)
+
+    def _verify_replay(self, variant):
+        snap = _Snapshot(self._reachable())
+        _replay(variant, self.A)
+        replayed = snap.now()
+        snap.restore()
+        grid3, call = self.state.runner.prepare(self.grid, self.args, self.meta)
+        with _interpreting(), np.errstate(all="ignore"):
+            self.state.runner.execute(grid3, call)
+        _compare(self.kernel.__name__, "the replay and the interpreter", replayed, snap.now())
+
+    def _record(self, entry):
+        state, runner = self.state, self.state.runner
+        snap = _Snapshot(self._reachable()) if _config["verify"] else None
+        recorder = Recorder([])
+        grid = self.grid
+        with _interpreting(), np.errstate(all="ignore"):
+            call = state.recording_call(recorder, self.key, self.args, self.meta)
+            with recording(recorder):
+                interpreter_builder.set_grid_dim(*grid)
+                for x in range(grid[0]):
+                    for y in range(grid[1]):
+                        for z in range(grid[2]):
+                            interpreter_builder.set_grid_idx(x, y, z)
+                            recorder.begin_program((x, y, z))
+                            runner.fn(**call)
+        compiled, reason = None, recorder.refused
+        if reason is None:
+            try:
+                compiled = compile_launch(recorder.record, [g[2] for g in recorder.record.guards])
+            except Refused as e:
+                reason = str(e)
+            else:
+                if compiled.nbytes > KERNEL_BYTES:
+                    compiled, reason = None, "a trace larger than the kernel's replay budget"
+        del recorder
+        with _lock:
+            if entry is None:
+                entry = state.entries.setdefault(self.key, _Entry())
+            if compiled is None:
+                entry.refused = reason
+            else:
+                entry.variants.append(compiled)
+                entry.nbytes += compiled.nbytes
+                state.nbytes += compiled.nbytes
+                while state.entries and (state.nbytes > KERNEL_BYTES or len(state.entries) > MAX_ENTRIES):
+                    old_key, old = state.entries.popitem(last=False)
+                    state.nbytes -= old.nbytes
+                    if old_key == self.key:
+                        break
+        if compiled is None:
+            replay_counts["interpreted"] += 1
+            fallback_reasons[f"{self.kernel.__name__}: {reason}"] += 1
+            return None
+        replay_counts["recorded"] += 1
+        if snap is not None:  # the fresh trace, replayed from the pre-launch memory, must write the same
+            interpreted = snap.now()
+            snap.restore()
+            _replay(compiled, self.A)
+            _compare(self.kernel.__name__, "a fresh trace and the interpreter", snap.now(), interpreted)
+        return None
+
+
+def run(kernel, grid, args, meta, keep_alive=(), capturing=False):
+    """Run one CPU launch (``launch()`` calls this). In a graph capture, returns the bound launch
+    the graph replays (recorded now, so replays run no Triton frontend)."""
+    state = _state(kernel)
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    if not _config["enabled"] or getattr(_local, "disabled", 0) or builder_instrumented():
+        _interpret(state.runner, grid, args, meta, "replay off" if not _config["enabled"] else
+                   "an instrumented interpreter")
+        return _Launch(kernel, state, grid, args, meta, keep_alive, None) if capturing else None
+    with _lock:
+        bound = state.bind(grid, args, meta)
+    launch = _Launch(kernel, state, grid, args, dict(meta), tuple(keep_alive), bound)
+    launch.run(force_record=capturing)
+    return launch if capturing else None
+
+
+def graph_step(launch: _Launch):
+    """A captured launch replayed by a CPU graph: its trace when one holds, else interpreted."""
+    if launch.key is None or not _config["enabled"] or getattr(_local, "disabled", 0) or builder_instrumented():
+        return _interpret(launch.state.runner, launch.grid, launch.args, launch.meta, "replay off")
+    return launch.run(force_record=True)
