@@ -32,7 +32,7 @@ import triton.language as tl
 
 from .interpreter import _interpreted, _interpreting, _pointer
 from .recorder import ARG, CONST, Recorder, Refused, builder_instrumented, recording
-from .trace import compile_launch
+from .trace import compile_launch, memory_view
 from .triton_private import implicit_cvt, interpreter_builder, tuple_create
 
 __all__ = ["replay_counts", "fallback_reasons", "count_replays", "set_replay", "replay_enabled", "replay_verify",
@@ -307,7 +307,8 @@ def _state(kernel):
 
 
 class _Snapshot:
-    """The bytes of every storage a launch can reach, to restore and compare (verify mode)."""
+    """The bytes of every storage a launch can reach, to restore and compare (verify mode). Numpy
+    does the copying and comparing: torch stays storage, and a graph capture records none of it."""
 
     def __init__(self, tensors):
         self.views, seen = [], set()
@@ -318,22 +319,22 @@ class _Snapshot:
             if s.nbytes() == 0 or s.data_ptr() in seen:
                 continue
             seen.add(s.data_ptr())
-            self.views.append(torch.empty(0, dtype=torch.uint8).set_(s, 0, (s.nbytes(),), (1,)))
-        self.saved = [v.clone() for v in self.views]
+            self.views.append(memory_view(s.data_ptr(), s.nbytes(), np.uint8))
+        self.saved = self.now()
 
     def restore(self):
         for v, s in zip(self.views, self.saved):
-            v.copy_(s)
+            v[:] = s
 
     def now(self):
-        return [v.clone() for v in self.views]
+        return [v.copy() for v in self.views]
 
 
 def _compare(name, what, first, second):
     for k, (a, b) in enumerate(zip(first, second)):
-        if not torch.equal(a, b):
+        if not np.array_equal(a, b):
             bad = int((a != b).sum())
-            raise ReplayMismatch(f"verify mode: {name}: {what} wrote different bytes ({bad} of {a.numel()} bytes of "
+            raise ReplayMismatch(f"verify mode: {name}: {what} wrote different bytes ({bad} of {a.size} bytes of "
                                  f"storage #{k} of the launch differ)")
 
 
