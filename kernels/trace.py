@@ -242,7 +242,9 @@ class _Emitter:
             mask_node, other_node = None, None
         else:
             mask_node, other_node = in_nodes[1], (in_nodes[2] if len(in_nodes) > 2 else None)
-        view = self.view_access(ptr, mask_node, dt, "load")
+        # the interpreter's load returns the pointers' memory layout, which decides how numpy later
+        # sums it (pairwise order): a view's C-ordered copy is the same only for C-ordered pointers
+        view = self.view_access(ptr, mask_node, dt, "load") if out_node.value.flags.c_contiguous else None
         if view is not None and other_node is not None and (other_node.value.dtype != dt or other_node.tag > PID):
             view = None if view[4] is not None else view  # np.where would promote; the interpreter casts
         other = ins[2] if other_node is not None else self.const(f"z{k}", np.zeros(shape, dt))
@@ -301,7 +303,7 @@ class _Emitter:
         index = (offsets - lo) // size
         if live is not None:
             index = np.where(live, index, 0)
-        index = index.astype(np.intp)
+        index = np.ascontiguousarray(index.astype(np.intp))
         if unique and np.unique(index if live is None else index[live]).size != (index.size if live is None
                                                                                    else int(live.sum())):
             return None  # repeated addresses: the interpreter's in-order writes decide
