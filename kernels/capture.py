@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -118,13 +119,14 @@ class Recording:
         if self._mode is not None:
             raise RuntimeError("a graph cannot be replayed while it is being captured")
         graph_step = _launch._executor().graph_step
-        for step in self.steps:
-            if step[0] == "launch":
-                graph_step(step[1])
-                continue
-            func, args, kwargs, outputs = step
-            result = func(*args, **kwargs)
-            if outputs:
-                for captured, fresh in zip(outputs, _tensors(result)):
-                    captured.copy_(fresh)
+        with np.errstate(all="ignore"):  # numpy warns on inf/nan arithmetic; the results are torch's
+            for step in self.steps:
+                if step[0] == "launch":
+                    graph_step(step[1])
+                    continue
+                func, args, kwargs, outputs = step
+                result = func(*args, **kwargs)
+                if outputs:
+                    for captured, fresh in zip(outputs, _tensors(result)):
+                        captured.copy_(fresh)
         _launch.launch_counts.update(self.launches)

@@ -24,7 +24,8 @@ import threading
 import numpy as np
 import triton.language as tl
 
-from .triton_private import InterpreterBuilder, TensorHandle, interpreter_builder, module as _interp_module
+from .triton_private import (InterpreterBuilder, TensorHandle, get_np_dtype, interpreter_builder,
+                             module as _interp_module)
 
 CONST, PID, ARG, DATA = 0, 1, 2, 3
 
@@ -297,6 +298,16 @@ def _reduce_replay(kind, fast):
         types = [t.type for t in inputs]
         option = rest[0] if rest else kwargs.get("keep_dims" if kind == "reduce" else "reverse", False)
         cls = _interp_module.ReduceOps if kind == "reduce" else _interp_module.ScanOps
+        direct = {"_sum_combine": np.sum, "_elementwise_max": np.nanmax, "_elementwise_min": np.nanmin}
+        name = next(n for n in fast if combine_fn is getattr(tl.standard, n, None))
+        if kind == "reduce" and not isinstance(input, tuple) and name in direct:
+            # the interpreter's ReduceOps.sum / min_max and to_tensor, without building tensors
+            fn, np_dtype, keep = direct[name], get_np_dtype(input.dtype), option
+
+            def reduced(data):
+                r = fn(data, axis=axis, keepdims=keep)
+                return r.astype(np_dtype) if r.shape else np.array([r]).astype(np_dtype)
+            return inputs, reduced
 
         def replay(*datas):
             tensors = tuple(tl.tensor(TensorHandle(d, ty.scalar), ty) for d, ty in zip(datas, types))
@@ -316,7 +327,8 @@ _BASE_ATTRS = frozenset(InterpreterBuilder().__dict__) | {"grid_idx", "grid_dim"
 def builder_instrumented() -> bool:
     """True when something else (a memory checker, a profiler) has patched the builder's methods:
     replay would bypass it, so launches interpret while it is active."""
-    return any(k not in _BASE_ATTRS and k != "create_dot" for k in interpreter_builder.__dict__)
+    keys = interpreter_builder.__dict__.keys()
+    return not keys <= _BASE_ATTRS and any(k not in _BASE_ATTRS and k != "create_dot" for k in keys)
 
 
 class recording:

@@ -167,6 +167,7 @@ class _KernelState:
         self.clear()
 
     def clear(self):
+        self.plans: dict = {}  # _fast_key -> (signature, where the replay inputs are)
         self.contexts: dict = {}  # static part of a signature -> (distinct values per scalar position, varying)
         self.entries: OrderedDict = OrderedDict()  # signature -> _Entry
         self.seen: set = set()
@@ -197,6 +198,57 @@ class _KernelState:
                     if v is _MISSING:
                         return None
                 values.append(v)
+        fast = self._fast_key(grid, values)
+        if fast is not None:
+            plan = self.plans.get(fast)
+            if plan is not None:
+                key, picks = plan
+                A, tensors = [], []
+                for k, j, is_tensor in picks:
+                    v = values[k] if j is None else values[k][j]
+                    if is_tensor:
+                        A.append(v.data_ptr())
+                        tensors.append(v)
+                    else:
+                        A.append(v)
+                        tensors.append(None)
+                return key, A, tensors
+        bound = self._bind(grid, values)
+        if bound is not None and fast is not None:
+            if len(self.plans) > 8 * MAX_ENTRIES:
+                self.plans.clear()
+            self.plans[fast] = (bound[0], bound[3])
+        return bound[:3] if bound is not None else None
+
+    def _fast_key(self, grid, values):
+        """The launch's values as one hashable tuple (addresses left out), or None: the plan of a
+        launch seen before with the same tuple is reused without classifying anything again."""
+        atoms = [grid, id(interpreter_builder.options)]
+        is_const = self.is_const
+        for k, v in enumerate(values):
+            t = type(v)
+            if t is int or v is None or t is str:
+                atoms.append(v)
+            elif t is torch.Tensor:
+                if v.device.type != "cpu":
+                    return None
+                atoms.append(v.dtype)
+            elif t is tuple:
+                for e in v:
+                    if type(e) is not int:
+                        return None
+                atoms.append(v)
+            elif t is bool:
+                atoms.append((bool, v))
+            elif t is float:
+                atoms.append((float, v.hex()))
+            elif is_const[k]:
+                atoms.append(("id", id(v)))
+            else:
+                return None
+        return tuple(atoms)
+
+    def _bind(self, grid, values):
         static, scalars, A, tensors = [grid], [], [], []
         is_const = self.is_const
         for k, v in enumerate(values):
@@ -236,12 +288,14 @@ class _KernelState:
                 self.contexts.clear()
             context = self.contexts[static] = ({}, set())
         distinct, varying = context
-        keys = []
+        keys, picks = [], []
         for pos, v in scalars:
+            k, j = pos if type(pos) is tuple else (pos, None)
             if type(v) is not int and type(v) is not bool:  # a tensor: its address is an input
                 keys.append(0)
                 A.append(v.data_ptr())
                 tensors.append(v)
+                picks.append((k, j, True))
                 continue
             if pos not in varying:
                 seen = distinct.get(pos)
@@ -256,9 +310,10 @@ class _KernelState:
                 keys.append(_kind(v))
                 A.append(v)
                 tensors.append(None)
+                picks.append((k, j, False))
             else:
                 keys.append((type(v), v))
-        return (static, tuple(keys)), A, tensors
+        return (static, tuple(keys)), A, tensors, tuple(picks)
 
     def recording_call(self, recorder, key, args, meta):
         """The launch's converted arguments with fresh handles, each registered with its tag."""
@@ -345,12 +400,13 @@ def _replay(variant, A):
 
 class _Launch:
     """One launch's arguments, bound: what run() needs, and what a graph replay re-runs."""
-    __slots__ = ("kernel", "state", "grid", "args", "meta", "keep_alive", "key", "A", "tensors")
+    __slots__ = ("kernel", "state", "grid", "args", "meta", "keep_alive", "key", "A", "tensors", "variant")
 
     def __init__(self, kernel, state, grid, args, meta, keep_alive, bound):
         self.kernel, self.state, self.grid, self.args, self.meta = kernel, state, grid, args, meta
         self.keep_alive = keep_alive
         self.key, self.A, self.tensors = bound if bound is not None else (None, None, None)
+        self.variant = None  # the trace this launch last ran (a graph step replays it directly)
 
     def run(self, force_record=False):
         state, runner = self.state, self.state.runner
@@ -376,6 +432,7 @@ class _Launch:
                 return _interpret(runner, self.grid, self.args, self.meta, "a guard reads memory an earlier "
                                                                            "store of the launch writes")
             if variant is not None:
+                self.variant = variant
                 replay_counts["replayed"] += 1
                 if _config["verify"]:
                     return self._verify_replay(variant)
@@ -441,6 +498,7 @@ class _Launch:
             fallback_reasons[f"{self.kernel.__name__}: {reason}"] += 1
             return None
         replay_counts["recorded"] += 1
+        self.variant = compiled
         if snap is not None:  # the fresh trace, replayed from the pre-launch memory, must write the same
             interpreted = snap.now()
             snap.restore()
@@ -466,7 +524,12 @@ def run(kernel, grid, args, meta, keep_alive=(), capturing=False):
 
 
 def graph_step(launch: _Launch):
-    """A captured launch replayed by a CPU graph: its trace when one holds, else interpreted."""
+    """A captured launch replayed by a CPU graph: the trace recorded for it at capture when its
+    guards hold (the graph keeps it, cached or not), else what an eager launch would do."""
     if launch.key is None or not _config["enabled"] or getattr(_local, "disabled", 0) or builder_instrumented():
         return _interpret(launch.state.runner, launch.grid, launch.args, launch.meta, "replay off")
+    variant = launch.variant
+    if variant is not None and variant.guards is None and not _config["verify"]:
+        replay_counts["replayed"] += 1
+        return variant.run(launch.A)  # the graph's replay runs under np.errstate(all="ignore")
     return launch.run(force_record=True)

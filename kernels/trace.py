@@ -80,9 +80,19 @@ def _single(fn):
     return call
 
 
+_views: dict = {}  # (address, bytes, dtype) -> its array: a view only reads or writes what lies there now
+
+
 def memory_view(address: int, nbytes: int, dtype) -> np.ndarray:
-    """A numpy array over ``nbytes`` of raw memory at ``address`` (a CPU tensor's elements)."""
-    return np.frombuffer((ctypes.c_char * nbytes).from_address(address), dtype=dtype)
+    """A numpy array over ``nbytes`` of raw memory at ``address`` (a CPU tensor's elements). Kept
+    per (address, size, dtype): a replay uses one only while a launch's tensor lives there."""
+    key = (address, nbytes, dtype)
+    view = _views.get(key)
+    if view is None:
+        if len(_views) > 8192:
+            _views.clear()
+        view = _views[key] = np.frombuffer((ctypes.c_char * nbytes).from_address(address), dtype=dtype)
+    return view
 
 
 class _Operands:
@@ -120,7 +130,8 @@ class CompiledLaunch:
 class _Emitter:
     def __init__(self, record: LaunchRecord):
         self.record = record
-        self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps}
+        self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps,
+                   "address_range": address_range}
         self.nbytes = 0
         self.slot_of = record.slot_of  # node id -> input slot (arguments that are replay inputs)
         self.arrays_used: set = set()
@@ -355,7 +366,7 @@ def compile_launch(record: LaunchRecord, expected_guards) -> CompiledLaunch:
             if op.name in ATOMICS or op.name in STORES:
                 if k in chain:
                     raise Refused("a guard that needs an atomic's result")
-                glines.append(f"    S.append({em.live_addresses(op, glines, gready)})")
+                glines.append(f"    S.append(address_range({em.live_addresses(op, glines, gready)}))")
                 continue
             if op.event is not None and any(record.ops[j].event < op.event for j in stores):
                 # hoisted above a store: it reads what the interpreter read if no earlier store wrote there
@@ -408,13 +419,23 @@ def _hoisted(record: LaunchRecord):
                     roots.add(nodes[i].op)
 
 
+def address_range(addresses):
+    """(addresses, lowest, highest) of one store, for ``overlaps``."""
+    if addresses.size == 0:
+        return addresses, 1, 0
+    return addresses, int(addresses.min()), int(addresses.max())
+
+
 def overlaps(loads, load_width, stores, store_width) -> bool:
-    """Whether any byte range [load, load + load_width) meets a [store, store + store_width)."""
+    """Whether any byte range [load, load + load_width) meets a [store, store + store_width) of the
+    stores so far: first by address range (a table read after stores to other tensors), then exactly."""
     if not stores or loads.size == 0:
         return False
-    s = np.sort(np.concatenate(stores))
-    if s.size == 0:
+    lo, hi = int(loads.min()), int(loads.max()) + load_width
+    near = [s for s, s_lo, s_hi in stores if s_lo < hi and lo < s_hi + store_width]
+    if not near:
         return False
+    s = np.sort(np.concatenate(near))
     idx = np.searchsorted(s, loads - np.uint64(store_width), side="right")  # first store above load - width
     hit = idx < s.size
     return bool((s[idx[hit]] < loads[hit] + np.uint64(load_width)).any())
