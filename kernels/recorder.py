@@ -166,6 +166,8 @@ class Recorder:
             return
         if name not in PURE and name not in LOADS and name not in SIDE_EFFECTS:
             raise Refused(f"unknown builder method {name}")
+        if name == "create_print":
+            raise Refused("a device_print (it prints the program id it runs as)")
         nodes = self.record.nodes
         ins, template = [], []
         for a in args:
