@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, sync, table  # noqa: E402  (first: it pins BLAS threads)
+from common import machine, table  # noqa: E402  (first: it pins BLAS threads)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

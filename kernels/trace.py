@@ -113,7 +113,7 @@ class CompiledLaunch:
     each a 1-element numpy array): ``guards(A)`` (None when it has none) and ``run(A)``."""
 
     def __init__(self, record: LaunchRecord, source: str, guard_source: str, namespace: dict, expected,
-                 alias_pairs, nbytes: int):
+                 nbytes: int):
         self.source, self.guard_source = source, guard_source
         exec(compile(source, "<replay>", "exec"), namespace)
         self.run = namespace["_run"]
@@ -122,7 +122,6 @@ class CompiledLaunch:
             exec(compile(guard_source, "<replay guards>", "exec"), namespace)
             self.guards = namespace["_guards"]
         self.expected = expected
-        self.alias_pairs = alias_pairs  # (load slot, store slot) whose tensors must not share memory
         self.nbytes = nbytes
         self.n_ops = source.count("\n")
 
@@ -380,7 +379,7 @@ def compile_launch(record: LaunchRecord, expected_guards) -> CompiledLaunch:
             values.append(f"bool({e})" if kind == "bool" else f"int({e}.squeeze())")
         guard_source = "def _guards(A):\n" + em.header() + "\n".join(glines) + "\n" + \
             f"    return ({', '.join(values)}{',' if len(values) == 1 else ''})\n"
-    return CompiledLaunch(record, source, guard_source, em.ns, tuple(expected_guards), (), em.nbytes)
+    return CompiledLaunch(record, source, guard_source, em.ns, tuple(expected_guards), em.nbytes)
 
 
 def _width(ptr_node) -> int:
