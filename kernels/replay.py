@@ -1,9 +1,10 @@
 """The CPU executor: interpret a launch the first time, record it the second, replay it after.
 
-A launch's *signature* (``kernels/signature.py``) is its kernel, constexpr values (functions by identity), tensor dtypes,
-grid, scalar arguments, the interpreter's options and the builder. A scalar position is part of the
-signature until it is seen with two different values; from then on it is a replay input (a learning
-rate that changes every step, a random kernel's seed and offset). The first sighting of a signature
+A launch's *signature* (``kernels/signature.py``) is its kernel, constexpr values (functions by
+identity), tensor dtypes, grid, scalar arguments, the interpreter's options and the builder. A
+scalar position is part of the signature until it has taken more than a few values (DISTINCT) under
+an otherwise equal signature; from then on it is a replay input (a learning rate that changes every
+step, a random kernel's seed and offset). The first sighting of a signature
 interprets; the second interprets under the recorder (``kernels/recorder.py``) and compiles the
 trace (``kernels/trace.py``); later ones replay it. A trace whose guards (Python decisions on
 arguments or data) do not hold records another variant. What the recorder refuses interprets every
