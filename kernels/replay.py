@@ -2,8 +2,8 @@
 
 A launch's *signature* (``kernels/signature.py``) is its kernel, constexpr values (functions by
 identity), tensor dtypes, grid, scalar arguments, the interpreter's options and the builder. A
-scalar position is part of the signature until it has taken more than a few values (DISTINCT) under
-an otherwise equal signature; from then on it is a replay input (a learning rate that changes every
+scalar position is part of the signature until it is seen with two different values under an
+otherwise equal signature; from then on it is a replay input (a learning rate that changes every
 step, a random kernel's seed and offset). The first sighting of a signature
 interprets; the second interprets under the recorder (``kernels/recorder.py``) and compiles the
 trace (``kernels/trace.py``); later ones replay it. A trace whose guards (Python decisions on

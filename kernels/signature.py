@@ -2,9 +2,9 @@
 
 The signature is the kernel, its constexpr values (functions by identity), tensor dtypes, grid,
 interpreter options and the builder, plus its scalar arguments: a scalar position is keyed by its
-value until it has taken more than ``DISTINCT`` values under an otherwise equal signature (a few
-shapes from several call sites stay folded into their traces), then it is a replay input, keyed by
-its dtype only (a learning rate that changes every step, a random kernel's seed and offset). A
+value until it is seen with two different values under an otherwise equal signature (``DISTINCT``:
+the grid, constexprs and dtypes usually tell call sites apart, so their shapes stay folded into
+their traces), then it is a replay input, keyed by its dtype only (a learning rate that changes every step, a random kernel's seed and offset). A
 launch whose values repeat exactly reuses its bound plan without classifying anything again.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .interpreter import _pointer
 from .recorder import ARG, CONST
 from .triton_private import implicit_cvt, interpreter_builder, tuple_create
 
-DISTINCT = 4  # values a scalar position may take under one static signature before it is a replay input
+DISTINCT = 1  # values a scalar position may take under one static signature before it is a replay input
 MAX_ENTRIES = 512  # signatures per kernel
 
 _MISSING = object()
