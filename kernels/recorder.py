@@ -326,11 +326,17 @@ def _transpose_replay(self):
 _BASE_ATTRS = frozenset(InterpreterBuilder().__dict__) | {"grid_idx", "grid_dim"}
 
 
+_MEMORY_METHODS = [(name, InterpreterBuilder.__dict__[name]) for name in sorted(LOADS | STORES | ATOMICS)]
+
+
 def builder_instrumented() -> bool:
-    """True when something else (a memory checker, a profiler) has patched the builder's methods:
-    replay would bypass it, so launches interpret while it is active."""
+    """True when something else (a memory checker, a profiler) has patched the builder's methods,
+    on the builder or its class: replay would bypass it, so launches interpret while it is active."""
     keys = interpreter_builder.__dict__.keys()
-    return not keys <= _BASE_ATTRS and any(k not in _BASE_ATTRS and k != "create_dot" for k in keys)
+    if not keys <= _BASE_ATTRS and any(k not in _BASE_ATTRS and k != "create_dot" for k in keys):
+        return True
+    methods = InterpreterBuilder.__dict__
+    return any(methods.get(name) is not fn for name, fn in _MEMORY_METHODS)
 
 
 class recording:

@@ -310,3 +310,21 @@ def test_counts_are_readable_and_replays_are_still_counted_as_launches():
     assert sum(launches.values()) == 4 == sum(counts.values())
     assert counts == {"interpreted": 1, "recorded": 1, "replayed": 2}
     assert np.all(x.relu()._data.numpy() == np.maximum(x._data.numpy(), 0))
+
+
+def test_a_patched_builder_class_also_disables_replay(monkeypatch):
+    from triton.runtime.interpreter import InterpreterBuilder
+    x = tgrad.randn(6)
+    for _ in range(3):
+        x * 3
+    seen = []
+    original = InterpreterBuilder.create_masked_store
+
+    def counting_store(self, ptrs, value, mask, cache_policy):
+        seen.append(ptrs.data.size)
+        return original(self, ptrs, value, mask, cache_policy)
+    monkeypatch.setattr(InterpreterBuilder, "create_masked_store", counting_store)
+    with K.count_replays() as counts:
+        y = x * 3
+    assert counts == {"interpreted": 1} and seen
+    assert torch.equal(y._data, x._data * 3)
