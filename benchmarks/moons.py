@@ -1,6 +1,6 @@
-"""The micrograd moons demo, written the same way in tgrad, PyTorch and micrograd: ms per step.
+"""The micrograd moons demo, written the same way in tgrad, PyTorch, tinygrad and micrograd: ms per step.
 
-    python benchmarks/moons.py [--steps 100] [--device cpu|cuda] [--skip-micrograd]
+    python benchmarks/moons.py [--steps 100] [--device cpu|cuda] [--micrograd-steps 5]
 
 The step is micrograd's ``demo.ipynb`` as a user would write it in each library: an MLP 2-16-16-1
 with ReLU, labels y = +-1, the SVM max-margin loss plus an L2 term written in user code,
@@ -13,7 +13,14 @@ step's loss and accuracy read back (``.item()``), as the demo prints them. The d
 ``nn.Linear`` / ``nn.ReLU`` / ``optim.SGD``; micrograd uses its ``MLP`` and updates ``p.data``
 by hand, as its demo does. Each library trains its own model from its own initialisation; what is
 compared is the time per step (median over steps after warm-up) and, for tgrad, the kernel
-launches per step (``tgrad.count_launches``).
+launches per step (``tgrad.count_launches``) and how the CPU executor ran them (replayed /
+recorded / interpreted, ``tgrad.kernels.count_replays``) over the timed run.
+
+Captured rows ("captured"): the step recorded once as a graph and replayed (tgrad.graphs.Graph on
+the CPU, tinygrad's TinyJit); the learning rate is a Python number in both, so the captured step
+keeps the schedule's value at capture (as a CUDA graph would), and the loss is read back after each
+replay. tinygrad runs on its CPU backend, which compiles kernels with clang (skipped with a message
+when clang or tinygrad is missing: ``apt-get install clang; pip install tinygrad``).
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ import torch  # noqa: E402
 import tgrad  # noqa: E402
 import tgrad.nn  # noqa: E402
 import tgrad.optim  # noqa: E402
+import tgrad.kernels  # noqa: E402
 
 ALPHA = 1e-4
 
@@ -65,6 +73,76 @@ def _framework_trainer(lib, X_np, y_np, device, steps):
         opt.step()
         return total_loss.item(), accuracy.item()
     return step
+
+
+def _captured_tgrad_trainer(X_np, y_np, device, steps):
+    """The tgrad step captured once (after two eager warm-up steps) and replayed."""
+    nn = tgrad.nn
+    tgrad.manual_seed(1337)
+    model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1)).to(device)
+    params = list(model.parameters())
+    opt = tgrad.optim.SGD(params, lr=1.0)
+    X, y = tgrad.tensor(X_np, device=device), tgrad.tensor(y_np, device=device)
+
+    def body():
+        scores = model(X).squeeze(1)
+        total_loss = (1 - y * scores).relu().mean() + ALPHA * sum((p * p).sum() for p in params)
+        accuracy = ((y > 0) == (scores > 0)).float().mean()
+        total_loss.backward()
+        opt.step()
+        return total_loss, accuracy
+    for _ in range(2):
+        opt.zero_grad(set_to_none=True)
+        body()
+    opt.zero_grad(set_to_none=True)
+    graph = tgrad.graphs.Graph(device)
+    with tgrad.graphs.graph(graph):
+        static = body()
+    if device == "cuda":
+        graph.replay()
+
+    def step(k):
+        graph.replay()
+        return static[0].item(), static[1].item()
+    return step
+
+
+def _tinygrad_trainers(X_np, y_np, steps):
+    """(eager step, TinyJit step) of the demo in tinygrad on its CPU backend, or a reason it cannot run."""
+    import shutil
+    if shutil.which("clang") is None:
+        return "clang not found (tinygrad's CPU backend compiles with it: apt-get install clang)"
+    try:
+        from tinygrad import Tensor, TinyJit, nn as tnn
+        from tinygrad.helpers import Context
+        from tinygrad.nn.optim import SGD
+    except ImportError:
+        return "not installed (pip install tinygrad)"
+
+    def make(jit):
+        Tensor.manual_seed(1337)
+        layers = [tnn.Linear(2, 16), tnn.Linear(16, 16), tnn.Linear(16, 1)]
+        params = [t for layer in layers for t in (layer.weight, layer.bias)]
+        opt = SGD(params, lr=1.0)
+        X, y = Tensor(X_np), Tensor(y_np)
+
+        def body():
+            with Context(TRAINING=1):
+                scores = layers[2](layers[1](layers[0](X).relu()).relu()).squeeze(1)
+                total_loss = (1 - y * scores).relu().mean() + ALPHA * sum((p * p).sum() for p in params)
+                accuracy = ((y > 0) == (scores > 0)).float().mean()
+                opt.zero_grad()
+                total_loss.backward()
+                opt.step()
+                return total_loss.realize(), accuracy.realize()
+        run = TinyJit(body) if jit else body
+
+        def step(k):
+            opt.lr.assign(Tensor([1.0 - 0.9 * k / steps], dtype=opt.lr.dtype)).realize()
+            loss, acc = run()
+            return loss.item(), acc.item()
+        return step
+    return make(False), make(True)
 
 
 def _micrograd_trainer(X_np, y_np, steps):
@@ -117,27 +195,34 @@ def _fmt(ms):
 
 def bench(steps=100, device="cpu", micrograd_steps=5):
     X, y = moons()
-    rows, results = [], {}
+    rows, results, notes = [], {}, {}
     tg = _framework_trainer(tgrad, X, y, device, steps)
     n_launch, by_kernel = launches_per_step(tg)  # step 0, before timing; the timed run starts over
-    results["tgrad"] = run(_framework_trainer(tgrad, X, y, device, steps), steps, device)
+    with tgrad.kernels.count_replays() as executed:
+        results["tgrad"] = run(_framework_trainer(tgrad, X, y, device, steps), steps, device)
+        results["tgrad captured"] = run(_captured_tgrad_trainer(X, y, device, steps), steps, device)
     results["PyTorch"] = run(_framework_trainer(torch, X, y, device, steps), steps, device)
+    tiny = _tinygrad_trainers(X, y, steps) if device == "cpu" else "CPU rows only"
+    if isinstance(tiny, str):
+        notes["tinygrad"] = tiny
+    else:
+        results["tinygrad"] = run(tiny[0], min(steps, 30), "cpu")
+        results["tinygrad TinyJit"] = run(tiny[1], steps, "cpu", warmup=3)
     try:
         import micrograd  # noqa: F401
         # ~1.4 s a step and the same work every step: a few steps give its median
         results["micrograd"] = run(_micrograd_trainer(X, y, steps), min(micrograd_steps, steps), "cpu", warmup=0)
     except ImportError:
-        results["micrograd"] = None
+        notes["micrograd"] = "not installed (pip install micrograd==0.1.0)"
     base = results["tgrad"][0]
     for name, r in results.items():
-        if r is None:
-            rows.append((name, "not installed (pip install micrograd==0.1.0)", "", "", "", "", ""))
-            continue
         wall, cpu, loss, acc = r
-        steps_run = steps if name != "micrograd" else min(micrograd_steps, steps)
+        steps_run = {"micrograd": min(micrograd_steps, steps), "tinygrad": min(steps, 30)}.get(name, steps)
         rows.append((name, _fmt(wall), _fmt(cpu), f"{base / wall:.3g}x",
-                     str(n_launch) if name == "tgrad" else "", f"{loss:.4f} ({steps_run} steps)", f"{acc:.0%}"))
-    return rows, by_kernel
+                     str(n_launch) if name.startswith("tgrad") else "", f"{loss:.4f} ({steps_run} steps)", f"{acc:.0%}"))
+    for name, why in notes.items():
+        rows.append((name, why, "", "", "", "", ""))
+    return rows, by_kernel, executed
 
 
 def main(argv=None):
@@ -154,9 +239,11 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     print(f"# moons demo (MLP 2-16-16-1, 100 points, full-batch SGD, {args.steps} steps) on {args.device}: "
           f"{machine()}")
-    rows, by_kernel = bench(args.steps, args.device, args.micrograd_steps)
+    rows, by_kernel, executed = bench(args.steps, args.device, args.micrograd_steps)
     print(table(rows, ("library", "wall ms/step", "CPU ms/step", "tgrad / it", "launches/step", "final loss",
                        "final acc")))
+    if args.device == "cpu":
+        print("tgrad's CPU launches in the timed runs: " + ", ".join(f"{k} {v}" for k, v in sorted(executed.items())))
     if args.by_kernel:
         print("tgrad launches in one step: " + ", ".join(f"{k} {v}" for k, v in by_kernel.most_common()))
     return rows

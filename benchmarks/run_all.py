@@ -2,8 +2,8 @@
 
     python benchmarks/run_all.py [--device cpu|cuda] [--quick]
 
-CPU: the per-op table, the moons demo against PyTorch and micrograd, the optimizer step and the
-MLP training step, all single-threaded (``--threads 1``: torch and numpy's BLAS), so a shared
+CPU: the per-op table, the moons demo against PyTorch, tinygrad and micrograd, the optimizer step,
+the MLP training step and the digits CNN step against PyTorch and tinygrad, all single-threaded (``--threads 1``: torch and numpy's BLAS), so a shared
 machine's other load moves the numbers less. ``--quick`` runs fewer repeats and moons steps.
 On a GPU, ``benchmarks/gpu_check.py`` is the fuller run (issue sizes, bandwidth, memory, tests)."""
 from __future__ import annotations
@@ -17,6 +17,7 @@ import common  # noqa: E402,F401  (first: it pins BLAS threads and makes tgrad i
 
 import torch  # noqa: E402
 
+import cnn_step  # noqa: E402
 import mlp_step  # noqa: E402
 import moons  # noqa: E402
 import ops  # noqa: E402
@@ -41,6 +42,8 @@ def main(argv=None):
     optim_step.main(dev + threads + ["--repeats", repeats])
     print()
     mlp_step.main(dev + threads + ["--repeats", repeats, "--by-kernel"])
+    print()
+    cnn_step.main(dev + threads + ["--steps", "10" if args.quick else "30"])
 
 
 if __name__ == "__main__":

@@ -7,10 +7,12 @@ tensors change, never their addresses, so after one capture the deciding need no
 - CUDA: a CUDA graph. ``torch.cuda.graph`` puts the current stream in capture mode; Triton
   launches on the current stream, so every kernel (and every torch copy/fill) of the block becomes
   a node, and ``replay()`` re-issues all of them with one driver call.
-- CPU: a :class:`Recording`. Each interpreted launch is recorded as (kernel, grid, *converted*
-  arguments) and each storage op torch runs between launches (fill, copy, clone, allocation) is
-  recorded through a ``TorchDispatchMode``; replay runs them again in order on the same tensors,
-  under one language patch, without re-converting a single argument.
+- CPU: a :class:`Recording`. Each launch is recorded as its bound arguments and its replay trace
+  (``kernels/replay.py``: recorded during the capture, so a replayed graph runs no Triton frontend
+  at all, only the straight-line numpy of each launch), and each storage op torch runs between
+  launches (fill, copy, clone, allocation) is recorded through a ``TorchDispatchMode``; replay runs
+  them again in order on the same tensors. A launch whose trace does not hold (a guard on data that
+  changed) or that cannot be recorded runs interpreted, as it would outside a graph.
 
 The contract is PyTorch's, on both devices: tensors used or made inside the capture keep their
 memory for the graph's life, new inputs are *copied into* the captured input tensors, and host
@@ -89,7 +91,7 @@ class Recording:
     """A CPU graph: the launches and storage ops of one captured block, replayable in order."""
 
     def __init__(self):
-        self.steps: list = []  # ("launch", runner, grid, call) or (func, args, kwargs, outputs)
+        self.steps: list = []  # ("launch", bound launch, args) or (func, args, kwargs, outputs)
         self.launches: Counter = Counter()  # kernel name -> launches per replay
         self.paused = False  # set while launch() runs: its own torch calls are not the block's work
         self._mode = None
@@ -108,18 +110,19 @@ class Recording:
         mode, self._mode = self._mode, None
         mode.__exit__(None, None, None)
 
-    def add_launch(self, name: str, runner, grid, call, args):
-        # the converted call holds raw addresses: the tensors themselves are kept so none is freed
-        self.steps.append(("launch", runner, grid, call, args))
+    def add_launch(self, name: str, launch, args):
+        # the bound launch holds raw addresses: the tensors themselves are kept so none is freed
+        self.steps.append(("launch", launch, args))
         self.launches[name] += 1
 
     def replay(self):
         if self._mode is not None:
             raise RuntimeError("a graph cannot be replayed while it is being captured")
-        with _launch._interpreting(), np.errstate(all="ignore"):
+        graph_step = _launch._executor().graph_step
+        with np.errstate(all="ignore"):  # numpy warns on inf/nan arithmetic; the results are torch's
             for step in self.steps:
                 if step[0] == "launch":
-                    step[1].execute(step[2], step[3])
+                    graph_step(step[1])
                     continue
                 func, args, kwargs, outputs = step
                 result = func(*args, **kwargs)

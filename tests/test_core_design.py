@@ -155,10 +155,15 @@ def _imports(path):
     return top, nested
 
 
+# The CPU executor and Triton's private interpreter names load on the first CPU launch, not with
+# ``import tgrad`` (issue 12), and the private names are imported inside their version check.
+LATE_BY_DESIGN = {"kernels/__init__.py", "kernels/launch.py", "kernels/triton_private.py"}
+
+
 def test_library_imports_are_at_the_top_of_files():
     nested = {str(p.relative_to(ROOT)): len(_imports(p)[1])
               for folder in ("tgrad", "kernels", "nn") for p in (ROOT / folder).rglob("*.py")}
-    assert {k: v for k, v in nested.items() if v} == {}
+    assert {k: v for k, v in nested.items() if v and k not in LATE_BY_DESIGN} == {}
 
 
 def test_kernels_import_nothing_of_tgrad_and_the_core_never_imports_nn():
