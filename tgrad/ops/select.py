@@ -325,3 +325,49 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
         keys = where(rows > 0, rows.log() - (-(u.clamp(min=1e-300)).log()).log(), -math.inf)
         picks = topk(keys, num_samples, -1).indices
     return picks.reshape(tuple(input.shape[:-1]) + (num_samples,))
+
+
+_IDENTITY = {"sum": 0.0, "prod": 1.0, "mean": 0.0, "amax": -math.inf, "amin": math.inf}
+
+
+@op("scatter_reduce")
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
+    """out[.., index[j], ..] = reduce(out[.., index[j], ..], src[j]) along ``dim``, composed per
+    output position along ``dim`` from where() and reductions (toy sizes: one pass per position)."""
+    if reduce not in _IDENTITY:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    d = normalize_dim(input, dim)
+    src = src[tuple(slice(0, n) for n in index.shape)]
+    identity = _IDENTITY[reduce]
+    if not input.dtype.is_floating_point and identity in (math.inf, -math.inf):
+        info = torch.iinfo(input.dtype.torch)
+        identity = info.min if identity < 0 else info.max
+    slices = []
+    for k in range(input.shape[d]):
+        hit = index == k
+        here = input.narrow(d, k, 1)
+        if not index.shape[d] or not bool(hit.any()):
+            slices.append(here)
+            continue
+        values = where(hit, src, identity)
+        if reduce in ("sum", "mean"):
+            acc = values.sum(d, keepdim=True)
+        elif reduce == "prod":
+            acc = values.prod(d, keepdim=True)
+        else:
+            acc = getattr(values, reduce)(d, keepdim=True)
+        count = hit.sum(d, keepdim=True)
+        if include_self and reduce == "sum":
+            acc = acc + here
+        elif include_self and reduce == "prod":
+            acc = acc * here
+        elif include_self and reduce == "mean":
+            acc = (acc + here) / (count + 1)
+        elif include_self:  # amax, amin
+            acc = getattr(shape.cat([acc, here], d), reduce)(d, keepdim=True)
+        elif reduce == "mean":
+            acc = acc / count
+        if not input.dtype.is_floating_point and reduce == "mean":
+            acc = acc.floor().to(input.dtype)
+        slices.append(where(count > 0, acc.to(input.dtype), here))
+    return shape.cat(slices, d) if slices else input.clone()
