@@ -366,7 +366,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
         elif include_self:  # amax, amin
             acc = getattr(shape.cat([acc, here], d), reduce)(d, keepdim=True)
         elif reduce == "mean":
-            acc = acc / count
+            acc = acc / count.clamp(min=1)  # rows without a hit keep their input (below): no 0/0 there
         if not input.dtype.is_floating_point and reduce == "mean":
             acc = acc.floor().to(input.dtype)
         slices.append(where(count > 0, acc.to(input.dtype), here))
