@@ -1,2 +1,2 @@
 """tgrad.utils: ``tgrad.utils.data`` (datasets and the DataLoader), as ``torch.utils``."""
-from . import data  # noqa: F401
+from . import data, rnn  # noqa: F401
