@@ -430,3 +430,6 @@ from .functional_conv import *  # noqa: E402,F401,F403  (conv2d, max_pool2d, avg
 from .functional_conv import __all__ as _conv_all  # noqa: E402
 
 __all__ += _loss_all + _conv_all
+
+from .functional_attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
+__all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
