@@ -433,3 +433,5 @@ __all__ += _loss_all + _conv_all
 
 from .functional_attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
 __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
+from .functional_norm import group_norm, instance_norm, rms_norm  # noqa: E402,F401
+__all__ += ["rms_norm", "group_norm", "instance_norm"]

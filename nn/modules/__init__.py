@@ -12,6 +12,7 @@ from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softma
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
+from .norms import GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 
@@ -22,3 +23,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flat
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 __all__ += ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
             "TransformerDecoder", "Transformer"]
+__all__ += ["RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
