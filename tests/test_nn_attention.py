@@ -246,3 +246,27 @@ def test_tril_triu():
     assert_close(a.grad, ar.grad)
     with raises(RuntimeError, "tril: input tensor must have at least 2 dimensions"):
         tgrad.tril(tgrad.zeros(3))
+
+
+def test_torch_computes_nothing():
+    """The sequence-model layers run every value through Triton kernels (the aten audit of
+    test_no_torch_compute over LSTM/GRU with packing, a Transformer layer, MHA and the norms)."""
+    from test_no_torch_compute import AtenRecorder
+    from tgrad.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    lstm = tgrad.nn.LSTM(3, 4, bidirectional=True, num_layers=2)
+    gru = tgrad.nn.GRU(3, 4)
+    layer = tgrad.nn.TransformerEncoderLayer(6, 2, 8, dropout=0.1)
+    norms = [tgrad.nn.GroupNorm(2, 4), tgrad.nn.InstanceNorm1d(4, affine=True, track_running_stats=True)]
+    x = tgrad.randn(5, 2, 3, requires_grad=True)
+    s = tgrad.randn(5, 2, 6, requires_grad=True)
+    with AtenRecorder() as rec:
+        lstm(x)[0].sum().backward()
+        out, _ = gru(pack_padded_sequence(x, [5, 3]))
+        pad_packed_sequence(out)[0].sum().backward()
+        layer(s, src_mask=tgrad.nn.Transformer.generate_square_subsequent_mask(5)).sum().backward()
+        for n in norms:
+            n(tgrad.randn(3, 4, 5, requires_grad=True)).sum().backward()
+        tgrad.nn.RMSNorm(6)(s).sum().backward()
+        tgrad.nn.MultiheadAttention(6, 2)(s, s, s)[0].sum().backward()
+    assert sum(rec.ops.values()) > 0
+    assert rec.computed() == {}
