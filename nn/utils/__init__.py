@@ -1,2 +1,3 @@
 """tgrad.utils: ``tgrad.utils.data`` (datasets and the DataLoader), as ``torch.utils``."""
 from . import data, rnn  # noqa: F401
+from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401  (issue 14, minimal)

@@ -196,4 +196,5 @@ from .advanced import *  # noqa: E402,F401,F403
 from .random import manual_seed, seed, initial_seed, rand, randn, randint, rand_like, randn_like, randint_like, \
     randperm, normal, arange, linspace, eye, default_generator  # noqa: E402,F401
 from .triangular import tril, triu  # noqa: E402,F401  (issue 14; to fold into the op table)
+from .multinomial import multinomial  # noqa: E402,F401  (issue 14)
 from . import methods  # noqa: E402,F401  (attaches the Tensor methods)
