@@ -59,17 +59,25 @@ def test_sdpa_matches_torch(case, dtype):
         assert_close(a.grad, b.grad, msg=f"grad of {n}")
 
 
+@pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("causal", [False, True])
-def test_sdpa_several_blocks(monkeypatch, causal):
-    """Odd sizes over several 16-wide query and key blocks: the online rescaling and the causal
-    block bounds."""
-    monkeypatch.setattr(KA, "_blocks", lambda *a: (16, 16, 16, 16))
-    for L, S in ((37, 29), (29, 37)):
-        q, qr = make_pair((1, 2, L, 5), tgrad.float64, seed=L)
-        k, kr = make_pair((1, 1, S, 5), tgrad.float64, seed=S)
-        v, vr = make_pair((1, 1, S, 3), tgrad.float64, seed=7)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-        ref = TF.scaled_dot_product_attention(qr, kr, vr, is_causal=causal, enable_gqa=True)
+def test_sdpa_several_blocks(monkeypatch, causal, packed):
+    """Odd sizes over several 16-wide query and key blocks: the online rescaling, the causal block
+    bounds, and both layouts -- one head per program (compiled) and heads packed into shared tiles
+    whose blocks straddle heads (interpreted)."""
+    monkeypatch.setattr(KA, "_layout", lambda *a: (packed, 16, 16, 16, 16))
+    for L, S, mask in ((37, 29, None), (29, 37, "bool"), (7, 5, "add")):
+        q, qr = make_pair((2, 2, L, 5), tgrad.float64, seed=L)
+        k, kr = make_pair((2, 1, S, 5), tgrad.float64, seed=S)
+        v, vr = make_pair((2, 1, S, 3), tgrad.float64, seed=7)
+        m = mr = None
+        if mask == "bool":
+            m, mr = bool_mask((2, 1, L, S), 8)
+        elif mask == "add":
+            m, mr = make_pair((L, S), tgrad.float64, requires_grad=False, seed=9)
+        c = causal and mask is None
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=c, enable_gqa=True)
+        ref = TF.scaled_dot_product_attention(qr, kr, vr, attn_mask=mr, is_causal=c, enable_gqa=True)
         backward_both([out], [ref])
         for a, b in ((q, qr), (k, kr), (v, vr)):
             assert_close(a.grad, b.grad)
@@ -270,3 +278,20 @@ def test_torch_computes_nothing():
         tgrad.nn.MultiheadAttention(6, 2)(s, s, s)[0].sum().backward()
     assert sum(rec.ops.values()) > 0
     assert rec.computed() == {}
+
+
+def test_sdpa_dropout_same_in_both_layouts(monkeypatch):
+    """The dropout mask is a function of (b, h, i, j) only: the compiled layout (one head per
+    program, 16-wide blocks) draws what the packed one does."""
+    q, _ = make_pair((2, 2, 19, 4), tgrad.float64, seed=1)
+    k, _ = make_pair((2, 2, 23, 4), tgrad.float64, seed=2)
+    v, _ = make_pair((2, 2, 23, 3), tgrad.float64, seed=3)
+    results = []
+    for layout in (None, (False, 16, 16, 16, 16)):
+        if layout is not None:
+            monkeypatch.setattr(KA, "_layout", lambda *a: layout)
+        tgrad.manual_seed(5)
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
+        results.append([out] + list(tgrad.autograd.grad(out, [q, k, v], tgrad.ones_like(out))))
+    for a, b in zip(*results):
+        assert_close(a, b.torch().double())
