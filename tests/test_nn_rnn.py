@@ -24,6 +24,7 @@ def copy_module(ref, mod):
     for k, v in mod.state_dict().items():
         assert tuple(v.shape) == tuple(sd[k].shape), k
     mod.load_state_dict(sd)
+    ref.load_state_dict({k: v.torch().clone().to(torch.float64) for k, v in mod.state_dict().items()})
 
 
 def mod_dtype(mod):
@@ -183,6 +184,22 @@ def test_double_backward_lstm():
     outr, _ = ref(xr)
     (g,) = tgrad.autograd.grad(out.sum(), [x], create_graph=True)
     (gr,) = torch.autograd.grad(outr.sum(), [xr], create_graph=True)
+    assert_close(g, gr)
+    (g * g).sum().backward()
+    (gr * gr).sum().backward()
+    assert_close(x.grad, xr.grad)
+    compare_params(ref, mod)
+
+
+def test_double_backward_gru_packed_bidirectional():
+    from tgrad.nn.utils.rnn import pack_padded_sequence
+    from torch.nn.utils.rnn import pack_padded_sequence as tpack
+    ref, mod = make_modules("GRU", 3, 4, bidirectional=True)
+    x, xr = make_pair((3, 2, 3), tgrad.float64, seed=15)
+    out, h = mod(pack_padded_sequence(x, [3, 2]))
+    outr, hr = ref(tpack(xr, [3, 2]))
+    (g,) = tgrad.autograd.grad((out.data ** 2).sum() + h.sum(), [x], create_graph=True)
+    (gr,) = torch.autograd.grad((outr.data ** 2).sum() + hr.sum(), [xr], create_graph=True)
     assert_close(g, gr)
     (g * g).sum().backward()
     (gr * gr).sum().backward()
