@@ -9,7 +9,8 @@ dW_hh = sum_t dhg_t^T h_{t-1} and db_hh from one matmul over all steps.
 
 Double backward (create_graph) replays the layer with differentiable tgrad ops (``composed``,
 the same math written with matmul/sigmoid/tanh) and differentiates that, as PyTorch's CPU
-kernels compose. LSTM with ``proj_size`` (h = (o tanh c) W_hr^T) runs the composed form too.
+kernels compose. LSTM with ``proj_size`` (h = (o tanh c) W_hr^T) is fused too, except on packed
+input, which runs the composed form.
 """
 from __future__ import annotations
 
@@ -34,85 +35,109 @@ def _orders(T, reverse):
 
 
 class RNNLayer(Function):
+    """One direction of one layer over all steps. With ``w_hr`` (LSTM proj_size, no lengths) the
+    state is h = (o tanh c) W_hr^T: per step one more matmul forward, and backward an add (the
+    step's upstream) and the matmul dhh = dh W_hr beside the gate kernel; dW_hr from one matmul."""
     node_name = "RNNLayerBackward0"
 
     @staticmethod
-    def forward(ctx, xg, w_hh, b_hh, h0, c0, mode, lengths, reverse):
-        check_runnable(xg, w_hh, b_hh, h0, c0)
+    def forward(ctx, xg, w_hh, b_hh, h0, c0, mode, lengths, reverse, w_hr=None):
+        check_runnable(xg, w_hh, b_hh, h0, c0, w_hr)
         x = xg._data if xg._data.stride(-1) == 1 else xg._data.contiguous()
         T, B, _ = x.shape
-        GH, H = w_hh.shape
+        GH, P = w_hh.shape
+        H = GH // KR.gate_count(mode)
         like = dict(dtype=x.dtype, device=x.device)
-        hs = torch.empty((T + 1, B, H), **like)
+        hs = torch.empty((T + 1, B, P), **like)  # the states h (projected with w_hr)
         lstm = mode == KR.MODES["LSTM"]
         cs = torch.empty((T + 1, B, H), **like) if lstm else hs
         nsave = KR.saved_gates(mode)
         save = torch.empty((T, B, nsave * H), **like) if nsave else hs
-        out = torch.empty((T, B, H), **like)
+        proj = w_hr is not None
+        out = torch.empty((T, B, H), **like)  # with w_hr: o tanh(c), before the projection
+        scratch = torch.empty((B, H), **like) if proj else None
         hg = torch.empty((B, GH), **like)
         first = T if reverse else 0
         hs[first].copy_(h0._data)
         if lstm:
             cs[first].copy_(c0._data)
         wt, bias = w_hh._data.t(), None if b_hh is None else b_hh._data
-        lens = None if lengths is None else lengths
         for t, p, n in _orders(T, reverse):
             KM.matmul(hs[p], wt, bias=bias, out=hg)
-            KR.step_forward(mode, t, x[t], hg, hs[p], cs[p], hs[n], cs[n], out[t], save[t] if nsave else hs[n],
-                            lens)
+            hp, hn = (scratch, scratch) if proj else (hs[p], hs[n])
+            KR.step_forward(mode, t, x[t], hg, hp, cs[p], hn, cs[n], out[t], save[t] if nsave else hn, lengths)
+            if proj:
+                KM.matmul(out[t], w_hr._data.t(), out=hs[n])
         last = 0 if reverse else T
         ctx.cfg = (mode, lengths, reverse)
-        ctx.bufs = (hs, cs, save)
-        ctx.save_for_backward(xg, w_hh, b_hh, h0, c0)
-        return wrap(out), wrap(hs[last].clone()), wrap(cs[last].clone() if lstm else hs[last].clone())
+        ctx.bufs = (hs, cs, save, out if proj else None)
+        ctx.save_for_backward(xg, w_hh, b_hh, h0, c0, w_hr)
+        result = (hs[1:] if not reverse else hs[:T]).clone() if proj else out
+        return wrap(result), wrap(hs[last].clone()), wrap(cs[last].clone() if lstm else hs[last].clone())
 
     @staticmethod
     def backward(ctx, gout, ghn, gcn):
-        xg, w_hh, b_hh, h0, c0 = ctx.saved_tensors
+        xg, w_hh, b_hh, h0, c0, w_hr = ctx.saved_tensors
         mode, lengths, reverse = ctx.cfg
         need = ctx.needs_input_grad
         if is_grad_enabled():  # create_graph: differentiate the composed form of the same layer
             return _composed_grads(ctx, (gout, ghn, gcn))
-        hs, cs, save = ctx.bufs
+        hs, cs, save, hh = ctx.bufs
+        proj = hh is not None
         T, B, GH = xg.shape
-        H = w_hh.shape[1]
+        P = w_hh.shape[1]
+        H = GH // KR.gate_count(mode)
         lstm, gru = mode == KR.MODES["LSTM"], mode == KR.MODES["GRU"]
         go = gout._data if gout._data.stride(-1) == 1 else gout._data.contiguous()
         like = dict(dtype=go.dtype, device=go.device)
         dxg = torch.empty((T, B, GH), **like)
         dhg = torch.empty((T, B, GH), **like) if gru else dxg
-        mm = ghn._data.contiguous().clone()
+        mm = ghn._data.contiguous().clone()  # (B, P): dL/dh carried back from the later step
         direct = torch.zeros((B, H), **like)
         dc = gcn._data.contiguous().clone() if lstm else mm
+        if proj:
+            dhs = torch.empty((T, B, P), **like)  # dL/dh_t of every step, for dW_hr
+            dhh = torch.empty((B, H), **like)
+            zero = torch.zeros((B, H), **like)
         w = w_hh._data
         steps = _orders(T, reverse)[::-1]
         for k, (t, p, n) in enumerate(steps):
-            KR.step_backward(mode, t, go[t], mm, direct, dc, save[t] if KR.saved_gates(mode) else hs[n],
-                             hs[p], hs[n], cs[p], cs[n], dxg[t], dhg[t], lengths)
+            if proj:  # dh_t = gout_t + carry, then back through the projection
+                dhs[t].copy_(go[t])
+                KR.add_into(dhs[t], mm)
+                KM.matmul(dhs[t], w_hr._data, out=dhh)
+                KR.step_backward(mode, t, dhh, zero, direct, dc, save[t], dhh, dhh, cs[p], cs[n], dxg[t], dhg[t],
+                                 None)
+            else:
+                KR.step_backward(mode, t, go[t], mm, direct, dc, save[t] if KR.saved_gates(mode) else hs[n],
+                                 hs[p], hs[n], cs[p], cs[n], dxg[t], dhg[t], lengths)
             if k < T - 1 or need[3]:
                 KM.matmul(dhg[t], w, out=mm)
-        dh0 = wrap(KR.add_into(mm, direct)) if need[3] else None
+        dh0 = (wrap(mm) if proj else wrap(KR.add_into(mm, direct))) if need[3] else None
         dc0 = wrap(dc) if lstm and need[4] else None
-        dw = db = None
+        dw = db = dwr = None
         if need[1] or need[2]:
             before = hs[1:] if reverse else hs[:T]
-            res = KM.matmul(dhg.view(T * B, GH).t(), before.reshape(T * B, H), rowsum=need[2])
+            res = KM.matmul(dhg.view(T * B, GH).t(), before.reshape(T * B, P), rowsum=need[2])
             dw, db = res if need[2] else (res, None)
             dw, db = wrap(dw) if need[1] else None, wrap(db) if db is not None else None
-        return wrap(dxg) if need[0] else None, dw, db, dh0, dc0, None, None, None
+        if proj and need[8]:
+            dwr = wrap(KM.matmul(dhs.view(T * B, P).t(), hh.view(T * B, H)))
+        return wrap(dxg) if need[0] else None, dw, db, dh0, dc0, None, None, None, dwr
 
 
 def _composed_grads(ctx, grads):
-    xg, w_hh, b_hh, h0, c0 = ctx.saved_tensors
+    xg, w_hh, b_hh, h0, c0, w_hr = ctx.saved_tensors
     mode, lengths, reverse = ctx.cfg
-    inputs = [(i, t) for i, t in enumerate((xg, w_hh, b_hh, h0, c0)) if ctx.needs_input_grad[i]]
+    inputs = [(i, t) for i, t in enumerate((xg, w_hh, b_hh, h0, c0, None, None, None, w_hr))
+              if t is not None and ctx.needs_input_grad[i]]
     with enable_grad():
-        outs = composed(mode, xg, w_hh, b_hh, h0, c0, lengths, reverse)
+        outs = composed(mode, xg, w_hh, b_hh, h0, c0, lengths, reverse, w_hr)
         lstm = mode == KR.MODES["LSTM"]
         pairs = [(o, g) for o, g in zip(outs, grads) if o is not None and (lstm or o is not outs[2])]
         found = tgrad.autograd.grad([o for o, _ in pairs], [t for _, t in inputs], [g for _, g in pairs],
                                     create_graph=True, allow_unused=True)
-    result = [None] * 8
+    result = [None] * 9
     for (i, t), g in zip(inputs, found):
         result[i] = g if g is not None else tgrad.zeros_like(t)
     return tuple(result)
@@ -165,7 +190,7 @@ def composed(mode, xg, w_hh, b_hh, h0, c0, lengths, reverse, w_hr=None):
 def rnn_layer(mode, xg, w_hh, b_hh, h0, c0, lengths=None, reverse=False, w_hr=None):
     """One direction of one layer: (out (T, B, H), h_T, c_T) from xg (T, B, G*H). ``lengths``: an
     int64 torch tensor (B,) of the rows' lengths (packed input) or None; ``w_hr``: LSTM projection."""
-    if w_hr is not None:
+    if w_hr is not None and lengths is not None:  # a finished row keeps a projected state: composed
         return composed(mode, xg, w_hh, b_hh, h0, c0, lengths, reverse, w_hr)
-    out, h, c = RNNLayer.apply(xg, w_hh, b_hh, h0, c0 if c0 is not None else h0, mode, lengths, reverse)
+    out, h, c = RNNLayer.apply(xg, w_hh, b_hh, h0, c0 if c0 is not None else h0, mode, lengths, reverse, w_hr)
     return out, h, (c if mode == KR.MODES["LSTM"] else None)

@@ -177,8 +177,9 @@ def test_cells(kind):
     backward_both(flat([mod(x1)]), flat([ref(x1r)]))
 
 
-def test_double_backward_lstm():
-    ref, mod = make_modules("LSTM", 3, 4)
+@pytest.mark.parametrize("kw", [{}, {"proj_size": 2}])
+def test_double_backward_lstm(kw):
+    ref, mod = make_modules("LSTM", 3, 4, **kw)
     x, xr = make_pair((3, 2, 3), tgrad.float64, seed=14)
     out, _ = mod(x)
     outr, _ = ref(xr)
@@ -229,6 +230,10 @@ def test_launches_per_step_do_not_grow_with_gates():
     with count_launches() as c:
         out.sum().backward()
     assert c["rnn_step_bwd_kernel"] == 6
+    proj = tgrad.nn.LSTM(4, 5, proj_size=3)  # the projection: one more matmul per step
+    with count_launches() as c:
+        out, _ = proj(x)
+    assert c["rnn_step_fwd_kernel"] == 6 and c["matmul_kernel"] == 13
 
 
 def test_errors():
