@@ -78,7 +78,8 @@ def test_group_norm_module_and_double_backward():
 
 @pytest.mark.parametrize("kind,shape", [("InstanceNorm1d", (3, 4, 5)), ("InstanceNorm2d", (2, 3, 4, 5)),
                                         ("InstanceNorm1d", (4, 5))])
-@pytest.mark.parametrize("kw", [dict(), dict(affine=True, track_running_stats=True, momentum=0.3)])
+@pytest.mark.parametrize("kw", [dict(), dict(affine=True, track_running_stats=True, momentum=0.3),
+                                dict(track_running_stats=True, momentum=None)])
 def test_instance_norm(kind, shape, kw):
     torch.manual_seed(0)
     C = shape[-2] if len(shape) == 2 else shape[1]
@@ -89,9 +90,13 @@ def test_instance_norm(kind, shape, kw):
     backward_both([mod(x)], [ref(xr)])
     assert_close(x.grad, xr.grad)
     if kw:
-        assert_close(mod.weight.grad, ref.weight.grad)
+        if kw.get("affine"):
+            assert_close(mod.weight.grad, ref.weight.grad)
+        mod(x)
+        ref(xr)  # a second batch
         assert_close(mod.running_mean, ref.running_mean)
         assert_close(mod.running_var, ref.running_var)
+        assert mod.num_batches_tracked.item() == ref.num_batches_tracked.item()
         mod.eval()
         ref.eval()
         y, yr = make_pair(shape, tgrad.float64, seed=9)

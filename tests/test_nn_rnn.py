@@ -19,16 +19,19 @@ def raises(exc, text):
 
 
 def copy_module(ref, mod):
-    sd = {k: tgrad.from_torch(v.detach().clone().to(mod_dtype(mod))) for k, v in ref.state_dict().items()}
+    sd = {k: tgrad.from_torch(v.detach().clone().to(mod_dtype(mod)) if v.is_floating_point() else v.detach().clone())
+          for k, v in ref.state_dict().items()}
     assert list(sd) == list(mod.state_dict()), "state dict keys differ from PyTorch's"
     for k, v in mod.state_dict().items():
         assert tuple(v.shape) == tuple(sd[k].shape), k
     mod.load_state_dict(sd)
-    ref.load_state_dict({k: v.torch().clone().to(torch.float64) for k, v in mod.state_dict().items()})
+    ref.load_state_dict({k: v.torch().clone().to(torch.float64) if v.is_floating_point() else v.torch().clone()
+                         for k, v in mod.state_dict().items()})
 
 
 def mod_dtype(mod):
-    return next(iter(mod.parameters())).dtype.torch
+    floats = [t for t in list(mod.parameters()) + list(mod.buffers()) if t.is_floating_point()]
+    return floats[0].dtype.torch
 
 
 def make_modules(kind, *args, dtype=tgrad.float64, **kw):

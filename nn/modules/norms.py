@@ -98,10 +98,10 @@ class _InstanceNorm(Module):
             raise ValueError(f"expected input's size at dim=1 to match num_features ({self.num_features}), but got: "
                              f"{x.shape[1]}.")
         use_input_stats = self.training or not self.track_running_stats
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
+        # as PyTorch: num_batches_tracked is never advanced, and momentum=None means 0 (no update)
+        momentum = self.momentum if self.momentum is not None else 0.0
         y = FN.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
-                             self.momentum if self.momentum is not None else 0.1, self.eps)
+                             momentum, self.eps)
         return y if batched else y.squeeze(0)
 
     def extra_repr(self):
