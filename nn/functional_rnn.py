@@ -2,10 +2,10 @@
 
 ``rnn_layer(mode, xg, w_hh, b_hh, h0, c0, lengths, reverse)`` runs one direction of one layer
 given xg = x W_ih^T + b_ih for all steps at once (the caller's single matmul, so its backward is
-the linear's: one matmul for dx, one for dW_ih and db_ih). Per step the forward launches the
-recurrent matmul hg = h W_hh^T + b_hh and the fused gate kernel (``kernels/rnn.py``); the
-backward through time launches the fused gate backward and dh_{t-1} = dhg W_hh per step, then
-dW_hh = sum_t dhg_t^T h_{t-1} and db_hh from one matmul over all steps.
+the linear's: one matmul for dx, one for dW_ih and db_ih). Per step the forward is one launch
+(``kernels/rnn.py``: the recurrent product h W_hh^T + b_hh, the gates and the state update), and
+so is the backward through time (dhg_{t+1} W_hh, the gates' derivatives, the carries); then
+dW_hh = sum_t dhg_t^T h_{t-1} and db_hh come from one matmul over all steps.
 
 Double backward (create_graph) replays the layer with differentiable tgrad ops (``composed``,
 the same math written with matmul/sigmoid/tanh) and differentiates that, as PyTorch's CPU
@@ -56,18 +56,20 @@ class RNNLayer(Function):
         proj = w_hr is not None
         out = torch.empty((T, B, H), **like)  # with w_hr: o tanh(c), before the projection
         scratch = torch.empty((B, H), **like) if proj else None
-        hg = torch.empty((B, GH), **like)
+        hg = torch.empty((B, GH), **like) if proj else None
         first = T if reverse else 0
         hs[first].copy_(h0._data)
         if lstm:
             cs[first].copy_(c0._data)
-        wt, bias = w_hh._data.t(), None if b_hh is None else b_hh._data
+        w, bias = w_hh._data, None if b_hh is None else b_hh._data
         for t, p, n in _orders(T, reverse):
-            KM.matmul(hs[p], wt, bias=bias, out=hg)
-            hp, hn = (scratch, scratch) if proj else (hs[p], hs[n])
-            KR.step_forward(mode, t, x[t], hg, hp, cs[p], hn, cs[n], out[t], save[t] if nsave else hn, lengths)
-            if proj:
+            if proj:  # hg from its own matmul (h has P columns), then h = (o tanh c) W_hr^T
+                KM.matmul(hs[p], w.t(), bias=bias, out=hg)
+                KR.step_forward(mode, t, x[t], hg, scratch, cs[p], scratch, cs[n], out[t], save[t], None)
                 KM.matmul(out[t], w_hr._data.t(), out=hs[n])
+            else:  # one launch: the recurrent matmul inside the gate kernel
+                KR.step_forward(mode, t, x[t], None, hs[p], cs[p], hs[n], cs[n], out[t], save[t] if nsave else hs[n],
+                                lengths, w_hh=w, b_hh=bias)
         last = 0 if reverse else T
         ctx.cfg = (mode, lengths, reverse)
         ctx.bufs = (hs, cs, save, out if proj else None)
@@ -101,6 +103,9 @@ class RNNLayer(Function):
             zero = torch.zeros((B, H), **like)
         w = w_hh._data
         steps = _orders(T, reverse)[::-1]
+        if not proj:  # the carry into the last step is ghn; the launch adds ``direct`` to dh
+            direct.copy_(mm)
+            none_later = torch.zeros((B, GH), **like)
         for k, (t, p, n) in enumerate(steps):
             if proj:  # dh_t = gout_t + carry, then back through the projection
                 dhs[t].copy_(go[t])
@@ -108,11 +113,14 @@ class RNNLayer(Function):
                 KM.matmul(dhs[t], w_hr._data, out=dhh)
                 KR.step_backward(mode, t, dhh, zero, direct, dc, save[t], dhh, dhh, cs[p], cs[n], dxg[t], dhg[t],
                                  None)
-            else:
-                KR.step_backward(mode, t, go[t], mm, direct, dc, save[t] if KR.saved_gates(mode) else hs[n],
-                                 hs[p], hs[n], cs[p], cs[n], dxg[t], dhg[t], lengths)
-            if k < T - 1 or need[3]:
-                KM.matmul(dhg[t], w, out=mm)
+                if k < T - 1 or need[3]:
+                    KM.matmul(dhg[t], w, out=mm)
+            else:  # one launch: dhg_{t+1} W_hh inside the gate backward
+                later = none_later if k == 0 else dhg[steps[k - 1][0]]
+                KR.step_backward(mode, t, go[t], None, direct, dc, save[t] if KR.saved_gates(mode) else hs[n],
+                                 hs[p], hs[n], cs[p], cs[n], dxg[t], dhg[t], lengths, dhg_next=later, w_hh=w)
+        if not proj and need[3]:
+            KM.matmul(dhg[steps[-1][0]], w, out=mm)
         dh0 = (wrap(mm) if proj else wrap(KR.add_into(mm, direct))) if need[3] else None
         dc0 = wrap(dc) if lstm and need[4] else None
         dw = db = dwr = None
