@@ -1,7 +1,7 @@
 """A character-level GPT trained on a short bundled story (train_examples/data/keeper.txt, written
 for tgrad; no download), then sampling new text with ``tgrad.multinomial``.
 
-    python train_examples/gpt.py               # 4 blocks, width 64, context 64: the full run
+    python train_examples/gpt.py               # 3 blocks, width 48, context 32, 200 steps: the full run
     python train_examples/gpt.py --quick       # 2 blocks, width 32, context 24, 25 steps (the test's)
     python train_examples/gpt.py --device cuda
 
@@ -30,7 +30,7 @@ from common import Stopwatch, parse_args, progress, report, save_outputs, setup
 
 TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "keeper.txt")
 # name -> layers, width, heads, context, batch, steps, learning rate
-CONFIG = {"full": (4, 64, 4, 64, 16, 600, 3e-3), "quick": (2, 32, 2, 24, 8, 25, 6e-3)}
+CONFIG = {"full": (3, 48, 4, 32, 8, 200, 4e-3), "quick": (2, 32, 2, 24, 8, 25, 6e-3)}
 
 
 class Block(nn.Module):
