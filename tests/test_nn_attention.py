@@ -261,7 +261,7 @@ def test_torch_computes_nothing():
     test_no_torch_compute over LSTM/GRU with packing, a Transformer layer, MHA and the norms)."""
     from test_no_torch_compute import AtenRecorder
     from tgrad.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
-    lstm = tgrad.nn.LSTM(3, 4, bidirectional=True, num_layers=2)
+    lstm = tgrad.nn.LSTM(3, 4, bidirectional=True)
     gru = tgrad.nn.GRU(3, 4)
     layer = tgrad.nn.TransformerEncoderLayer(6, 2, 8, dropout=0.1)
     norms = [tgrad.nn.GroupNorm(2, 4), tgrad.nn.InstanceNorm1d(4, affine=True, track_running_stats=True)]
