@@ -8,7 +8,7 @@ and the ratio tgrad / torch for
     weights, at a sequence length where those dominate (and, on CUDA, the peak allocated memory);
   - a transformer block training step (nn.TransformerEncoderLayer, causal mask, AdamW).
 
-    python benchmarks/sequence_models.py [--device cpu|cuda] [--repeats N]
+    python benchmarks/sequence_models.py [--device cpu|cuda] [--repeats N] [--threads N]
 
 On the CPU (Triton's interpreter) the attention and transformer sizes are smaller (printed with the
 results); the LSTM runs the issue's size on both.
@@ -134,8 +134,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
     ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads on the CPU (default 1: on a "
+                    "busy machine idle OpenMP workers make small calls far slower)")
     args = ap.parse_args(argv)
     dev, cuda = args.device, args.device == "cuda"
+    if not cuda:
+        torch.set_num_threads(args.threads)
     repeats = args.repeats or (20 if cuda else 2)
     print(machine())
     rows = []
