@@ -133,7 +133,7 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, seed, offset,
                     sv0, sv1, sv2, sv3, sm0, sm1, sm2, sm3, MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr,
                     DROPOUT: tl.constexpr, FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    pid = tl.program_id(0)
+    pid = tl.program_id(0).to(tl.int64)
     bh = tl.program_id(1).to(tl.int64)
     bhk = (bh // HQ) * HK + (bh % HQ) // GROUP
     r, i, rmask = _query_rows(pid, bh, L, NR, BLOCK_M, PACKED)
@@ -177,7 +177,7 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, do_ptr, dq
                        MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr,
                        FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr,
                        BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    pid = tl.program_id(0)
+    pid = tl.program_id(0).to(tl.int64)
     bh = tl.program_id(1).to(tl.int64)
     bhk = (bh // HQ) * HK + (bh % HQ) // GROUP
     r, i, rmask = _query_rows(pid, bh, L, NR, BLOCK_M, PACKED)
@@ -243,7 +243,7 @@ def attn_bwd_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, do_ptr, d
                         FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr,
                         BLOCK_EV: tl.constexpr):
-    pid = tl.program_id(0)
+    pid = tl.program_id(0).to(tl.int64)
     bhk = tl.program_id(1).to(tl.int64)
     c = pid.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     kc, j, cmask = _key_cols(c, bhk, S, NC, PACKED)
