@@ -475,3 +475,8 @@ from .functional_resample import *  # noqa: E402,F401,F403  (interpolate, pixel_
 from .functional_resample import __all__ as _resample_all  # noqa: E402
 
 __all__ += _resample_all
+
+from .functional_attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
+__all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
+from .functional_norm import group_norm, instance_norm, rms_norm  # noqa: E402,F401
+__all__ += ["rms_norm", "group_norm", "instance_norm"]

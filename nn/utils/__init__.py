@@ -1,2 +1,2 @@
-"""tgrad.utils: ``tgrad.utils.data`` (datasets and the DataLoader), as ``torch.utils``."""
+"""tgrad.utils: ``tgrad.utils.data`` (datasets, samplers and the DataLoader), as ``torch.utils``."""
 from . import data  # noqa: F401

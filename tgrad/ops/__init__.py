@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from . import registry
-from . import generated, elementwise, arrange, products, select  # noqa: F401  (they register their ops)
+from . import generated, elementwise, arrange, products, select, triangular, multinomial  # noqa: F401  (they register)
 from . import advanced, factories, matmul, random, reduce, shape
 from . import methods  # noqa: F401  (Tensor-only methods and operators)
 from ._common import result_type

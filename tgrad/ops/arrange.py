@@ -26,15 +26,6 @@ def _grid(n: int, device, relation):
     return relation(i, j)
 
 
-def _triangle(x: Tensor, diagonal: int, lower: bool):
-    if x.ndim < 2:
-        raise RuntimeError(f"{'tril' if lower else 'triu'}: input tensor must have at least 2 dimensions")
-    rows, cols = x.shape[-2:]
-    i = random.arange(rows, device=x.device).reshape(rows, 1)
-    j = random.arange(cols, device=x.device).reshape(1, cols)
-    return (j - i <= diagonal) if lower else (j - i >= diagonal)
-
-
 def flip_dims(x: Tensor, dims):
     """x reversed along ``dims`` (a gather per dim: torch views cannot have negative strides)."""
     for d in dims if x.ndim else ():
@@ -281,18 +272,6 @@ def trace(input):  # noqa: A002
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     return diagonal(input).sum()
-
-
-@op("tril")
-def tril(input, diagonal=0):  # noqa: A002
-    return where(_triangle(input, diagonal, lower=True), input, factories.zeros((), dtype=input.dtype,
-                                                                                 device=input.device))
-
-
-@op("triu")
-def triu(input, diagonal=0):  # noqa: A002
-    return where(_triangle(input, diagonal, lower=False), input, factories.zeros((), dtype=input.dtype,
-                                                                                  device=input.device))
 
 
 # ----------------------------------------------------------------------------- grids

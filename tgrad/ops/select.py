@@ -303,30 +303,6 @@ def bernoulli(input, p=None, *, generator=None):  # noqa: A002
     return (u < probs.detach()).to(input.dtype)
 
 
-@op("multinomial")
-def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
-    if input.ndim not in (1, 2):
-        raise RuntimeError("prob_dist must be 1 or 2 dim")
-    probs = input.detach().to(_dtype.float64)
-    rows = probs.reshape(-1, probs.shape[-1])
-    n = rows.shape[-1]
-    if not replacement and num_samples > n:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    if bool((rows < 0).any()) or not bool(rows.isfinite().all()):
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if bool((rows.sum(-1) <= 0).any()):
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    if replacement:  # inverse CDF: the first bucket whose cumulative probability exceeds u
-        cdf = cumsum(rows / rows.sum(-1, keepdim=True), -1)
-        u = random.rand(rows.shape[0], num_samples, generator=generator, dtype=_dtype.float64, device=input.device)
-        picks = searchsorted(cdf, u, right=True).clamp(max=n - 1)
-    else:  # Gumbel top-k: keys log p - log(-log u) ordered give draws without replacement
-        u = random.rand(rows.shape[0], n, generator=generator, dtype=_dtype.float64, device=input.device)
-        keys = where(rows > 0, rows.log() - (-(u.clamp(min=1e-300)).log()).log(), -math.inf)
-        picks = topk(keys, num_samples, -1).indices
-    return picks.reshape(tuple(input.shape[:-1]) + (num_samples,))
-
-
 _IDENTITY = {"sum": 0.0, "prod": 1.0, "mean": 0.0, "amax": -math.inf, "amin": math.inf}
 
 
