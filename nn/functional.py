@@ -37,7 +37,7 @@ from tgrad.ops.formula import traced_backward
 from tgrad.ops.inplace import write_inplace
 from tgrad.ops.registry import NN_FUNCTIONAL
 from tgrad.ops.table import BY_NAME as OP_ROWS
-from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.random import default_generator
 from tgrad.tensor import Tensor
 

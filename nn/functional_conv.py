@@ -16,7 +16,7 @@ from tgrad.kernels import conv as CONV
 from tgrad.kernels import pool as POOL
 from tgrad.kernels.reduce import reduce
 from tgrad.ops.formula import ZeroSlope
-from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm"]

@@ -19,7 +19,7 @@ from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels import conv as CONV
 from tgrad.kernels.reduce import reduce
 from tgrad.ops.formula import ZeroSlope
-from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor
 
 from .functional_conv import Convolution, ConvGradWeight, _check_tensor, _float_only, _type_name

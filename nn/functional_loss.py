@@ -26,7 +26,7 @@ from tgrad.autograd.function import BuiltinFunction
 from tgrad.modes import is_grad_enabled
 from tgrad.kernels import cross_entropy as KCE
 from tgrad.kernels import losses as KL
-from tgrad.ops._common import broadcast_shapes, check_runnable, result_type, wrap
+from tgrad.ops.common import broadcast_shapes, check_runnable, result_type, wrap
 from tgrad.ops.formula import ZeroSlope, traced_backward
 from tgrad.tensor import Tensor
 

@@ -14,7 +14,7 @@ import tgrad
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.modes import enable_grad
 from tgrad.kernels import rms_group_norm as KN
-from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor
 
 __all__ = ["rms_norm", "group_norm", "instance_norm"]

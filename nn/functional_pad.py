@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels import pad as PAD
-from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor
 
 __all__ = ["pad"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels import adaptive_pool as AP
 from tgrad.ops.formula import ZeroSlope
-from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.common import check_runnable, wrap
 
 from .functional_conv import _check_tensor, avg_pool2d, max_pool2d
 

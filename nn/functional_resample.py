@@ -20,7 +20,7 @@ import tgrad
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels import interpolate as INTERP
 from tgrad.kernels import unfold as UNFOLD
-from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.common import check_runnable, wrap
 
 from .functional_conv import _check_tensor, _pair
 from .functional_pool import adaptive_avg_pool1d, adaptive_avg_pool2d

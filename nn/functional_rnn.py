@@ -21,7 +21,7 @@ from tgrad.autograd.function import BuiltinFunction
 from tgrad.modes import enable_grad
 from tgrad.kernels import matmul as KM
 from tgrad.kernels import rnn as KR
-from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.common import check_runnable, wrap
 
 __all__ = ["rnn_layer", "composed"]
 

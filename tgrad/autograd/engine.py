@@ -18,7 +18,7 @@ import torch
 from .. import ops
 from .._dtype import Size
 from ..modes import set_grad_enabled
-from ..ops._common import sum_to_shape
+from ..ops.common import sum_to_shape
 from ..ops.pointwise import Copy
 from ..tensor import Tensor
 from . import anomaly_mode

@@ -14,7 +14,7 @@ import torch
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels import linalg as K
-from tgrad.ops._common import check_runnable, wrap
+from tgrad.ops.common import check_runnable, wrap
 
 __all__ = ["solve_lower", "cholesky", "tril_mask", "diagonal"]
 
@@ -58,8 +58,8 @@ class _SolveLower(BuiltinFunction):
         gB = _SolveLower.apply(L, g, not t)
         mask = tril_mask(L.shape[-1], L.dtype, L.device)
         gL = -((X @ gB.mT) if t else (gB @ X.mT)) * mask
-        return (tgrad.sum_to_shape(gL, L.shape) if ctx.needs_input_grad[0] else None,
-                tgrad.sum_to_shape(gB, B.shape) if ctx.needs_input_grad[1] else None, None)
+        return (gL if ctx.needs_input_grad[0] else None,  # the engine sums broadcast batches back
+                gB if ctx.needs_input_grad[1] else None, None)
 
 
 def solve_lower(L, B, transpose=False):

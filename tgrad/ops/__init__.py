@@ -14,7 +14,7 @@ from . import registry
 from . import generated, elementwise, arrange, products, select, triangular, multinomial  # noqa: F401  (they register)
 from . import advanced, factories, matmul, random, reduce, shape
 from . import methods  # noqa: F401  (Tensor-only methods and operators)
-from ._common import result_type
+from .common import result_type
 from .conventions import apply_to_registry
 
 for _module in (reduce, matmul, shape, advanced, factories, random):

@@ -8,7 +8,7 @@ over that plan: gather (``x[idx]``), put (``x[idx] = v``) or add (the gradient o
 
 Gradients (g is the upstream gradient):
   y = x[idx]            dx = zeros(x) with g added at idx (duplicates accumulate)
-  x[idx] = v (y)        dx = g with the written positions zeroed, dv = sum_to_shape(g[idx], v)
+  x[idx] = v (y)        dx = g with the written positions zeroed, dv = g[idx] (summed to v by the engine)
   y = masked_fill(x, m, c)   dx = where(m, 0, g) (summed to x's shape), dc = sum(where(m, g, 0))
   y, i = sort(x)        dx = zeros(x) with g put back at i (a permutation: no accumulation)
 """
@@ -30,7 +30,7 @@ from tgrad.kernels import index as KI
 from tgrad.kernels import math_ops as M
 from tgrad.kernels import sort as KS
 from .factories import tensor
-from ._common import as_operand, broadcast_shapes, check_runnable, wrap
+from .common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
 from .inplace import write_inplace
 from .pointwise import Where

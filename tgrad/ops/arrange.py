@@ -13,7 +13,7 @@ from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from tgrad.kernels import scan as KS
 from . import advanced, factories, random, shape, views
-from ._common import check_runnable, normalize_dim, wrap
+from .common import check_runnable, normalize_dim, wrap
 from .elementwise import where
 from .formula import fused
 from .registry import op

@@ -11,7 +11,7 @@ from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from . import pointwise as P
-from ._common import as_operand, check_runnable, result_type
+from .common import as_operand, check_runnable, result_type
 from .formula import fused
 from .generated import function_class
 from .registry import register

@@ -11,7 +11,7 @@ from .. import _dtype
 from .._dtype import as_device, as_dtype
 from ..modes import _inference_mode_enabled
 from ..tensor import Tensor
-from ._common import scalar_dtype
+from .common import scalar_dtype
 
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_torch", "from_dlpack", "empty", "full", "zeros", "ones",

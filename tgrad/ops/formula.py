@@ -23,7 +23,7 @@ from tgrad.kernels import math_ops as M
 from tgrad.kernels.dtypes import compute_dtype
 from tgrad.kernels.pointwise import pointwise
 from . import registry
-from ._common import broadcast_shapes, wrap
+from .common import broadcast_shapes, wrap
 
 
 def fused(formula, inputs, dtype, params=(), n_out=1, out=None, compute=None, shape=None):

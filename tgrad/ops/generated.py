@@ -15,7 +15,7 @@ from .. import _dtype
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from . import registry
-from ._common import as_operand, check_runnable, result_type, wrap
+from .common import as_operand, check_runnable, result_type, wrap
 from .formula import fused, traced_backward
 from .inplace import write_inplace
 from .table import ROWS

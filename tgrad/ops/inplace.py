@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..modes import is_grad_enabled
 from ..tensor import Tensor, check_inplace
-from ._common import as_operand, broadcast_shapes, check_runnable, result_type
+from .common import as_operand, broadcast_shapes, check_runnable, result_type
 from .formula import fused
 from .views import rebase_history
 

@@ -12,7 +12,7 @@ from .. import backends
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import matmul as K
-from ._common import broadcast_shapes, check_runnable, wrap
+from .common import broadcast_shapes, check_runnable, wrap
 
 __all__ = ["matmul", "mm", "bmm", "dot", "mv", "outer", "vdot", "inner"]
 

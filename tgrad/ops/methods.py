@@ -13,7 +13,7 @@ from . import advanced, matmul, reduce, shape
 from . import factories as F
 from . import pointwise as P
 from .elementwise import bitwise
-from ._common import broadcast_shapes
+from .common import broadcast_shapes
 from .formula import fused
 from .generated import check_cast
 from .indexing import getitem, setitem

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tgrad.kernels import multinomial as KM
 from tgrad.kernels.random import counters_for
-from ._common import check_runnable, wrap
+from .common import check_runnable, wrap
 from .random import default_generator
 from .registry import register
 

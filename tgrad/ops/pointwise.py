@@ -16,7 +16,7 @@ from .. import _dtype
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
-from ._common import as_operand, check_runnable, result_type, wrap
+from .common import as_operand, check_runnable, result_type, wrap
 from .formula import fused, traced_backward
 
 

@@ -6,7 +6,7 @@ import builtins
 import math
 
 from . import factories, matmul
-from ._common import normalize_dim
+from .common import normalize_dim
 from .elementwise import where
 from .registry import op
 from .arrange import diagonal_view

@@ -17,7 +17,7 @@ from tgrad.kernels import factories as KF
 from tgrad.kernels import random as KR
 from tgrad.kernels.capture import is_capturing
 from .factories import _dt, _new, _shape
-from ._common import broadcast_shapes
+from .common import broadcast_shapes
 from .advanced import argsort
 from ..modes import no_grad
 from ..tensor import Tensor

@@ -9,7 +9,7 @@ from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import reduce as K
 from tgrad.kernels import softmax as KS
-from ._common import check_runnable, wrap
+from .common import check_runnable, wrap
 from .pointwise import Maximum, Minimum, Where
 from .random import arange
 

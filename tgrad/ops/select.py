@@ -11,7 +11,7 @@ import torch
 from .. import _dtype, return_types
 from ..tensor import Tensor
 from . import advanced, factories, random, shape
-from ._common import normalize_dim
+from .common import normalize_dim
 from .elementwise import where
 from .registry import op
 from .arrange import cumsum

@@ -11,7 +11,7 @@ from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from . import views as V
-from ._common import check_runnable, result_type, wrap
+from .common import check_runnable, result_type, wrap
 from .factories import zeros
 from .formula import fused
 

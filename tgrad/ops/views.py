@@ -12,7 +12,7 @@ from ..autograd.function import BuiltinFunction, Node, _Saved, edge_of
 from ..modes import enable_grad
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
-from ._common import wrap
+from .common import wrap
 from .formula import fused
 
 

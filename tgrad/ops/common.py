@@ -1,5 +1,6 @@
-"""Shared by every op: wrapping kernel results, checking operands, broadcasting, promotion, and the
-one place where gradients are summed back over broadcast dims."""
+"""Shared by every op, and by tgrad.nn's fused ops (public helpers): wrapping kernel results,
+checking operands, broadcasting, promotion, and summing a gradient back over broadcast dims (which
+the engine does for every Function, ``autograd/engine.py``)."""
 from __future__ import annotations
 
 import numbers
