@@ -173,3 +173,32 @@ def test_random_draws_follow_their_distributions():
     b = tgrad.bernoulli(tgrad.full((4000,), 0.25))
     assert b.dtype is tgrad.float32 and abs(b.mean().item() - 0.25) < 0.03
     assert set(tgrad.bernoulli(tgrad.zeros(10), 1.0).tolist()) == {1.0}
+
+
+def test_in_place_index_updates_and_scans_like_pytorch():
+    base = uniform64((3, 4), -1, 1, 7)
+    idx = torch.tensor([[0, 2], [1, 0], [3, 3]])
+    src = uniform64((3, 2), -1, 1, 8)
+    cases = [
+        lambda L, x, i, s: x.scatter_(1, i, s),
+        lambda L, x, i, s: x.index_add_(0, L.tensor([2, 0, 2]), x * 1.0),
+        lambda L, x, i, s: x.index_copy_(1, L.tensor([3, 1]), s),
+        lambda L, x, i, s: x.index_fill_(0, L.tensor([1]), -2.0),
+        lambda L, x, i, s: x.masked_scatter_(x > 0, L.arange(12, dtype=x.dtype)),
+        lambda L, x, i, s: x.scatter_reduce_(1, i, s, "amax"),
+        lambda L, x, i, s: x.cumsum_(1),
+        lambda L, x, i, s: x.cumprod_(0),
+    ]
+    for case in cases:
+        x = tgrad.from_torch(base.clone())
+        xr = base.clone()
+        out = case(tgrad, x, tgrad.from_torch(idx), tgrad.from_torch(src))
+        ref = case(torch, xr, idx, src)
+        assert out is x
+        assert_close(x, ref)
+    leaf = tgrad.from_torch(base.clone()).requires_grad_()
+    leaf_r = base.clone().requires_grad_()
+    y, yr = leaf * 2.0, leaf_r * 2.0
+    y.index_fill_(1, tgrad.tensor([0, 2]), 1.0).sum().backward()
+    yr.index_fill_(1, torch.tensor([0, 2]), 1.0).sum().backward()
+    assert_close(leaf.grad, leaf_r.grad)

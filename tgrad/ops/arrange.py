@@ -16,7 +16,8 @@ from . import advanced, factories, random, shape, views
 from .common import check_runnable, normalize_dim, wrap
 from .elementwise import where
 from .formula import fused
-from .registry import op
+from .inplace import write_inplace
+from .registry import op, register
 
 
 def _grid(n: int, device, relation):
@@ -291,3 +292,13 @@ def meshgrid(*tensors, indexing="ij"):
     if swap:  # "xy": the first two inputs vary along columns and rows, in the swapped grid's shape
         out[0], out[1] = out[1], out[0]
     return tuple(out)
+
+
+def _cumulative_(fn):
+    def method(self, dim, *, dtype=None):
+        return write_inplace(self, lambda t: fn(t, dim, dtype=dtype))
+    return method
+
+
+register(_cumulative_(cumsum), "cumsum_", function=False)
+register(_cumulative_(cumprod), "cumprod_", function=False)

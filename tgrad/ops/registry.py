@@ -20,10 +20,10 @@ def register(fn, *names, function=True, method=True, nn_functional=False):
     return fn
 
 
-def op(*names, method=True):
+def op(*names, method=True, function=True):
     """Decorator: ``@op("cumsum")`` registers a function as tgrad.cumsum and Tensor.cumsum."""
     def decorate(fn):
-        return register(fn, *names, method=method)
+        return register(fn, *names, method=method, function=function)
     return decorate
 
 

@@ -13,7 +13,8 @@ from ..tensor import Tensor
 from . import advanced, factories, random, shape
 from .common import normalize_dim
 from .elementwise import where
-from .registry import op
+from .inplace import write_inplace
+from .registry import op, register
 from .arrange import cumsum
 
 
@@ -347,3 +348,29 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
             acc = acc.floor().to(input.dtype)
         slices.append(where(count > 0, acc.to(input.dtype), here))
     return shape.cat(slices, d) if slices else input.clone()
+
+
+def _in_place(name, fn):
+    """``Tensor.<name>_``: the out-of-place op written back into the tensor (recorded when a graph is)."""
+    def method(self, *args, **kwargs):
+        result = fn(self, *args, **kwargs)
+        if result.dtype is not self.dtype:
+            raise RuntimeError(f"{name}_(): result type {result.dtype.scalar_type} can't be cast to the desired "
+                               f"output type {self.dtype.scalar_type}")
+        return write_inplace(self, lambda t: fn(t, *args, **kwargs))
+    method.__name__ = name + "_"
+    register(method, name + "_", function=False)
+
+
+for _name, _fn in (("scatter", scatter), ("index_add", index_add), ("index_copy", index_copy),
+                   ("index_fill", index_fill), ("masked_scatter", masked_scatter),
+                   ("scatter_reduce", scatter_reduce)):
+    _in_place(_name, _fn)
+
+
+@op("bernoulli_", function=False)
+def bernoulli_(input, p=0.5, *, generator=None):  # noqa: A002
+    """Fill ``input`` with 0/1 draws: probability ``p`` (a number or a tensor of probabilities)."""
+    probs = p if isinstance(p, Tensor) else factories.full(tuple(input.shape), float(p), dtype=_dtype.float64,
+                                                           device=input.device)
+    return input.copy_(bernoulli(probs.expand(*input.shape), generator=generator))
