@@ -18,6 +18,7 @@ from tgrad.kernels import dropout as KD
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.random import default_generator
 from tgrad.tensor import Tensor
+from . import functional as F  # (functional imports this module at its end: names are read at call time)
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -88,8 +89,7 @@ def _sdpa_composed(q, k, v, mask, kind, causal, scale, p, seed, offset, state):
     dead = (s == float("-inf")).all(-1, keepdim=True)
     attn = s.masked_fill(dead, 0.0).softmax(-1).masked_fill(dead, 0.0)
     if p > 0:
-        from .functional import _Dropout
-        attn = _Dropout.apply(attn, p, seed, offset, state)
+        attn = F._Dropout.apply(attn, p, seed, offset, state)
     return attn @ _repeat_heads(v, group)
 
 
@@ -215,7 +215,6 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
                                  v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
                                  is_causal=False):
     """PyTorch's F.multi_head_attention_forward for (L, N, E) inputs (or unbatched (L, E))."""
-    from . import functional as F
     batched = query.ndim == 3
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
