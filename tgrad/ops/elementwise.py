@@ -10,10 +10,12 @@ import numbers
 from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
+from . import integer
 from . import pointwise as P
 from ._common import as_operand, check_runnable, result_type
 from .formula import fused
 from .generated import function_class
+from . import registry
 from .registry import register
 from .table import BY_NAME
 
@@ -44,15 +46,34 @@ def clamp(x, min=None, max=None):  # noqa: A002
     return _Clamp.apply(x, -math.inf if min is None else min, math.inf if max is None else max)
 
 
+def _check_alpha(a, b, alpha):
+    if isinstance(alpha, float) and not result_type(a, b).is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+
+
+def _check_bool_sub(a, b):
+    is_bool = [isinstance(x, Tensor) and x.dtype is _dtype.bool or isinstance(x, bool) for x in (a, b)]
+    if all(is_bool):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    if any(is_bool):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def add(a, b, alpha=1):
+    _check_alpha(a, b, alpha)
     return P.Add.apply(a, b, alpha) if alpha != 1 else P.Add.apply(a, b)
 
 
 def sub(a, b, alpha=1):
+    _check_alpha(a, b, alpha)
+    _check_bool_sub(a, b)
     return P.Sub.apply(a, b, alpha) if alpha != 1 else P.Sub.apply(a, b)
 
 
 def rsub(a, b):
+    _check_bool_sub(a, b)
     return P.Rsub.apply(a, b)
 
 
@@ -63,13 +84,7 @@ def mul(a, b):
 def div(a, b, rounding_mode=None):
     if rounding_mode is None:
         return P.Div.apply(a, b)
-    q = P.Div.apply(a, b)
-    floor, sign, absolute = (function_class(BY_NAME[n]) for n in ("floor", "sign", "abs"))
-    out = floor.apply(q) if rounding_mode == "floor" else sign.apply(q) * floor.apply(absolute.apply(q))
-    if isinstance(a, Tensor) and not a.dtype.is_floating_point and not (isinstance(b, Tensor) and b.dtype.is_floating_point) \
-            and not isinstance(b, float):
-        out = out.to(result_type(a, b))
-    return out
+    return integer.rounded_div(a, b, rounding_mode)
 
 
 def pow(a, b):  # noqa: A001
@@ -78,8 +93,7 @@ def pow(a, b):  # noqa: A001
         if not dtype.is_floating_point:
             if b < 0:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
-            a = a.to(dtype) if a.dtype is _dtype.bool else a
-            return fused(M.pow_scalar, [a], dtype, (b, 1.0), compute=_dtype.float64)
+            return integer.pow_int(a, b, dtype)
         return _PowScalar.apply(a, b)
     if not isinstance(a, Tensor):
         return P.PowScalarBase.apply(b, a)
@@ -95,6 +109,8 @@ def minimum(a, b):
 
 
 def where(condition, input=None, other=None):  # noqa: A002
+    if input is None and other is None:  # where(condition): nonzero(condition, as_tuple=True)
+        return registry.FUNCTIONS["nonzero"](condition, as_tuple=True)
     return P.Where.apply(condition, input, other)
 
 
@@ -117,13 +133,6 @@ def _test(formula):
 
 def clone(x, memory_format=None):
     return P.Clone.apply(x)
-
-
-def bitwise(formula, a, b):
-    for t in (a, b):
-        if isinstance(t, Tensor) and t.dtype is not _dtype.bool:
-            raise TypeError("tgrad supports &, |, ^ and ~ on bool tensors only")
-    return compare(formula, a, b)
 
 
 register(round, "round")
