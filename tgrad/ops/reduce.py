@@ -443,6 +443,8 @@ def _correction(unbiased, correction):
 
 
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool) and unbiased is None:  # var(False): PyTorch's var(input, unbiased)
+        dim, unbiased = None, dim
     if isinstance(unbiased, (tuple, list)) or (isinstance(dim, bool)):
         raise TypeError("var(): pass dims as dim=, unbiased/correction as keywords")
     _float_input(x, "std and var only support floating point and complex dtypes")
@@ -450,6 +452,8 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool) and unbiased is None:  # std(False): PyTorch's std(input, unbiased)
+        dim, unbiased = None, dim
     _float_input(x, "std and var only support floating point and complex dtypes")
     return Std.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "std", dim is None or x.ndim == 0)
 
