@@ -362,8 +362,8 @@ def pow_bwd(a, b, g, p):
     return da, db
 
 @triton.jit
-def maximum(a, b, p):          # ties split the gradient evenly, as torch
-    return tl.where((a != a) | (a > b), a, b)
+def maximum(a, b, p):          # ties split the gradient evenly, as torch; a tie returns a (-0.0 vs 0.0), NaN wins
+    return tl.where(b != b, b, tl.where(a < b, b, a))
 
 @triton.jit
 def maximum_bwd(a, b, g, p):   # selects; a NaN on either side sends g to both (as PyTorch's masked_fill)
@@ -373,7 +373,7 @@ def maximum_bwd(a, b, g, p):   # selects; a NaN on either side sends g to both (
 
 @triton.jit
 def minimum(a, b, p):
-    return tl.where((a != a) | (a < b), a, b)
+    return tl.where(b != b, b, tl.where(b < a, b, a))
 
 @triton.jit
 def minimum_bwd(a, b, g, p):

@@ -224,7 +224,7 @@ def _integer_matmul(a, b):
     in the integer dtype."""
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
     b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-    out = (a2.unsqueeze(-1) * b2.unsqueeze(-3)).sum(-2)
+    out = (a2.unsqueeze(-1) * b2.unsqueeze(-3)).sum(-2).to(a.dtype)  # (sum widens to int64)
     if a.ndim == 1:
         out = out.squeeze(-2)
     if b.ndim == 1:

@@ -163,12 +163,21 @@ METHODS["__getitem__"] = getitem
 
 
 def _numpy_operand(fn):
-    """NumPy operands of an operator: an array as a tensor (``t + np.ones(3)``, as PyTorch), a NumPy
-    scalar as the Python number it holds. NumPy defers to Tensor (``__array_ufunc__ = None``), so
-    ``np.float64(2) * t`` and ``array + t`` reach the reflected operator and stay tgrad Tensors."""
+    """NumPy operands of an operator. A NumPy scalar is the Python number it holds (a NumPy bool an
+    int, as PyTorch reads it). An array makes the op NumPy's in PyTorch (``t + np.ones(3)`` is
+    computed by NumPy on ``t.numpy()`` and wrapped back): NumPy's promotion (float32 * int64 array
+    is float64), and PyTorch's error for a tensor that requires grad. NumPy defers to Tensor
+    (``__array_ufunc__ = None``), so ``np.float64(2) * t`` reaches the reflected operator and keeps
+    autograd."""
     def op(a, b):
         if isinstance(b, np.ndarray):
-            b = F.tensor(b, device=a.device)
+            if a.requires_grad:
+                raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                                   "instead.")
+            dtype = getattr(_dtype, np.result_type(np.empty((), dtype=a._data.numpy().dtype), b).name)
+            a, b = a.to(dtype), F.tensor(b, dtype=dtype, device=a.device)
+        elif isinstance(b, np.bool_):
+            b = int(b)
         elif isinstance(b, np.generic):
             b = b.item()
         return fn(a, b)
@@ -178,7 +187,7 @@ def _numpy_operand(fn):
 
 for _name in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod",
               "rmod", "pow", "rpow", "lshift", "rlshift", "rshift", "rrshift", "and", "rand", "or", "ror", "xor",
-              "rxor", "lt", "le", "gt", "ge", "matmul", "rmatmul"):
+              "rxor", "matmul", "rmatmul"):  # (comparisons with an array raise TypeError in PyTorch too)
     METHODS[f"__{_name}__"] = _numpy_operand(METHODS[f"__{_name}__"])
 METHODS["__array_priority__"] = 1000
 METHODS["__array_ufunc__"] = None
@@ -262,12 +271,13 @@ def _fill_(self, value):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
                                "dimensions.")
-        return write_inplace(self, P.FillTensor.apply, value, formula=M.second)
-    return write_inplace(self, lambda a: P.Fill.apply(a, value), formula=M.fill, params=(value,))
+        return write_inplace(self, P.FillTensor.apply, value, formula=M.second, fill=True)
+    return write_inplace(self, lambda a: P.Fill.apply(a, value), formula=M.fill, params=(value,), fill=True)
 
 
 METHODS["fill_"] = _fill_
-METHODS["zero_"] = lambda self: write_inplace(self, lambda a: P.Zero.apply(a, 0), formula=M.fill, params=(0,))
+METHODS["zero_"] = lambda self: write_inplace(self, lambda a: P.Zero.apply(a, 0), formula=M.fill, params=(0,),
+                                              fill=True)
 
 
 def _copy_(self, src, non_blocking=False):

@@ -310,15 +310,18 @@ class Clone(BuiltinFunction):
     node_name = "CloneBackward0"
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, contiguous=False):
+        """A copy in x's layout (PyTorch's preserve_format), or contiguous (``x.contiguous()``,
+        ``reshape``'s copy)."""
         check_runnable(x)
         if x._data.is_contiguous():  # a storage copy needs no kernel launch
             return wrap(x._data.clone(memory_format=torch.contiguous_format))
-        return fused(M.identity, [x], x.dtype, compute=x.dtype)
+        out = wrap(torch.empty(tuple(x.shape), dtype=x._data.dtype, device=x.device)) if contiguous else None
+        return fused(M.identity, [x], x.dtype, compute=x.dtype, out=out)
 
     @staticmethod
     def backward(ctx, g):
-        return g
+        return g, None
 
 
 class Copy(BuiltinFunction):

@@ -179,10 +179,21 @@ class Amin(Extreme):
 
 
 class MaxAll(Extreme):
+    """max()/min() of everything: PyTorch's evenly_distribute_backward, which selects (g / count on
+    the extremes, 0 elsewhere) and, for a NaN result, spreads g over the NaNs."""
     node_name = "MaxBackward1"
 
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        shape = ctx.meta[0]
+        o = out.reshape(*([1] * len(shape)))
+        hit = (x == o) | (x.isnan() & o.isnan())
+        count = sum(hit.to(g.dtype))
+        return _where(hit, (g / count).reshape(*([1] * len(shape))), 0.0), None, None, None
 
-class MinAll(Extreme):
+
+class MinAll(MaxAll):
     node_name = "MinBackward1"
 
 

@@ -10,6 +10,7 @@ import torch
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
+from . import pointwise as P
 from . import views as V
 from ._common import check_runnable, result_type, wrap
 from .factories import zeros
@@ -72,7 +73,7 @@ def reshape(x, *shape):
     try:
         x._data.view(shape)
     except RuntimeError:  # not expressible as a view: copy (in a kernel), then view the copy
-        return V.UnsafeView.apply(x.clone(), shape)
+        return V.UnsafeView.apply(P.Clone.apply(x, True), shape)
     return (V.View if x.is_contiguous() else V.ReshapeAlias).apply(x, shape)
 
 
@@ -214,7 +215,7 @@ def movedim(x, source, destination):
 
 
 def contiguous(x, memory_format=None):
-    return x if x.is_contiguous() else x.clone()
+    return x if x.is_contiguous() else P.Clone.apply(x, True)
 
 
 # ----------------------------------------------------------------------------- joins and splits
