@@ -100,11 +100,20 @@ def pow(a, b):  # noqa: A001
     return P.Pow.apply(a, b)
 
 
+def tensors_only(name, a, b):
+    """PyTorch's TypeError for a number where its signature takes only tensors (``maximum(x, 2)``)."""
+    for i, (arg, t) in enumerate((("input", a), ("other", b))):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {i + 1}) must be Tensor, not {type(t).__name__}")
+
+
 def maximum(a, b):
+    tensors_only("maximum", a, b)
     return P.Maximum.apply(a, b)
 
 
 def minimum(a, b):
+    tensors_only("minimum", a, b)
     return P.Minimum.apply(a, b)
 
 
@@ -123,7 +132,9 @@ def compare(formula, a, b):
     return fused(formula, [ta, tb], _dtype.bool, compute=dtype)
 
 
-def _comparison(formula):
+def _comparison(formula, name=None):
+    if name is not None:  # the logical ops take tensors only
+        return lambda a, b: (tensors_only(name, a, b), compare(formula, a, b))[1]
     return lambda a, b: compare(formula, a, b)
 
 
@@ -152,7 +163,7 @@ for _names, _formula in ((("eq",), M.eq), (("ne",), M.ne), (("lt", "less"), M.lt
                          (("gt", "greater"), M.gt), (("ge", "greater_equal"), M.ge),
                          (("logical_and",), M.logical_and), (("logical_or",), M.logical_or),
                          (("logical_xor",), M.logical_xor)):
-    register(_comparison(_formula), *_names)
+    register(_comparison(_formula, _names[0] if _names[0].startswith("logical") else None), *_names)
 for _name, _formula in (("logical_not", M.logical_not), ("isnan", M.isnan), ("isinf", M.isinf),
                         ("isfinite", M.isfinite)):
     register(_test(_formula), _name)

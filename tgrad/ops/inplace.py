@@ -38,6 +38,6 @@ def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
 def check_no_internal_overlap(t: Tensor):
     """PyTorch's refusal to write into an expanded tensor (a stride-0 dim of size > 1): each result
     element would land on memory other elements share."""
-    if any(st == 0 and n > 1 for n, st in zip(t.shape, t._data.stride())):
+    if t.numel() and any(st == 0 and n > 1 for n, st in zip(t.shape, t._data.stride())):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
                            "memory location. Please clone() the tensor before performing the operation.")

@@ -187,3 +187,26 @@ for _w in ("and", "or", "xor"):
 registry.register(bitwise_not, "bitwise_not")
 registry.register(lambda a, b: shift("l", a, b), "bitwise_left_shift")
 registry.register(lambda a, b: shift("r", a, b), "bitwise_right_shift")
+
+
+def _same_dtype_lerp(fn):
+    """lerp: PyTorch computes in the input's dtype and refuses an end or weight of another."""
+    def op(input, end, weight):  # noqa: A002
+        for name, t in (("end", end), ("weight", weight)):
+            if isinstance(t, Tensor) and t.dtype is not input.dtype:
+                raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `{name}` but got dtype "
+                                   f"{_c_name(t.dtype)}")
+        if not isinstance(end, Tensor):
+            raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
+        return fn(input, end, weight)
+    op.__name__ = op.__qualname__ = fn.__name__
+    return op
+
+
+def _c_name(dtype):
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+            "int32": "int", "bool": "bool"}.get(dtype.name, dtype.name)
+
+
+registry.register(_same_dtype_lerp(registry.FUNCTIONS["lerp"]), "lerp")
+registry.register(_same_dtype_lerp(registry.METHODS["lerp_"]), "lerp_", function=False)
