@@ -147,6 +147,9 @@ def test_special_values_forward(expr):
     "L.tensor([2 ** 62 + 1]) % 10", "L.add(L.tensor([1]), L.tensor([2]), alpha=0.5)", "L.sub(L.tensor([1]), 2, alpha=0.5)",
     "L.add(L.tensor([1.]), L.tensor([1]), alpha=0.5)", "L.add(L.tensor([1]), L.tensor([2]), alpha=3)",
     "L.tensor([True]) ^ 2", "L.tensor([True]) % 2", "L.tensor([3, 4], dtype=L.int32) // 2",
+    "L.round(L.tensor([5]), decimals=-1)", "L.round(L.tensor([5, -3]))", "L.round(L.tensor([True]))",
+    "L.tensor([1, 2]).trunc_()", "L.tensor([1.0, 2.0]).lerp(L.tensor([0.0, 1.0], dtype=L.float64), 0.5)",
+    "L.maximum(L.tensor([1.0]), 2)", "L.logical_and(L.tensor([1.0]), 1)", "L.hypot(L.tensor([1]), 2)",
 ])
 def test_booleans_and_integers(expr):
     same(lambda L, F: eval(expr))
@@ -297,3 +300,15 @@ def test_batch_norm_on_a_permuted_hwc_image():
         y.backward(g)
         return y.detach(), img.grad, m.weight.grad, m.bias.grad
     same(program)
+
+
+def test_found_by_the_fuzzer():
+    """Single findings of tests/test_fuzz.py, kept as regressions."""
+    same(lambda L, F: L.zeros(1, 0).expand(2, 0).abs_())  # no overlap error for 0 elements
+
+    def remainder_divisor_grad(L, F):  # PyTorch's floor division: NaN for an infinite dividend
+        b = L.tensor([1.25, 2.0], requires_grad=True)
+        (L.tensor([INF, 7.0]) % b).sum().backward()
+        return b.grad
+    same(remainder_divisor_grad)
+    same(lambda L, F: L.zeros(2).hypot_(2))  # the number's TypeError before the dtype's error

@@ -8,7 +8,7 @@ import math
 import numbers
 
 from .. import _dtype
-from ..tensor import Tensor
+from ..tensor import Tensor, _legacy_scalar
 from tgrad.kernels import math_ops as M
 from . import integer
 from . import pointwise as P
@@ -24,6 +24,10 @@ _Clamp, _PowScalar = function_class(BY_NAME["clamp"]), function_class(BY_NAME["p
 
 
 def round(x, decimals=0):  # noqa: A001
+    if x.dtype is _dtype.bool:
+        raise NotImplementedError('"round_vml_cpu" not implemented for \'Bool\'')
+    if decimals and not x.dtype.is_floating_point:
+        raise NotImplementedError(f'"round_cpu" not implemented for \'{_legacy_scalar(x.dtype, True)}\'')
     if decimals:
         scale = 10.0 ** decimals
         return _Round.apply(x * scale) / scale
