@@ -4,7 +4,7 @@ size-1 batch layout an HWC image gets from ``img.permute(2, 0, 1).unsqueeze(0)``
 ``test_fuzz.py`` compares: outputs, result types, requires_grad, errors, and the gradients of the
 input and of every parameter for a random upstream gradient.
 
-Budget: ``TGRAD_FUZZ_NN_EXAMPLES`` (default 25); seed ``TGRAD_FUZZ_SEED`` (``random`` for a campaign).
+Budget: ``TGRAD_FUZZ_NN_EXAMPLES`` (default 40); seed ``TGRAD_FUZZ_SEED`` (``random`` for a campaign).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import tgrad
 import tgrad.nn.functional as GF
 from test_fuzz import _close, _same_kind
 
-EXAMPLES = int(os.environ.get("TGRAD_FUZZ_NN_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("TGRAD_FUZZ_NN_EXAMPLES", "40"))
 SEED = os.environ.get("TGRAD_FUZZ_SEED", "11")
 
 ACTIVATIONS = ["relu", "gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "relu6", "hardsigmoid",
@@ -91,6 +91,7 @@ def _call(L, F, case, dtype):
             tm = torch.nn.AvgPool2d(2, 1 + k % 2)
         else:
             tm = torch.nn.Embedding(7, 3)
+        tm = tm.to(getattr(torch, str(dtype).split(".")[-1]))
         if L is torch:
             m = tm
         else:
