@@ -309,8 +309,10 @@ def _pow(a, b):
     b_int = tl.floor(b) == b
     b_inf = tl.abs(b) == float("inf")
     b_odd = b_int & (~b_inf) & ((b - 2.0 * tl.floor(b * 0.5)) != 0.0)
-    r = tl.where((a < 0) & b_odd, -mag, mag)
+    negative = (a < 0) | ((a == 0) & (1.0 / a < 0))  # -0.0 too: (-0.0)^-1 is -inf
+    r = tl.where(negative & b_odd, -mag, mag)
     r = tl.where((a < 0) & (~b_int), float("nan"), r)
+    r = tl.where(a == float("-inf"), tl.where(b < 0, 0.0, float("inf")) * tl.where(b_odd, -1.0, 1.0), r)
     r = tl.where((a == -1.0) & b_inf, 1.0, r)  # C pow: (-1)^+-inf = 1
     return tl.where((b == 0.0) | (a == 1.0), 1.0, r)  # 1^NaN = NaN^0 = 1
 

@@ -126,6 +126,8 @@ def test_gradients_at_nan_follow_pytorch(build):
     "L.tensor([NAN, 2.0]).clamp_min(1.0)", "F.hardtanh(L.tensor([NAN, 3.0]))", "F.elu(L.tensor([NAN, -INF]))",
     "1 ** L.tensor([NAN, INF])", "L.tensor([1.0, NAN]) ** NAN", "L.tensor([NAN]) ** 0", "L.tensor([-1.0, -2.0]) ** INF",
     "L.tensor([-1.0, -0.5]) ** -INF", "L.pow(L.tensor([1.0, -1.0]), L.tensor([NAN, INF]))",
+    "L.tensor([-0.0, -INF, -INF, -INF, -0.0]) ** L.tensor([-1.0, 0.25, -3.0, 3.0, 3.0])",
+    "L.tensor([-0.0, -INF, 0.0]) ** L.tensor(-0.5)", "L.tensor([-INF, -0.0]) ** 3",
     "L.round(L.tensor([-0.4, -0.5, 0.5, 1.5, -2.5, -0.0]))", "L.tensor([-0.5, 0.5, -0.0, 3.0]) // INF",
     "L.tensor([-0.5, 0.5, 7.0, -7.0]) // -INF", "L.tensor([7.0, -7.0, 0.0]) // 0.0", "L.tensor([-7.0, 7.5]) // 2.0",
     "L.div(L.tensor([-0.4, 7.0, -7.5]), 2.0, rounding_mode='trunc')", "L.tensor([5.0, -5.0]) % INF",
