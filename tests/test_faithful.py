@@ -314,3 +314,6 @@ def test_found_by_the_fuzzer():
         return b.grad
     same(remainder_divisor_grad)
     same(lambda L, F: L.zeros(2).hypot_(2))  # the number's TypeError before the dtype's error
+    for expr in ("L.zeros(0).amax()", "L.zeros(0, 3).amin()", "L.zeros(0, 3).amax(1)", "L.tensor([True]).argmax()",
+                 "L.tensor([True, False]).argmin(0)"):
+        same(lambda L, F: eval(expr))

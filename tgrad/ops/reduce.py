@@ -417,16 +417,26 @@ def min(x, dim=None, keepdim=False):  # noqa: A001
     return _extreme(x, dim, keepdim, "min", MinAll, MinDim)
 
 
+def _all_of_empty(x, dim, op):
+    if dim in ((), None, []) and x.numel() == 0:  # PyTorch: over everything, a 0-element input has no extreme
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument.")
+
+
 def amax(x, dim=(), keepdim=False):
+    _all_of_empty(x, dim, "amax")
     return Extreme.apply(x, _dims(x, dim if dim != () else None), keepdim, "amax")
 
 
 def amin(x, dim=(), keepdim=False):
+    _all_of_empty(x, dim, "amin")
     return Amin.apply(x, _dims(x, dim if dim != () else None), keepdim, "amin")
 
 
 def _arg(x, dim, keepdim, op):
     check_runnable(x)
+    if x.dtype is _dtype.bool:
+        raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
         if x.numel() == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
