@@ -149,6 +149,8 @@ def test_special_values_forward(expr):
     "L.tensor([2 ** 62 + 1]) % 10", "L.add(L.tensor([1]), L.tensor([2]), alpha=0.5)", "L.sub(L.tensor([1]), 2, alpha=0.5)",
     "L.add(L.tensor([1.]), L.tensor([1]), alpha=0.5)", "L.add(L.tensor([1]), L.tensor([2]), alpha=3)",
     "L.tensor([True]) ^ 2", "L.tensor([True]) % 2", "L.tensor([3, 4], dtype=L.int32) // 2",
+    "L.tensor([True]) ** L.tensor([True])", "L.tensor([True, False]) ** True", "L.tensor([True, False]) ** False",
+    "True ** L.tensor([True])",
     "L.round(L.tensor([5]), decimals=-1)", "L.round(L.tensor([5, -3]))", "L.round(L.tensor([True]))",
     "L.tensor([1, 2]).trunc_()", "L.tensor([1.0, 2.0]).lerp(L.tensor([0.0, 1.0], dtype=L.float64), 0.5)",
     "L.maximum(L.tensor([1.0]), 2)", "L.logical_and(L.tensor([1.0]), 1)", "L.hypot(L.tensor([1]), 2)",

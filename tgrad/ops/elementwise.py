@@ -92,6 +92,10 @@ def div(a, b, rounding_mode=None):
 
 
 def pow(a, b):  # noqa: A001
+    if result_type(a, b) is _dtype.bool:  # bools: only a Python bool exponent (PyTorch has no bool pow kernel)
+        if not (isinstance(a, Tensor) and isinstance(b, bool)):
+            raise NotImplementedError('"pow" not implemented for \'Bool\'')
+        return integer.pow_int(a, int(b), _dtype.int64).to(_dtype.bool)
     if isinstance(a, Tensor) and isinstance(b, numbers.Number) and not isinstance(b, bool):
         dtype = result_type(a, b)
         if not dtype.is_floating_point:
