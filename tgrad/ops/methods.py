@@ -174,7 +174,7 @@ def _numpy_operand(fn):
             if a.requires_grad:
                 raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                    "instead.")
-            dtype = getattr(_dtype, np.result_type(np.empty((), dtype=a._data.numpy().dtype), b).name)
+            dtype = getattr(_dtype, np.result_type(np.empty((), dtype=a.dtype.name), b).name)
             a, b = a.to(dtype), F.tensor(b, dtype=dtype, device=a.device)
         elif isinstance(b, np.bool_):
             b = int(b)
