@@ -146,12 +146,18 @@ def check(case, dtype_name):
     if err is not None:
         assert _same_kind(err, want_err), f"torch: {want_err!r}\ntgrad: {err!r}"
         return
+    ref = None
     for i, (g, w) in enumerate(zip(got, want)):
         if w is None:
             assert g is None, f"output {i}: tgrad {g!r}, torch None"
             continue
         assert tuple(g.shape) == tuple(w.shape), f"output {i}: shape {tuple(g.shape)} != {tuple(w.shape)}"
-        assert _close(g, w, dtype_name), f"output {i} (0 forward, 1 input grad, then params):\n tgrad {g}\n torch {w}"
+        if _close(g, w, dtype_name):
+            continue
+        if ref is None:  # float32: PyTorch in float64 on the same numbers is the value reference
+            ref = _run(torch, TF, case, "float64")[0] or []
+        assert dtype_name != "float64" and i < len(ref) and ref[i] is not None and _close(g, ref[i], dtype_name), \
+            f"output {i} (0 forward, 1 input grad, then params):\n tgrad {g}\n torch {w}"
 
 
 @pytest.mark.filterwarnings("ignore")
