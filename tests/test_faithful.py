@@ -151,6 +151,8 @@ def test_special_values_forward(expr):
     "L.tensor([True]) ^ 2", "L.tensor([True]) % 2", "L.tensor([3, 4], dtype=L.int32) // 2",
     "L.tensor([True]) ** L.tensor([True])", "L.tensor([True, False]) ** True", "L.tensor([True, False]) ** False",
     "True ** L.tensor([True])",
+    "L.ones(2).sub_(True)", "L.tensor([True]).sub_(L.tensor([True]))", "L.ones(2).__isub__(True)",
+    "L.tensor([1, 2]).add_(1, alpha=0.5)",
     "L.round(L.tensor([5]), decimals=-1)", "L.round(L.tensor([5, -3]))", "L.round(L.tensor([True]))",
     "L.tensor([1, 2]).trunc_()", "L.tensor([1.0, 2.0]).lerp(L.tensor([0.0, 1.0], dtype=L.float64), 0.5)",
     "L.maximum(L.tensor([1.0]), 2)", "L.logical_and(L.tensor([1.0]), 1)", "L.hypot(L.tensor([1]), 2)",

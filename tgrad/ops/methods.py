@@ -14,7 +14,7 @@ from tgrad.kernels import math_ops as M
 from . import advanced, matmul, reduce, shape
 from . import factories as F
 from . import pointwise as P
-from . import integer
+from . import elementwise, integer
 from ._common import broadcast_shapes
 from .formula import fused
 from .generated import check_cast
@@ -198,6 +198,10 @@ METHODS["__setitem__"] = setitem
 
 def _inplace_binary(fn, formula):
     def method(self, other, *, alpha=None):
+        if formula is M.sub:  # the out-of-place op's refusals hold in place too
+            elementwise._check_bool_sub(self, other)
+        if alpha is not None:
+            elementwise._check_alpha(self, other, alpha)
         check_cast(self, other)
         if alpha is not None:
             return write_inplace(self, lambda a, b: fn(a, b, alpha=alpha), other, formula=formula, params=(alpha,))
