@@ -38,7 +38,7 @@ def clamp_min_t(x, lo, p):     # y = max(x, lo), NaN kept; the bound where equal
 
 @triton.jit
 def clamp_min_t_bwd(x, lo, g, p):
-    return tl.where(x >= lo, g, 0.0 * g), tl.where(x < lo, g, 0.0 * g)
+    return tl.where(x >= lo, g, tl.zeros_like(g)), tl.where(x < lo, g, tl.zeros_like(g))
 
 @triton.jit
 def clamp_max_t(x, hi, p):     # y = min(x, hi)          dy/dx = [x <= hi], dy/dhi = [x > hi]
@@ -46,15 +46,15 @@ def clamp_max_t(x, hi, p):     # y = min(x, hi)          dy/dx = [x <= hi], dy/d
 
 @triton.jit
 def clamp_max_t_bwd(x, hi, g, p):
-    return tl.where(x <= hi, g, 0.0 * g), tl.where(x > hi, g, 0.0 * g)
+    return tl.where(x <= hi, g, tl.zeros_like(g)), tl.where(x > hi, g, tl.zeros_like(g))
 
 @triton.jit
 def hardtanh(x, p):            # y = min(max(x, lo), hi); p = (lo, hi)     dy/dx = [lo < x < hi]
     return tl.where(x < p[0], tl.zeros_like(x) + p[0], tl.where(x > p[1], tl.zeros_like(x) + p[1], x))  # NaN, -0 kept
 
 @triton.jit
-def hardtanh_bwd(x, g, p):
-    return tl.where((x > p[0]) & (x < p[1]), g, 0.0 * g)
+def hardtanh_bwd(x, g, p):     # selects; a NaN passes g (PyTorch: x <= lo or x >= hi gives 0)
+    return tl.where((x <= p[0]) | (x >= p[1]), tl.zeros_like(g), g)
 
 # ----------------------------------------------------------------------------- activations
 
@@ -64,7 +64,7 @@ def hardsigmoid(x, p):         # y = relu6(x + 3) / 6    dy/dx = 1/6 on (-3, 3)
 
 @triton.jit
 def hardsigmoid_bwd(x, g, p):  # PyTorch scales by 1/6 rounded to float32 in every dtype: so do we
-    return tl.where((x > -3.0) & (x < 3.0), g * 0.1666666716337204, 0.0 * g)
+    return tl.where((x > -3.0) & (x < 3.0), g * 0.1666666716337204, tl.zeros_like(g))
 
 @triton.jit
 def hardswish(x, p):           # y = x relu6(x + 3) / 6  dy/dx = 0, x/3 + 1/2 on (-3, 3), 1
@@ -72,7 +72,7 @@ def hardswish(x, p):           # y = x relu6(x + 3) / 6  dy/dx = 0, x/3 + 1/2 on
 
 @triton.jit
 def hardswish_bwd(x, g, p):
-    return tl.where(x <= -3.0, 0.0 * g, tl.where(x < 3.0, g * (x / 3.0 + 0.5), g))  # open interval, as PyTorch
+    return tl.where(x <= -3.0, tl.zeros_like(g), tl.where(x < 3.0, g * (x / 3.0 + 0.5), g))  # open interval, as PyTorch
 
 @triton.jit
 def _softplus(x):

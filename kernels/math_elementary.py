@@ -9,6 +9,8 @@ IEEE/C99 special values (inf, NaN, signed zeros) as PyTorch does.
 import triton
 import triton.language as tl
 
+from .math_integer import floor_divide_float
+
 from .math_ops import expm1, log1p
 
 LN2 = 0.6931471805599453
@@ -256,8 +258,8 @@ def remainder(a, b, p):        # Python's %: the sign of b
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 @triton.jit
-def remainder_bwd(a, b, g, p):  # da: 1, db: -floor(a/b)
-    return g, -g * tl.floor(a / b)
+def remainder_bwd(a, b, g, p):  # da: 1, db: -floor(a/b), PyTorch's floor division (NaN for an infinite a)
+    return g, -g * floor_divide_float(a, b, p)
 
 @triton.jit
 def lerp(start, end, weight, p):   # start + w (end - start), from the nearer end (as PyTorch)

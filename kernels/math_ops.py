@@ -139,8 +139,8 @@ def relu(x, p):                # y = max(x, 0)           dy/dx = [y > 0]; NaN an
     return tl.where(x < 0, tl.zeros_like(x), x)
 
 @triton.jit
-def relu_bwd(y, g, p):
-    return tl.where(y <= 0, 0.0, g)    # as torch: zero where y <= 0 even for an inf/NaN g
+def relu_bwd(y, g, p):        # selects (threshold_backward): a NaN passes g, as PyTorch
+    return tl.where(y <= 0, tl.zeros_like(g), g)
 
 @triton.jit
 def gelu(x, p):                # y = x Phi(x) = x/2 (1 + erf(x/sqrt2))
@@ -199,16 +199,17 @@ def elu_bwd(x, g, p):          # dy/dx = 1, or alpha e^x
     return tl.where(x > 0, g, g * p[0] * tl.exp(tl.where(x > 0, 0.0, x)))
 
 @triton.jit
-def clamp(x, p):               # y = min(max(x, lo), hi); p = (lo, hi), +-inf when absent
-    return tl.minimum(tl.maximum(x, p[0]), p[1])
+def clamp(x, p):               # y = min(max(x, lo), hi); p = (lo, hi), +-inf when absent; NaN (x or a bound) kept
+    return clamp_t(x, tl.zeros_like(x) + p[0], tl.zeros_like(x) + p[1], p)
 
 @triton.jit
 def clamp_bwd(x, g, p):        # dy/dx = [lo <= x <= hi]
-    return tl.where((x >= p[0]) & (x <= p[1]), g, 0.0 * g)
+    return tl.where((x >= p[0]) & (x <= p[1]), g, tl.zeros_like(g))
 
 @triton.jit
-def clamp_t(x, lo, hi, p):     # tensor bounds (a missing one is +-inf): y = min(max(x, lo), hi)
-    return tl.minimum(tl.maximum(x, lo), hi)
+def clamp_t(x, lo, hi, p):     # tensor bounds (a missing one is +-inf): y = min(max(x, lo), hi), NaN propagated
+    r = tl.where((x < lo) | (lo != lo), lo, x)
+    return tl.where((r > hi) | (hi != hi), hi, r)
 
 @triton.jit
 def clamp_t_x(x, lo, hi, p):   # where dy/dx = 1
@@ -230,7 +231,7 @@ def pow_scalar(x, p):          # y = x^e; p = (e, 1 for an integer result)    dy
 def pow_scalar_bwd(x, g, p):
     e = p[0]
     if e == 0.0:
-        r = 0.0 * g
+        r = tl.zeros_like(g)
     else:
         r = g * e * _powi(x, e - 1.0)
     return r
@@ -275,6 +276,7 @@ def round_(x, p):              # round half to even, as torch.round
     tie = (r - x) == 0.5
     odd = (r - 2.0 * tl.floor(r * 0.5)) != 0.0
     r = tl.where(tie & odd, r - 1.0, r)
+    r = tl.where(r == 0.0, x * 0.0, r)  # round(-0.4) is -0.0
     big = 4503599627370496.0 if x.dtype == tl.float64 else 8388608.0  # already integral past this
     return tl.where(tl.abs(x) >= big, x, r)
 
@@ -303,12 +305,17 @@ def _round_if(r, flag):
 @triton.jit
 def _pow(a, b):
     """a^b for any real a, b: exp(b ln|a|) with the sign of a for odd integer b; 0^0 = 1."""
-    mag = tl.exp(b * tl.log(tl.abs(a)))
+    # in fp64: exp(b ln|a|) in fp32 loses |b ln a| ulps (a float32 2.5^20 off in the 4th digit)
+    mag = tl.exp(b.to(tl.float64) * tl.log(tl.abs(a).to(tl.float64))).to(a.dtype)
     b_int = tl.floor(b) == b
-    b_odd = b_int & ((b - 2.0 * tl.floor(b * 0.5)) != 0.0)
-    r = tl.where((a < 0) & b_odd, -mag, mag)
+    b_inf = tl.abs(b) == float("inf")
+    b_odd = b_int & (~b_inf) & ((b - 2.0 * tl.floor(b * 0.5)) != 0.0)
+    negative = (a < 0) | ((a == 0) & (1.0 / a < 0))  # -0.0 too: (-0.0)^-1 is -inf
+    r = tl.where(negative & b_odd, -mag, mag)
     r = tl.where((a < 0) & (~b_int), float("nan"), r)
-    return tl.where(b == 0.0, 1.0, r)
+    r = tl.where(a == float("-inf"), tl.where(b < 0, 0.0, float("inf")) * tl.where(b_odd, -1.0, 1.0), r)
+    r = tl.where((a == -1.0) & b_inf, 1.0, r)  # C pow: (-1)^+-inf = 1
+    return tl.where((b == 0.0) | (a == 1.0), 1.0, r)  # 1^NaN = NaN^0 = 1
 
 @triton.jit
 def add(a, b, p):              # y = a + alpha b; p = (alpha,)
@@ -353,29 +360,29 @@ def pow_(a, b, p):             # y = a^b; p = (_, 1 for an integer result)    dy
 
 @triton.jit
 def pow_bwd(a, b, g, p):
-    da = tl.where(b == 0.0, 0.0 * g, g * b * _pow(a, b - 1.0))
+    da = tl.where(b == 0.0, tl.zeros_like(g), g * b * _pow(a, b - 1.0))
     db = tl.where((a == 0.0) & (b >= 0.0), 0.0 * g, g * _pow(a, b) * tl.log(a))
     return da, db
 
 @triton.jit
-def maximum(a, b, p):          # ties split the gradient evenly, as torch
-    return tl.where((a != a) | (a > b), a, b)
+def maximum(a, b, p):          # ties split the gradient evenly, as torch; a tie returns a (-0.0 vs 0.0), NaN wins
+    return tl.where(b != b, b, tl.where(a < b, b, a))
 
 @triton.jit
-def maximum_bwd(a, b, g, p):
+def maximum_bwd(a, b, g, p):   # selects; a NaN on either side sends g to both (as PyTorch's masked_fill)
     half = 0.5 * g
-    return (tl.where(a > b, g, tl.where(a == b, half, 0.0 * g)),
-            tl.where(b > a, g, tl.where(a == b, half, 0.0 * g)))
+    return (tl.where(a < b, tl.zeros_like(g), tl.where(a == b, half, g)),
+            tl.where(a > b, tl.zeros_like(g), tl.where(a == b, half, g)))
 
 @triton.jit
 def minimum(a, b, p):
-    return tl.where((a != a) | (a < b), a, b)
+    return tl.where(b != b, b, tl.where(b < a, b, a))
 
 @triton.jit
 def minimum_bwd(a, b, g, p):
     half = 0.5 * g
-    return (tl.where(a < b, g, tl.where(a == b, half, 0.0 * g)),
-            tl.where(b < a, g, tl.where(a == b, half, 0.0 * g)))
+    return (tl.where(a > b, tl.zeros_like(g), tl.where(a == b, half, g)),
+            tl.where(a < b, tl.zeros_like(g), tl.where(a == b, half, g)))
 
 @triton.jit
 def eq(a, b, p):
@@ -431,7 +438,7 @@ def isfinite(x, p):
 
 @triton.jit
 def where_bwd(c, g, p):        # y = c ? a : b           dy/da = [c], dy/db = [not c]
-    return tl.where(c, g, 0.0 * g), tl.where(c, 0.0 * g, g)
+    return tl.where(c, g, tl.zeros_like(g)), tl.where(c, tl.zeros_like(g), g)
 
 # ----------------------------------------------------------------------------- ternary
 

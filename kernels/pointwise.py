@@ -109,6 +109,61 @@ def _mode(strides, linear) -> int:
     return STRIDED
 
 
+def _dense(t) -> bool:
+    """Non-overlapping and dense: some order of the dims makes ``t`` contiguous."""
+    expected = 1
+    for size, stride in sorted(((n, st) for n, st in zip(t.shape, t.stride()) if n != 1), key=lambda p: p[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def output_strides(shape, inputs, views):
+    """The strides of a pointwise result, by PyTorch's TensorIterator rule: contiguous when the
+    inputs are; the inputs' own strides when they all have the result's shape and one dense layout;
+    otherwise the dims ordered as the inputs' strides order them (broadcast dims and ties left to the
+    next input), contiguous in that order. None: contiguous."""
+    ndim = len(shape)
+    if ndim <= 1 or math.prod(shape) == 0:
+        return None
+    if all(tuple(t.shape) == shape for t in inputs):  # (a number operand is a 0-d input: not this case)
+        if all(t.is_contiguous() for t in inputs):
+            return None
+        if all(_dense(t) for t in inputs) and len({t.stride() for t in inputs}) == 1:
+            return inputs[0].stride()
+    strides = [v.stride() for v in views]
+
+    def should_swap(d0, d1):
+        for st in strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return 1 if s0 > s1 else -1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim))[::-1]  # fastest-moving dim first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    if perm == list(range(ndim))[::-1]:
+        return None
+    out, step = [0] * ndim, 1
+    for d in perm:
+        out[d] = step
+        step *= shape[d]
+    return tuple(out)
+
+
 def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None):
     """Run ``op`` elementwise over ``inputs`` (torch tensors broadcastable to ``shape``).
 
@@ -118,12 +173,14 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     """
     shape = tuple(shape)
     device = inputs[0].device
+    views = [t.expand(shape) for t in inputs]
     if outs is None:
-        outs = [torch.empty(shape, dtype=dt, device=device) for dt in out_dtypes]
+        strides = output_strides(shape, inputs, views)
+        outs = [torch.empty(shape, dtype=dt, device=device) if strides is None else
+                torch.empty_strided(shape, strides, dtype=dt, device=device) for dt in out_dtypes]
     numel = math.prod(shape)
     if numel == 0:
         return outs
-    views = [t.expand(shape) for t in inputs]
     cshape, cstrides = collapse(shape, [o.stride() for o in outs[:1]] + [v.stride() for v in views])
     if any(o.stride() != outs[0].stride() for o in outs[1:]):
         raise ValueError("the outputs of a multi-output pointwise op must share strides")

@@ -110,7 +110,7 @@ class _Linear(BuiltinFunction):
     @classmethod
     def forward(cls, ctx, x, weight, bias):
         N, K = weight.shape
-        x2 = x._data.reshape(-1, K)
+        x2 = x._data.reshape(math.prod(x.shape[:-1]), K)  # (not -1: ambiguous when K or a batch dim is 0)
         kind = _ACTS[cls.act][1] if cls.act else None
         out = KM.matmul(x2, weight._data.t(), bias=None if bias is None else bias._data,
                         activation=cls.act, allow_tf32=_allow_tf32(x), return_preact=kind == "z")
@@ -125,15 +125,16 @@ class _Linear(BuiltinFunction):
         x, w, b, s = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad[:3]
         N, K = w.shape
-        g2 = g._data.reshape(-1, N)
+        rows = math.prod(x.shape[:-1])
+        g2 = g._data.reshape(rows, N)
         if cls.act:  # dZ = dY act'(.): the activation row's derivative formula, one launch
-            g2, = pointwise(_ACTS[cls.act][0].derivative, [s._data.reshape(-1, N), g2], g2.shape, [g2.dtype])
+            g2, = pointwise(_ACTS[cls.act][0].derivative, [s._data.reshape(rows, N), g2], g2.shape, [g2.dtype])
         tf32 = _allow_tf32(g)
         dx = wrap(KM.matmul(g2, w._data, allow_tf32=tf32).view(x.shape)) if nx else None
         if nw and nb:  # dW = dZ^T X and db = dZ^T 1 from one launch (db summed beside the product)
-            dw, db = (wrap(t) for t in KM.matmul(g2.t(), x._data.reshape(-1, K), allow_tf32=tf32, rowsum=True))
+            dw, db = (wrap(t) for t in KM.matmul(g2.t(), x._data.reshape(rows, K), allow_tf32=tf32, rowsum=True))
             return dx, dw, db
-        dw = wrap(KM.matmul(g2.t(), x._data.reshape(-1, K), allow_tf32=tf32)) if nw else None
+        dw = wrap(KM.matmul(g2.t(), x._data.reshape(rows, K), allow_tf32=tf32)) if nw else None
         db = wrap(_reduce(g2, (0,), "sum")) if nb else None
         return dx, dw, db
 
@@ -147,8 +148,9 @@ class _Linear(BuiltinFunction):
         if cls.act:
             row, kind = _ACTS[cls.act]
             gz = traced_backward(row.derivative, (s if kind == "y" else _linear_ops(x, w, b),), g, (), row.zero_edges)
-        g2 = gz.reshape(-1, N)
-        return gz @ w if nx else None, g2.t() @ x.reshape(-1, K) if nw else None, g2.sum(0) if nb else None
+        rows = math.prod(x.shape[:-1])
+        g2 = gz.reshape(rows, N)
+        return gz @ w if nx else None, g2.t() @ x.reshape(rows, K) if nw else None, g2.sum(0) if nb else None
 
 
 class _PlainLinear(_Linear):
@@ -392,7 +394,7 @@ class _EmbeddingDense(BuiltinFunction):
         ctx.save_for_backward(indices)
         ctx.padding_idx = padding_idx
         D = g.shape[-1]
-        return wrap(KE.embedding_backward(indices._data, g._data.reshape(-1, D), V, padding_idx))
+        return wrap(KE.embedding_backward(indices._data, g._data.reshape(indices.numel(), D), V, padding_idx))
 
     @staticmethod
     def backward(ctx, gg):

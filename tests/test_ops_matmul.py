@@ -162,8 +162,9 @@ def test_error_messages(case):
     assert str(got.value) == str(expected.value).replace("torch", "tgrad")
 
 
-def test_matmul_refuses_non_tensors_and_integers():
+def test_matmul_refuses_non_tensors_and_multiplies_integers_exactly():
     with pytest.raises(TypeError, match="matmul"):
         tgrad.matmul(tgrad.ones(2, 2), [[1.0, 0.0], [0.0, 1.0]])
-    with pytest.raises(RuntimeError):
-        tgrad.tensor([[1, 2]]) @ tgrad.tensor([[1], [2]])
+    got = tgrad.tensor([[1, 2 ** 40]]) @ tgrad.tensor([[3], [2 ** 20]])  # exact in int64, as PyTorch
+    assert got.dtype is tgrad.int64
+    assert torch.equal(got.torch(), torch.tensor([[1, 2 ** 40]]) @ torch.tensor([[3], [2 ** 20]]))

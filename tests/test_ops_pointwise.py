@@ -318,7 +318,9 @@ def test_comparisons_and_logic_give_bool_without_grad(name):
     br = uniform64((4,), -2, 2, seed=1).round().float()
     a, b = tgrad.from_torch(ar).requires_grad_(), tgrad.from_torch(br)
     for got, want in [(getattr(tgrad, name)(a, b), getattr(torch, name)(ar, br)),
-                      (getattr(tgrad, name)(a, 1.0), getattr(torch, name)(ar, torch.tensor(1.0))),
+                      # (the logical ops take tensors only, as PyTorch's: a number is a TypeError there)
+                      (getattr(tgrad, name)(a, 1.0 if name in COMPARE else tgrad.tensor(1.0)),
+                       getattr(torch, name)(ar, torch.tensor(1.0))),
                       (getattr(a, name)(b), getattr(ar, name)(br))]:
         assert got.dtype is tgrad.bool and not got.requires_grad and got.grad_fn is None
         assert torch.equal(got.torch(), want)

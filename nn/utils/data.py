@@ -120,7 +120,7 @@ def default_collate(batch):
     if isinstance(elem, Tensor):
         return tgrad.stack(list(batch), 0)
     if isinstance(elem, np.ndarray):
-        return tgrad.stack([tgrad.from_numpy(np.ascontiguousarray(b).reshape(b.shape)) for b in batch], 0)
+        return tgrad.stack([tgrad.from_numpy(b if b.flags.c_contiguous else b.copy(order="C")) for b in batch], 0)
     if isinstance(elem, bool):
         return tgrad.tensor(batch, dtype=tgrad.bool)
     if isinstance(elem, numbers.Integral):

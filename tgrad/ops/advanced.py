@@ -439,7 +439,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
 
 def masked_fill_(x: Tensor, mask: Tensor, value) -> Tensor:
     value = _mask_value(x, mask, value)
-    return write_inplace(x, MaskedFill.apply, mask, value, formula=_masked_fill_formula)
+    return write_inplace(x, MaskedFill.apply, mask, value, formula=_masked_fill_formula, fill=True)  # as PyTorch: no overlap check
 
 
 class MaskedSelect(Index):

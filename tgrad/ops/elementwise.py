@@ -10,10 +10,12 @@ import numbers
 from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
+from . import integer
 from . import pointwise as P
 from .common import as_operand, check_runnable, result_type
 from .formula import fused
 from .generated import function_class
+from . import registry
 from .registry import register
 from .table import BY_NAME
 
@@ -22,6 +24,10 @@ _Clamp, _PowScalar = function_class(BY_NAME["clamp"]), function_class(BY_NAME["p
 
 
 def round(x, decimals=0):  # noqa: A001
+    if x.dtype is _dtype.bool:
+        raise NotImplementedError('"round_vml_cpu" not implemented for \'Bool\'')
+    if decimals and not x.dtype.is_floating_point:
+        raise NotImplementedError(f'"round_cpu" not implemented for \'{x.dtype.scalar_type}\'')
     if decimals:
         scale = 10.0 ** decimals
         return _Round.apply(x * scale) / scale
@@ -44,15 +50,34 @@ def clamp(x, min=None, max=None):  # noqa: A002
     return _Clamp.apply(x, -math.inf if min is None else min, math.inf if max is None else max)
 
 
+def _check_alpha(a, b, alpha):
+    if isinstance(alpha, float) and not result_type(a, b).is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+
+
+def _check_bool_sub(a, b):
+    is_bool = [isinstance(x, Tensor) and x.dtype is _dtype.bool or isinstance(x, bool) for x in (a, b)]
+    if all(is_bool):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    if any(is_bool):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def add(a, b, alpha=1):
+    _check_alpha(a, b, alpha)
     return P.Add.apply(a, b, alpha) if alpha != 1 else P.Add.apply(a, b)
 
 
 def sub(a, b, alpha=1):
+    _check_alpha(a, b, alpha)
+    _check_bool_sub(a, b)
     return P.Sub.apply(a, b, alpha) if alpha != 1 else P.Sub.apply(a, b)
 
 
 def rsub(a, b):
+    _check_bool_sub(a, b)
     return P.Rsub.apply(a, b)
 
 
@@ -63,38 +88,46 @@ def mul(a, b):
 def div(a, b, rounding_mode=None):
     if rounding_mode is None:
         return P.Div.apply(a, b)
-    q = P.Div.apply(a, b)
-    floor, sign, absolute = (function_class(BY_NAME[n]) for n in ("floor", "sign", "abs"))
-    out = floor.apply(q) if rounding_mode == "floor" else sign.apply(q) * floor.apply(absolute.apply(q))
-    if isinstance(a, Tensor) and not a.dtype.is_floating_point and not (isinstance(b, Tensor) and b.dtype.is_floating_point) \
-            and not isinstance(b, float):
-        out = out.to(result_type(a, b))
-    return out
+    return integer.rounded_div(a, b, rounding_mode)
 
 
 def pow(a, b):  # noqa: A001
+    if result_type(a, b) is _dtype.bool:  # bools: only a Python bool exponent (PyTorch has no bool pow kernel)
+        if not (isinstance(a, Tensor) and isinstance(b, bool)):
+            raise NotImplementedError('"pow" not implemented for \'Bool\'')
+        return integer.pow_int(a, int(b), _dtype.int64).to(_dtype.bool)
     if isinstance(a, Tensor) and isinstance(b, numbers.Number) and not isinstance(b, bool):
         dtype = result_type(a, b)
         if not dtype.is_floating_point:
             if b < 0:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
-            a = a.to(dtype) if a.dtype is _dtype.bool else a
-            return fused(M.pow_scalar, [a], dtype, (b, 1.0), compute=_dtype.float64)
+            return integer.pow_int(a, b, dtype)
         return _PowScalar.apply(a, b)
     if not isinstance(a, Tensor):
         return P.PowScalarBase.apply(b, a)
     return P.Pow.apply(a, b)
 
 
+def tensors_only(name, a, b):
+    """PyTorch's TypeError for a number where its signature takes only tensors (``maximum(x, 2)``)."""
+    for i, (arg, t) in enumerate((("input", a), ("other", b))):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {i + 1}) must be Tensor, not {type(t).__name__}")
+
+
 def maximum(a, b):
+    tensors_only("maximum", a, b)
     return P.Maximum.apply(a, b)
 
 
 def minimum(a, b):
+    tensors_only("minimum", a, b)
     return P.Minimum.apply(a, b)
 
 
 def where(condition, input=None, other=None):  # noqa: A002
+    if input is None and other is None:  # where(condition): nonzero(condition, as_tuple=True)
+        return registry.FUNCTIONS["nonzero"](condition, as_tuple=True)
     return P.Where.apply(condition, input, other)
 
 
@@ -107,7 +140,9 @@ def compare(formula, a, b):
     return fused(formula, [ta, tb], _dtype.bool, compute=dtype)
 
 
-def _comparison(formula):
+def _comparison(formula, name=None):
+    if name is not None:  # the logical ops take tensors only
+        return lambda a, b: (tensors_only(name, a, b), compare(formula, a, b))[1]
     return lambda a, b: compare(formula, a, b)
 
 
@@ -116,14 +151,7 @@ def _test(formula):
 
 
 def clone(x, memory_format=None):
-    return P.Clone.apply(x)
-
-
-def bitwise(formula, a, b):
-    for t in (a, b):
-        if isinstance(t, Tensor) and t.dtype is not _dtype.bool:
-            raise TypeError("tgrad supports &, |, ^ and ~ on bool tensors only")
-    return compare(formula, a, b)
+    return P.Clone.apply(x, str(memory_format).endswith("contiguous_format"))
 
 
 register(round, "round")
@@ -143,7 +171,7 @@ for _names, _formula in ((("eq",), M.eq), (("ne",), M.ne), (("lt", "less"), M.lt
                          (("gt", "greater"), M.gt), (("ge", "greater_equal"), M.ge),
                          (("logical_and",), M.logical_and), (("logical_or",), M.logical_or),
                          (("logical_xor",), M.logical_xor)):
-    register(_comparison(_formula), *_names)
+    register(_comparison(_formula, _names[0] if _names[0].startswith("logical") else None), *_names)
 for _name, _formula in (("logical_not", M.logical_not), ("isnan", M.isnan), ("isinf", M.isinf),
                         ("isfinite", M.isfinite)):
     register(_test(_formula), _name)

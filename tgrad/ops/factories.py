@@ -61,8 +61,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         src = data._data
     elif isinstance(data, torch.Tensor):
         src = data.detach()
-    elif isinstance(data, np.ndarray):
-        src = torch.from_numpy(np.ascontiguousarray(data).reshape(data.shape))  # (0-d stays 0-d)
+    elif isinstance(data, np.ndarray):  # (np.ascontiguousarray makes a 0-d array 1-d)
+        src = torch.from_numpy(data if data.flags.c_contiguous else data.copy(order="C"))
     else:
         # Parsed straight into the target dtype: going through float32 first would round float64 data.
         nested = _unwrap_nested(data)

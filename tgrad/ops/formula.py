@@ -42,11 +42,20 @@ def _fn(name):
     return lambda *args: registry.FUNCTIONS[name](*args)
 
 
+def _of_tensors(name):
+    """``tl.maximum(x, 0.0)``: tgrad.maximum takes tensors only (as PyTorch), a formula numbers too."""
+    def op(a, b):
+        like = a if isinstance(a, Tensor) else b
+        return registry.FUNCTIONS[name](_as_tensor(a, like), _as_tensor(b, like))
+    return op
+
+
 # what the formulas use of ``triton.language``, on Tensors (looked up when called: the ops
 # register after this module loads)
 _LANGUAGE = types.SimpleNamespace(
     **{name: _fn(name) for name in ("where", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "abs",
-                                    "floor", "ceil", "maximum", "minimum", "zeros_like")},
+                                    "floor", "ceil", "zeros_like")},
+    **{name: _of_tensors(name) for name in ("maximum", "minimum")},
     math=types.SimpleNamespace(erf=_fn("erf")),
     float16=_dtype.float16, float32=_dtype.float32, float64=_dtype.float64)
 # helper formulas that are public ops themselves: traced as the op (exact derivative, one node)

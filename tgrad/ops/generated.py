@@ -165,13 +165,14 @@ def make_function(row):
             args = _bind(row, args, kwargs) if kwargs or len(args) < n or len(args) > n + len(defaults) else \
                 list(args) + list(defaults[len(args) - n:])
         x = args[0]
+        cls = _select(row, args[:n])  # PyTorch's TypeError for a refused number comes first
         if checks_dtype:
             _refuse(row, args[:n])
         if integer_copy and isinstance(x, Tensor) and not x.dtype.is_floating_point:
             if x.dtype is _dtype.bool:  # PyTorch's type and text
                 raise NotImplementedError(f'"{row.name}" not implemented for \'Bool\'')
             return x.clone()  # an integer is its own floor (a copy, as torch)
-        return _select(row, args[:n]).apply(*args)
+        return cls.apply(*args)
 
     op.__name__ = op.__qualname__ = row.name
     op.__doc__ = f"tgrad.{row.name}: {row.forward.fn.__name__} of kernels/{row.forward.fn.__module__.split('.')[-1]}" \
@@ -193,12 +194,16 @@ def make_inplace(row, op):
     n = 1 + len(row.operands)
 
     def op_(self, *args, **kwargs):
+        if row.dtypes == "floor" and isinstance(self, Tensor) and not self.dtype.is_floating_point and not args:
+            if self.dtype is _dtype.bool:
+                raise NotImplementedError(f'"{row.name}" not implemented for \'Bool\'')
+            return self  # an integer is its own floor: nothing to write
         values = _bind(row, (self,) + args, kwargs)
         others, params = values[1:n], values[n:]
+        cls = _select(row, values[:n])  # PyTorch's TypeError for a number it refuses
         if row.no_ints is not None or row.no_bool is not None:
             _refuse(row, values[:n])
         check_cast(self, *others, division=row.dtypes == "float")
-        cls = _select(row, values[:n])  # PyTorch's TypeError for a number it refuses
         if row.inplace_node is not None and cls is function_class(row):
             cls = _inplace_class(row)
         return write_inplace(self, lambda t, *o: cls.apply(t, *o, *params), *others, formula=row.forward,

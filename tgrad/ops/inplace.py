@@ -8,10 +8,13 @@ from .formula import fused
 from .views import rebase_history
 
 
-def write_inplace(t: Tensor, fn, *others, formula=None, params=()):
+def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
     """``t <- fn(t, *others)`` in place. Without a graph to record, the kernel writes straight into
     ``t`` (one launch); with one, the out-of-place result is computed, copied in, and ``t`` takes
-    its history (PyTorch's rebase), after the tensors the new node saved are protected."""
+    its history (PyTorch's rebase), after the tensors the new node saved are protected. Only a fill
+    (``fill=True``) may write into a tensor whose elements share memory (an expanded one)."""
+    if not fill:
+        check_no_internal_overlap(t)
     check_inplace(t)
     record = is_grad_enabled() and (t._requires_grad or any(isinstance(o, Tensor) and o._requires_grad
                                                           for o in others))
@@ -30,3 +33,11 @@ def write_inplace(t: Tensor, fn, *others, formula=None, params=()):
                            f"{list(result.shape)}")
     rebase_history(t, result)
     return t
+
+
+def check_no_internal_overlap(t: Tensor):
+    """PyTorch's refusal to write into an expanded tensor (a stride-0 dim of size > 1): each result
+    element would land on memory other elements share."""
+    if t.numel() and any(st == 0 and n > 1 for n, st in zip(t.shape, t._data.stride())):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
+                           "memory location. Please clone() the tensor before performing the operation.")

@@ -10,6 +10,7 @@ import math
 
 from .. import backends
 from ..autograd.function import BuiltinFunction
+from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels import matmul as K
 from .common import broadcast_shapes, check_runnable, wrap
@@ -113,6 +114,10 @@ class Dot(BuiltinFunction):
 
 
 def matmul(a, b):
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.ndim and b.ndim and a.dtype is b.dtype and \
+            not a.dtype.is_floating_point and a.dtype is not _dtype.bool and \
+            a.shape[-1] == b.shape[-2 if b.ndim > 1 else -1]:
+        return _integer_matmul(a, b)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul(): argument must be Tensor, not {type(b if isinstance(a, Tensor) else a).__name__}")
     if a.ndim == 0 or b.ndim == 0:
@@ -187,4 +192,30 @@ def outer(a, b):
     return a.reshape(-1, 1) * b
 
 
-vdot = inner = dot
+vdot = dot
+
+
+def inner(a, b):
+    """Sum over the last dims: (..a, K) . (..b, K) -> (..a, ..b); a 0-d operand multiplies."""
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    if a.ndim == 1 and b.ndim == 1:
+        return dot(a, b)
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(a.shape)} and {list(b.shape)}")
+    k = a.shape[-1]
+    return matmul(a.reshape(-1, k), b.reshape(-1, k).t()).reshape(*a.shape[:-1], *b.shape[:-1])
+
+
+def _integer_matmul(a, b):
+    """Integer operands (no integer tensor-core path in the kernels): exact broadcast products summed
+    in the integer dtype."""
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+    out = (a2.unsqueeze(-1) * b2.unsqueeze(-3)).sum(-2).to(a.dtype)  # (sum widens to int64)
+    if a.ndim == 1:
+        out = out.squeeze(-2)
+    if b.ndim == 1:
+        out = out.squeeze(-1)
+    return out

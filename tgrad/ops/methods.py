@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from . import advanced, matmul, reduce, shape
 from . import factories as F
 from . import pointwise as P
-from .elementwise import bitwise
+from . import elementwise, integer
 from .common import broadcast_shapes
 from .formula import fused
 from .generated import check_cast
@@ -66,7 +68,18 @@ METHODS["expand_as"] = lambda self, other: shape.expand(self, *other.shape)
 METHODS["type_as"] = lambda self, other: self.to(other.dtype)
 METHODS["select"] = _select
 METHODS["T"] = property(lambda self: shape.permute(self, *reversed(range(self.ndim))))
-METHODS["mT"] = property(lambda self: shape.transpose(self, -2, -1))
+
+
+def _mT(self):
+    if self.ndim == 0:  # PyTorch: the identity on 0-d tensors (deprecated there)
+        return shape.view(self, ())
+    if self.ndim == 1:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
+                           "tensor.")
+    return shape.transpose(self, -2, -1)
+
+
+METHODS["mT"] = property(_mT)
 METHODS["masked_fill_"] = lambda self, mask, value: advanced.masked_fill_(self, mask, value)
 METHODS["scatter_add_"] = lambda self, dim, index, src: write_inplace(
     self, lambda a, i, s: advanced.scatter_add(a, dim, i, s), index, src)
@@ -121,7 +134,14 @@ METHODS["__rsub__"] = lambda a, b: FUNCTIONS["rsub"](a, b)
 METHODS["__mul__"] = METHODS["__rmul__"] = lambda a, b: FUNCTIONS["mul"](a, b)
 METHODS["__truediv__"] = lambda a, b: FUNCTIONS["div"](a, b)
 METHODS["__rtruediv__"] = lambda a, b: FUNCTIONS["mul"](FUNCTIONS["reciprocal"](a), b)
-METHODS["__floordiv__"] = lambda a, b: FUNCTIONS["div"](a, b, rounding_mode="floor")
+METHODS["__floordiv__"] = lambda a, b: FUNCTIONS["floor_divide"](a, b)
+METHODS["__rfloordiv__"] = lambda a, b: FUNCTIONS["floor_divide"](b, a)
+METHODS["__mod__"] = lambda a, b: FUNCTIONS["remainder"](a, b)
+METHODS["__rmod__"] = lambda a, b: FUNCTIONS["remainder"](b, a)
+METHODS["__lshift__"] = lambda a, b: integer.shift("l", a, b)
+METHODS["__rlshift__"] = lambda a, b: integer.shift("l", b, a)
+METHODS["__rshift__"] = lambda a, b: integer.shift("r", a, b)
+METHODS["__rrshift__"] = lambda a, b: integer.shift("r", b, a)
 METHODS["__pow__"] = lambda a, b: FUNCTIONS["pow"](a, b)
 METHODS["__rpow__"] = lambda a, b: FUNCTIONS["pow"](b, a)
 METHODS["__matmul__"] = lambda a, b: FUNCTIONS["matmul"](a, b)
@@ -135,12 +155,42 @@ METHODS["__lt__"] = lambda a, b: FUNCTIONS["lt"](a, b)
 METHODS["__le__"] = lambda a, b: FUNCTIONS["le"](a, b)
 METHODS["__gt__"] = lambda a, b: FUNCTIONS["gt"](a, b)
 METHODS["__ge__"] = lambda a, b: FUNCTIONS["ge"](a, b)
-METHODS["__and__"] = METHODS["__rand__"] = lambda a, b: bitwise(M.logical_and, a, b)
-METHODS["__or__"] = METHODS["__ror__"] = lambda a, b: bitwise(M.logical_or, a, b)
-METHODS["__xor__"] = METHODS["__rxor__"] = lambda a, b: bitwise(M.logical_xor, a, b)
-METHODS["__invert__"] = lambda a: FUNCTIONS["logical_not"](a) if a.dtype is _dtype.bool else (_ for _ in ()).throw(
-    TypeError("tgrad supports ~ on bool tensors only"))
+METHODS["__and__"] = METHODS["__rand__"] = lambda a, b: integer.bitwise("and", a, b)
+METHODS["__or__"] = METHODS["__ror__"] = lambda a, b: integer.bitwise("or", a, b)
+METHODS["__xor__"] = METHODS["__rxor__"] = lambda a, b: integer.bitwise("xor", a, b)
+METHODS["__invert__"] = integer.bitwise_not
 METHODS["__getitem__"] = getitem
+
+
+def _numpy_operand(fn):
+    """NumPy operands of an operator. A NumPy scalar is the Python number it holds (a NumPy bool an
+    int, as PyTorch reads it). An array makes the op NumPy's in PyTorch (``t + np.ones(3)`` is
+    computed by NumPy on ``t.numpy()`` and wrapped back): NumPy's promotion (float32 * int64 array
+    is float64), and PyTorch's error for a tensor that requires grad. NumPy defers to Tensor
+    (``__array_ufunc__ = None``), so ``np.float64(2) * t`` reaches the reflected operator and keeps
+    autograd."""
+    def op(a, b):
+        if isinstance(b, np.ndarray):
+            if a.requires_grad:
+                raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                                   "instead.")
+            dtype = getattr(_dtype, np.result_type(np.empty((), dtype=a.dtype.name), b).name)
+            a, b = a.to(dtype), F.tensor(b, dtype=dtype, device=a.device)
+        elif isinstance(b, np.bool_):
+            b = int(b)
+        elif isinstance(b, np.generic):
+            b = b.item()
+        return fn(a, b)
+    op.__name__ = op.__qualname__ = getattr(fn, "__name__", "op")
+    return op
+
+
+for _name in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod",
+              "rmod", "pow", "rpow", "lshift", "rlshift", "rshift", "rrshift", "and", "rand", "or", "ror", "xor",
+              "rxor", "matmul", "rmatmul"):  # (comparisons with an array raise TypeError in PyTorch too)
+    METHODS[f"__{_name}__"] = _numpy_operand(METHODS[f"__{_name}__"])
+METHODS["__array_priority__"] = 1000
+METHODS["__array_ufunc__"] = None
 METHODS["__setitem__"] = setitem
 
 
@@ -148,6 +198,10 @@ METHODS["__setitem__"] = setitem
 
 def _inplace_binary(fn, formula):
     def method(self, other, *, alpha=None):
+        if formula is M.sub:  # the out-of-place op's refusals hold in place too
+            elementwise._check_bool_sub(self, other)
+        if alpha is not None:
+            elementwise._check_alpha(self, other, alpha)
         check_cast(self, other)
         if alpha is not None:
             return write_inplace(self, lambda a, b: fn(a, b, alpha=alpha), other, formula=formula, params=(alpha,))
@@ -185,6 +239,25 @@ METHODS["__imul__"] = lambda self, other: self.mul_(other)
 METHODS["__itruediv__"] = lambda self, other: self.div_(other)
 
 
+def _inplace_of(name, division=False):
+    """``t.<name>_(other)``: the out-of-place op written into ``t`` (``x //= 2`` changes ``x``)."""
+    fn = FUNCTIONS[name] if name in FUNCTIONS else METHODS[name]
+
+    def method(self, other):
+        check_cast(self, other, division=division)
+        return write_inplace(self, fn, other)
+    method.__name__ = method.__qualname__ = name + "_"
+    return method
+
+
+for _name, _op in (("floor_divide", "ifloordiv"), ("remainder", "imod"), ("bitwise_and", "iand"),
+                   ("bitwise_or", "ior"), ("bitwise_xor", "ixor"), ("bitwise_left_shift", "ilshift"),
+                   ("bitwise_right_shift", "irshift")):
+    METHODS[_name + "_"] = _inplace_of(_name)
+    METHODS[f"__{_op}__"] = METHODS[_name + "_"]
+METHODS["__ipow__"] = lambda self, other: self.pow_(other)
+
+
 def _clamp_(self, min=None, max=None):  # noqa: A002
     check_cast(self, *(b for b in (min, max) if b is not None))
     if not self.dtype.is_floating_point or isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -202,12 +275,13 @@ def _fill_(self, value):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
                                "dimensions.")
-        return write_inplace(self, P.FillTensor.apply, value, formula=M.second)
-    return write_inplace(self, lambda a: P.Fill.apply(a, value), formula=M.fill, params=(value,))
+        return write_inplace(self, P.FillTensor.apply, value, formula=M.second, fill=True)
+    return write_inplace(self, lambda a: P.Fill.apply(a, value), formula=M.fill, params=(value,), fill=True)
 
 
 METHODS["fill_"] = _fill_
-METHODS["zero_"] = lambda self: write_inplace(self, lambda a: P.Zero.apply(a, 0), formula=M.fill, params=(0,))
+METHODS["zero_"] = lambda self: write_inplace(self, lambda a: P.Zero.apply(a, 0), formula=M.fill, params=(0,),
+                                              fill=True)
 
 
 def _copy_(self, src, non_blocking=False):

@@ -15,6 +15,7 @@ import torch
 from .. import _dtype
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
+from tgrad.kernels import math_integer as I
 from tgrad.kernels import math_ops as M
 from .common import as_operand, check_runnable, result_type, wrap
 from .formula import fused, traced_backward
@@ -59,6 +60,8 @@ class Add(_Binary):
     def forward(ctx, a, b, alpha=1.0):
         ta, tb, dtype = Add.prepare(a, b)
         ctx.alpha = alpha
+        if dtype is _dtype.bool:  # True + True is True (PyTorch: OR)
+            return fused(M.logical_or, [ta, tb], dtype)
         if alpha == 1:  # a + 1*b is a + b exactly; a formula without a parameter runs fewer ops
             return fused(M.add_plain, [ta, tb], dtype)
         return fused(M.add, [ta, tb], dtype, (alpha,))
@@ -167,14 +170,20 @@ class Div(_Binary):
 
 
 def int_pow(a: Tensor, b: Tensor, dtype):
-    """Powers with an integer result (never differentiable): fp64 exp/log, rounded back (3**5 is 243)."""
+    """Powers with an integer result (never differentiable): by squaring in the integer dtype (exact)."""
     a, b = (t.to(dtype) if t.dtype is _dtype.bool else t for t in (a, b))
-    return fused(M.pow_, [a, b], dtype, (1.0, 1.0), compute=_dtype.float64)
+    return fused(I.pow_int, [a, b], dtype, compute=dtype)
 
 
 class Pow(_Binary):
     node_name, formula = "PowBackward1", M.pow_
     backward, differentiable_backward = _fused_pair(M.pow_bwd)
+
+    @classmethod
+    def prepare(cls, a, b):
+        ta, tb, dtype = super().prepare(a, b)  # the formula takes numbers: a bool operand cast
+        ta, tb = (t.to(dtype) if t.dtype is _dtype.bool and dtype is not _dtype.bool else t for t in (ta, tb))
+        return ta, tb, dtype
 
     @classmethod
     def forward(cls, ctx, a, b, alpha=1.0):
@@ -193,6 +202,7 @@ class PowScalarBase(BuiltinFunction):
     def forward(ctx, x, c):
         dtype = result_type(c, x)
         tc = as_operand(c, x, dtype)
+        x = x.to(dtype) if x.dtype is _dtype.bool and dtype is not _dtype.bool else x  # formulas take numbers
         check_runnable(tc, x)
         if not dtype.is_floating_point:
             return int_pow(tc, x, dtype)
@@ -300,15 +310,18 @@ class Clone(BuiltinFunction):
     node_name = "CloneBackward0"
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, contiguous=False):
+        """A copy in x's layout (PyTorch's preserve_format), or contiguous (``x.contiguous()``,
+        ``reshape``'s copy)."""
         check_runnable(x)
         if x._data.is_contiguous():  # a storage copy needs no kernel launch
             return wrap(x._data.clone(memory_format=torch.contiguous_format))
-        return fused(M.identity, [x], x.dtype, compute=x.dtype)
+        out = wrap(torch.empty(tuple(x.shape), dtype=x._data.dtype, device=x.device)) if contiguous else None
+        return fused(M.identity, [x], x.dtype, compute=x.dtype, out=out)
 
     @staticmethod
     def backward(ctx, g):
-        return g
+        return g, None
 
 
 class Copy(BuiltinFunction):

@@ -179,10 +179,21 @@ class Amin(Extreme):
 
 
 class MaxAll(Extreme):
+    """max()/min() of everything: PyTorch's evenly_distribute_backward, which selects (g / count on
+    the extremes, 0 elsewhere) and, for a NaN result, spreads g over the NaNs."""
     node_name = "MaxBackward1"
 
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        shape = ctx.meta[0]
+        o = out.reshape(*([1] * len(shape)))
+        hit = (x == o) | (x.isnan() & o.isnan())
+        count = sum(hit.to(g.dtype))
+        return _where(hit, (g / count).reshape(*([1] * len(shape))), 0.0), None, None, None
 
-class MinAll(Extreme):
+
+class MinAll(MaxAll):
     node_name = "MinBackward1"
 
 
@@ -400,16 +411,26 @@ def min(x, dim=None, keepdim=False):  # noqa: A001
     return _extreme(x, dim, keepdim, "min", MinAll, MinDim)
 
 
+def _all_of_empty(x, dim, op):
+    if dim in ((), None, []) and x.numel() == 0:  # PyTorch: over everything, a 0-element input has no extreme
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument.")
+
+
 def amax(x, dim=(), keepdim=False):
+    _all_of_empty(x, dim, "amax")
     return Extreme.apply(x, _dims(x, dim if dim != () else None), keepdim, "amax")
 
 
 def amin(x, dim=(), keepdim=False):
+    _all_of_empty(x, dim, "amin")
     return Amin.apply(x, _dims(x, dim if dim != () else None), keepdim, "amin")
 
 
 def _arg(x, dim, keepdim, op):
     check_runnable(x)
+    if x.dtype is _dtype.bool:
+        raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
         if x.numel() == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -437,6 +458,8 @@ def _correction(unbiased, correction):
 
 
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool) and unbiased is None:  # var(False): PyTorch's var(input, unbiased)
+        dim, unbiased = None, dim
     if isinstance(unbiased, (tuple, list)) or (isinstance(dim, bool)):
         raise TypeError("var(): pass dims as dim=, unbiased/correction as keywords")
     _float_input(x, "std and var only support floating point and complex dtypes")
@@ -444,6 +467,8 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool) and unbiased is None:  # std(False): PyTorch's std(input, unbiased)
+        dim, unbiased = None, dim
     _float_input(x, "std and var only support floating point and complex dtypes")
     return Std.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "std", dim is None or x.ndim == 0)
 

@@ -10,6 +10,7 @@ import torch
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
+from . import pointwise as P
 from . import views as V
 from .common import check_runnable, result_type, wrap
 from .factories import zeros
@@ -72,7 +73,7 @@ def reshape(x, *shape):
     try:
         x._data.view(shape)
     except RuntimeError:  # not expressible as a view: copy (in a kernel), then view the copy
-        return V.UnsafeView.apply(x.clone(), shape)
+        return V.UnsafeView.apply(P.Clone.apply(x, True), shape)
     return (V.View if x.is_contiguous() else V.ReshapeAlias).apply(x, shape)
 
 
@@ -177,6 +178,9 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 
 def unflatten(x, dim, sizes):
+    if x.ndim == 0:
+        raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
+                           "dimensions")
     d = x._dim(dim)
     sizes = [int(s) for s in sizes]
     if not sizes:
@@ -199,6 +203,8 @@ def movedim(x, source, destination):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the "
                            f"same number of dims as destination ({dst} dims)")
     src, dst = [x._dim(s) for s in src], [x._dim(d) for d in dst]
+    if x.ndim == 0:  # dims 0 and -1 name the 0-d tensor's own (absent) dim
+        return view(x, ())
     for name, dims in (("source", src), ("destination", dst)):
         if len(set(dims)) != len(dims):
             raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
@@ -209,7 +215,7 @@ def movedim(x, source, destination):
 
 
 def contiguous(x, memory_format=None):
-    return x if x.is_contiguous() else x.clone()
+    return x if x.is_contiguous() else P.Clone.apply(x, True)
 
 
 # ----------------------------------------------------------------------------- joins and splits
@@ -219,10 +225,14 @@ class Cat(BuiltinFunction):
 
     @staticmethod
     def forward(ctx, dim, *tensors):
-        out = torch.empty(_cat_shape(tensors, dim), dtype=tensors[0]._data.dtype, device=tensors[0].device)
-        ctx.sizes, ctx.dim = [t.shape[dim] for t in tensors], dim
+        # legacy: 1-d empty tensors take part in the dtype only (PyTorch); their gradient is empty
+        skipped = [t.ndim == 1 and t.shape[0] == 0 and not all(u.ndim == 1 for u in tensors) for t in tensors]
+        kept = [t for t, skip in zip(tensors, skipped) if not skip]
+        out = torch.empty(_cat_shape(kept, dim), dtype=tensors[0]._data.dtype, device=tensors[0].device)
+        ctx.sizes, ctx.dim = [None if skip else t.shape[dim] for t, skip in zip(tensors, skipped)], dim
+        ctx.empty = (tensors[0]._data.dtype, tensors[0].device)
         start = 0
-        for t in tensors:  # one strided copy per input, straight into its slice of the output
+        for t in kept:  # one strided copy per input, straight into its slice of the output
             n = t.shape[dim]
             if t.numel():
                 fused(M.identity, [t], t.dtype, out=wrap(out.narrow(dim, start, n)), compute=t.dtype)
@@ -231,7 +241,10 @@ class Cat(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        return (None,) + tuple(g.narrow(ctx.dim, s, n) for s, n in zip(_starts(ctx.sizes), ctx.sizes))
+        sizes = [n or 0 for n in ctx.sizes]
+        return (None,) + tuple(g.narrow(ctx.dim, s, n) if n is not None else
+                               wrap(torch.empty((0,), dtype=g._data.dtype, device=g.device))
+                               for s, n in zip(_starts(sizes), ctx.sizes))
 
 
 def _starts(sizes):
@@ -262,15 +275,16 @@ def cat(tensors, dim=0):
         raise ValueError("tgrad.cat(): expected a non-empty list of Tensors")
     if not all(isinstance(t, Tensor) for t in tensors):
         raise TypeError("expected Tensor as element in argument 0")
-    # legacy: 1-d empty tensors are skipped, as in PyTorch
+    # legacy: 1-d empty tensors are skipped in the shapes (not the dtype), as in PyTorch
     kept = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
     ref = kept[0]
-    if ref.ndim == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    check_runnable(*kept)
-    dtype = result_type(*kept)
-    kept = [t if t.dtype is dtype else t.to(dtype) for t in kept]
-    return Cat.apply(ref._dim(dim), *kept)
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    check_runnable(*tensors)
+    dtype = result_type(*tensors)
+    tensors = [t if t.dtype is dtype else t.to(dtype) for t in tensors]
+    return Cat.apply(ref._dim(dim), *tensors)
 
 
 concat = concatenate = cat
@@ -306,11 +320,12 @@ def stack(tensors, dim=0):
 
 
 def hstack(tensors):
+    tensors = [t.reshape(1) if t.ndim == 0 else t for t in tensors]  # atleast_1d
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
-    return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
+    return cat([t.reshape(1, -1) if t.ndim <= 1 else t for t in tensors], 0)  # atleast_2d
 
 
 class Split(BuiltinFunction):
@@ -388,6 +403,8 @@ def unbind(x, dim=0):
 
 
 def narrow(x, dim, start, length):
+    if x.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = x._dim(dim)
     size = x.shape[d]
     if not -size <= start <= size:

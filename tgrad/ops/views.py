@@ -6,6 +6,8 @@ history (``CopySlices``), as in PyTorch.
 """
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from ..autograd.function import BuiltinFunction, Node, _Saved, edge_of
@@ -315,8 +317,10 @@ def rebase_history(t: Tensor, result: Tensor):
     t._version.value += 1
     if node is None:
         return
+    old_fn, old_nr = t._grad_fn, t._output_nr
     if base is None:
         t._grad_fn, t._output_nr, t._requires_grad = node, result._output_nr, True
+        _move_retained(t, old_fn, old_nr)
         return
     if not base._data.is_contiguous():
         raise RuntimeError("tgrad: an in-place op that needs a gradient on a view of a non-contiguous tensor is "
@@ -328,3 +332,13 @@ def rebase_history(t: Tensor, result: Tensor):
     again = AsStrided.apply(base, *geometry)
     t._grad_fn, t._output_nr, t._requires_grad = again._grad_fn, 0, True
     t._view_version = t._version.value
+    _move_retained(t, old_fn, old_nr)
+
+
+def _move_retained(t: Tensor, old_fn, old_nr):
+    """``t.retain_grad()`` follows ``t`` to its new version (PyTorch: the gradient of the value after
+    the in-place op, not of the one before)."""
+    if t._retains_grad and old_fn is not None and old_fn is not t._grad_fn:
+        if old_fn._retained.get(old_nr) is not None and old_fn._retained[old_nr]() is t:
+            del old_fn._retained[old_nr]
+        t._grad_fn._retained[t._output_nr] = weakref.ref(t)

@@ -1,0 +1,323 @@
+"""Regression tests for the classes of silent wrong answers and crashes issue 11 lists, each
+compared against PyTorch on the same program (``tests/differential.py``): values, dtype, shape,
+requires_grad, and whether (and what type) it raised."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tgrad
+from differential import same
+
+NAN, INF = float("nan"), float("inf")
+
+
+def grads(build, *data, dtype="float64"):
+    """A program: leaves from ``data``, ``build(L, F, *leaves)`` summed against a fixed upstream
+    gradient, then the leaves' gradients (and the forward result)."""
+    def program(L, F):
+        leaves = [L.tensor(d, dtype=getattr(L, dtype), requires_grad=True) for d in data]
+        y = build(L, F, *leaves)
+        g = L.tensor(np.linspace(-1.5, 2.0, y.numel()).reshape(tuple(y.shape)), dtype=y.dtype)
+        y.backward(g)
+        return (y.detach(),) + tuple(x.grad for x in leaves)
+    return program
+
+
+# ----------------------------------------------------------------------------- augmented assignment
+
+def _augmented(op, x, other):
+    def program(L, F):
+        t = L.tensor(x)
+        alias = t
+        o = L.tensor(other) if isinstance(other, list) else other
+        if op == "**=":
+            alias **= o
+        elif op == "//=":
+            alias //= o
+        elif op == "%=":
+            alias %= o
+        elif op == "&=":
+            alias &= o
+        elif op == "|=":
+            alias |= o
+        elif op == "^=":
+            alias ^= o
+        elif op == "<<=":
+            alias <<= o
+        elif op == ">>=":
+            alias >>= o
+        return t, alias is t
+    return program
+
+
+@pytest.mark.parametrize("op,x,other", [
+    ("**=", [1.0, 2.0, -3.0], 2), ("**=", [2, 3], [3, 0]), ("//=", [5, -7, 7], 2), ("//=", [5.5, -7.0], 2.0),
+    ("%=", [5, -7, 7], 3), ("%=", [5.5, -7.0], [2.0, -3.0]), ("&=", [5, 7], 3), ("|=", [False, True], [True, False]),
+    ("^=", [5, 6], [3, 3]), ("<<=", [1, 3], 2), (">>=", [16, -16], [2, 3]), ("//=", [5], 2.0), ("&=", [1.0], 1),
+])
+def test_augmented_assignment_is_in_place(op, x, other):
+    same(_augmented(op, x, other))
+
+
+@pytest.mark.parametrize("expr", [
+    "L.tensor([5., -7., 7.5]) % 3", "L.tensor([5, -7, 7]) % -3", "7 % L.tensor([3, -2, 5])", "7.5 % L.tensor([3., -2.])",
+    "5 // L.tensor([3, -2, 2])", "5.0 // L.tensor([3., -2.])", "L.tensor([3, 1, -8]) << 2", "L.tensor([12, -5]) >> 1",
+    "L.tensor([3]) >> L.tensor([70])", "L.tensor([-3]) >> 64", "L.tensor([3]) << -1", "L.tensor([True]) << 1",
+    "L.tensor([12, 5]) & L.tensor([4, 7])", "L.tensor([12, 5]) | 3", "3 ^ L.tensor([12, 5])", "~L.tensor([12, -5])",
+    "~L.tensor([True, False])", "~L.tensor([1.])", "L.tensor([1.5]) & 1", "L.tensor([1.5]) << 1",
+    "L.tensor([True]) & 3", "L.tensor([True]) ^ 2", "L.tensor([True, False]) | L.tensor([True, True])",
+    "L.bitwise_and(L.tensor([6], dtype=L.int32), 3)", "L.floor_divide(L.tensor([-7, 7]), 2)",
+    "L.tensor([True]) // L.tensor([True])", "L.tensor([5]) // L.tensor([2.])",
+])
+def test_operators_integers_and_bits(expr):
+    same(lambda L, F: eval(expr))
+
+
+def test_floor_division_by_a_tensor_records_no_derivative():
+    def program(L, F):
+        x = L.tensor([1.5, -2.0], requires_grad=True)
+        y = x // 2
+        y.sum().backward()
+    same(program)
+    same(lambda L, F: (L.tensor([1.5, -2.0], requires_grad=True) // 2).requires_grad)
+
+
+# ----------------------------------------------------------------------------- backward selects
+
+@pytest.mark.parametrize("build", [
+    lambda L, F, x: x.clamp(min=0).sqrt(),
+    lambda L, F, x: F.relu(x).sqrt(),
+    lambda L, F, x: L.where(x > 0, x, L.zeros_like(x)).sqrt(),
+    lambda L, F, x: L.maximum(x, L.zeros_like(x)).sqrt(),
+    lambda L, F, x: L.minimum(-x, L.zeros_like(x)).neg().sqrt(),
+    lambda L, F, x: 1 / x.clamp(max=0),
+    lambda L, F, x: F.hardtanh(x, 0.0, 9.0).sqrt(),
+    lambda L, F, x: x.clamp_min(0.0).sqrt(),
+    lambda L, F, x: (x.clamp(0, 9) ** 0.5),
+])
+def test_backward_selects_where_pytorch_gives_zero(build):
+    same(grads(build, [-1.0, 4.0, 0.0, 2.5]))
+
+
+@pytest.mark.parametrize("build", [
+    lambda L, F, x: F.relu(x),
+    lambda L, F, x: F.hardtanh(x),
+    lambda L, F, x: x.clamp(-1, 1),
+    lambda L, F, x: L.maximum(x, L.tensor([1.0, NAN, 2.0, 0.0], dtype=x.dtype)),
+    lambda L, F, x: L.minimum(x, L.tensor([1.0, NAN, 2.0, 0.0], dtype=x.dtype)),
+    lambda L, F, x: x.max().reshape(1),
+    lambda L, F, x: x.min().reshape(1),
+    lambda L, F, x: x.amax().reshape(1),
+    lambda L, F, x: x.abs(),
+])
+def test_gradients_at_nan_follow_pytorch(build):
+    same(grads(build, [NAN, 1.0, 3.0, -2.0]))
+    same(grads(build, [NAN, 1.0, NAN, 3.0]))
+
+
+# ----------------------------------------------------------------------------- special values forward
+
+@pytest.mark.parametrize("expr", [
+    "F.relu(L.tensor([-INF, -1.0, -0.0, NAN]))", "1 / F.relu(L.tensor([-1.0]))", "L.sign(L.tensor([INF, -INF, NAN, -0.0]))",
+    "L.tensor([NAN, 1.0, -3.0]).clamp(0, 2)", "L.tensor([0.5, 1.0]).clamp(min=NAN)", "L.tensor([0.5, 1.0]).clamp(max=NAN)",
+    "L.tensor([0.5, 1.0]).clamp(min=L.tensor([NAN, 0.0]))", "L.tensor([0.5, NAN]).clamp(max=L.tensor([1.0, 0.0]))",
+    "L.tensor([NAN, 2.0]).clamp_min(1.0)", "F.hardtanh(L.tensor([NAN, 3.0]))", "F.elu(L.tensor([NAN, -INF]))",
+    "1 ** L.tensor([NAN, INF])", "L.tensor([1.0, NAN]) ** NAN", "L.tensor([NAN]) ** 0", "L.tensor([-1.0, -2.0]) ** INF",
+    "L.tensor([-1.0, -0.5]) ** -INF", "L.pow(L.tensor([1.0, -1.0]), L.tensor([NAN, INF]))",
+    "L.tensor([-0.0, -INF, -INF, -INF, -0.0]) ** L.tensor([-1.0, 0.25, -3.0, 3.0, 3.0])",
+    "L.tensor([-0.0, -INF, 0.0]) ** L.tensor(-0.5)", "L.tensor([-INF, -0.0]) ** 3",
+    "L.round(L.tensor([-0.4, -0.5, 0.5, 1.5, -2.5, -0.0]))", "L.tensor([-0.5, 0.5, -0.0, 3.0]) // INF",
+    "L.tensor([-0.5, 0.5, 7.0, -7.0]) // -INF", "L.tensor([7.0, -7.0, 0.0]) // 0.0", "L.tensor([-7.0, 7.5]) // 2.0",
+    "L.div(L.tensor([-0.4, 7.0, -7.5]), 2.0, rounding_mode='trunc')", "L.tensor([5.0, -5.0]) % INF",
+])
+def test_special_values_forward(expr):
+    same(lambda L, F: eval(expr), signed_zeros=True)
+
+
+# ----------------------------------------------------------------------------- booleans and integers
+
+@pytest.mark.parametrize("expr", [
+    "L.tensor([True, True, False]) + L.tensor([True, False, False])", "L.tensor([True]) + 1", "-L.tensor([True])",
+    "L.tensor([True]) - L.tensor([True])", "L.tensor([True]) - 1", "1 - L.tensor([True])", "L.tensor([1]) - L.tensor([True])",
+    "L.tensor([True]) * L.tensor([True, False])", "L.tensor([2]) ** 62", "2 ** L.tensor([62, 3, 0])",
+    "L.tensor(2) ** L.tensor([62])", "L.tensor([2]) ** -1", "2 ** L.tensor([-1, -2])", "L.tensor([1, -1, 2]) ** L.tensor([-3, -3, -1])",
+    "L.tensor([3, -3]) ** 39", "L.tensor([True]) ** 2", "L.tensor([3]) ** 2.5", "L.tensor([3]) ** True",
+    "L.tensor([3]) // 0", "L.tensor([3]) // L.tensor([0])", "L.tensor([3]) % 0", "L.tensor([3]).fmod(0)", "5 % L.tensor([0])",
+    "L.tensor([3.]) % 0", "L.tensor([3]) // 0.0", "L.tensor([2 ** 53 + 1]) // 1", "L.tensor([-(2 ** 62) - 3]) // 7",
+    "L.tensor([2 ** 62 + 1]) % 10", "L.add(L.tensor([1]), L.tensor([2]), alpha=0.5)", "L.sub(L.tensor([1]), 2, alpha=0.5)",
+    "L.add(L.tensor([1.]), L.tensor([1]), alpha=0.5)", "L.add(L.tensor([1]), L.tensor([2]), alpha=3)",
+    "L.tensor([True]) ^ 2", "L.tensor([True]) % 2", "L.tensor([3, 4], dtype=L.int32) // 2",
+    "L.tensor([True]) ** L.tensor([True])", "L.tensor([True, False]) ** True", "L.tensor([True, False]) ** False",
+    "True ** L.tensor([True])",
+    "L.ones(2).sub_(True)", "L.tensor([True]).sub_(L.tensor([True]))", "L.ones(2).__isub__(True)",
+    "L.tensor([1, 2]).add_(1, alpha=0.5)",
+    "L.round(L.tensor([5]), decimals=-1)", "L.round(L.tensor([5, -3]))", "L.round(L.tensor([True]))",
+    "L.tensor([1, 2]).trunc_()", "L.tensor([1.0, 2.0]).lerp(L.tensor([0.0, 1.0], dtype=L.float64), 0.5)",
+    "L.maximum(L.tensor([1.0]), 2)", "L.logical_and(L.tensor([1.0]), 1)", "L.hypot(L.tensor([1]), 2)",
+])
+def test_booleans_and_integers(expr):
+    same(lambda L, F: eval(expr))
+
+
+def test_float_base_to_a_bool_exponent():
+    same(lambda L, F: 2.0 ** L.tensor([True, False]))
+    same(lambda L, F: L.tensor([2.0, 3.0]) ** L.tensor([True, False]))
+
+
+# ----------------------------------------------------------------------------- promotion and scalars
+
+@pytest.mark.parametrize("scalar", [np.float64(1.5), np.float32(1.5), np.int64(2), np.int32(-3), np.bool_(True)])
+def test_numpy_scalars_on_either_side_keep_autograd(scalar):
+    def program(L, F):
+        x = L.tensor([1.0, -2.0], requires_grad=True)
+        ys = [scalar * x, x * scalar, x + scalar, scalar + x, x - scalar, scalar - x, x / scalar]
+        assert all(isinstance(y, L.Tensor) for y in ys), [type(y) for y in ys]
+        L.stack(ys).sum().backward()
+        return [y.detach() for y in ys], x.grad
+    same(program)
+
+
+@pytest.mark.parametrize("expr", [
+    "L.tensor([1.0, 2.0]) + np.array([1.0, 2.0])", "L.tensor([1.0, 2.0]) * np.array([3], dtype=np.int64)",
+    "L.tensor([1.0, 2.0]) * np.array(3.0)", "L.tensor([1, 2]) - np.array([0.5], dtype=np.float32)",
+    "L.tensor([1, 2], dtype=L.int32) < np.array([2, 2])", "L.tensor([1, 2], dtype=L.int32) < np.int64(2)", "L.tensor([1.0], requires_grad=True) + np.array([1.0])",
+])
+def test_tensor_with_a_numpy_array(expr):
+    """PyTorch hands these to NumPy (``__array__``): NumPy's promotion, no autograd."""
+    same(lambda L, F: eval(expr))
+
+
+def test_cat_promotes_over_empty_tensors_and_gives_them_a_gradient():
+    same(lambda L, F: L.cat([L.tensor([1, 2]), L.tensor([], dtype=L.float64)]))
+
+    def program(L, F):
+        a = L.zeros(0, requires_grad=True)
+        b = L.ones(2, 3, requires_grad=True)
+        c = L.zeros(0, dtype=L.float64, requires_grad=True)
+        y = L.cat([a, b, c])
+        y.backward(L.ones_like(y))
+        return y.dtype == L.float64, a.grad, b.grad, c.grad
+    same(program)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.tensor(np.array(1.5)), lambda L: L.as_tensor(np.array(1.5)), lambda L: L.Tensor(np.array(1.5)),
+    lambda L: L.FloatTensor(np.array(1.5)), lambda L: L.nn.Parameter(L.tensor(np.array(1.5))),
+    lambda L: L.tensor(L.tensor(2.5).numpy()), lambda L: L.tensor(np.array(3)), lambda L: L.from_numpy(np.array(2.0)),
+])
+def test_zero_dim_numpy_arrays_stay_zero_dim(make):
+    same(lambda L, F: make(L))
+
+
+# ----------------------------------------------------------------------------- graph and layout
+
+def test_retain_grad_follows_an_in_place_op():
+    def program(L, F):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        y.mul_(3)
+        (y * L.tensor([1.0, -2.0])).sum().backward()
+        return y.grad, x.grad
+    same(program)
+
+
+@pytest.mark.parametrize("expr", [
+    "(L.ones(3, 4).t() * 1.0).view(-1)", "(L.ones(3, 4).t() * 1.0).stride()", "(L.ones(3, 4).t() + L.ones(4, 3)).stride()",
+    "(L.ones(2, 3, 4).permute(2, 0, 1).exp()).stride()", "L.ones(3, 4).t().clone().stride()",
+    "L.ones(3, 4).t().contiguous().stride()", "(L.ones(4, 6)[:, ::2] * 2).stride()", "L.ones(3, 4).t().sigmoid().is_contiguous()",
+    "(L.ones(3, 4).t() * L.ones(4, 1)).stride()", "L.ones(3, 4).t().reshape(-1).stride()",
+])
+def test_pointwise_results_keep_the_inputs_layout(expr):
+    same(lambda L, F: eval(expr))
+
+
+def test_flatten_copies_where_pytorch_copies():
+    def program(L, F):
+        x = L.ones(3, 4).t() * 1.0
+        f = x.flatten()
+        f[0] = 5.0
+        return x, f
+    same(program)
+
+
+@pytest.mark.parametrize("op", ["add_(1)", "mul_(2.0)", "exp_()", "clamp_(0)", "copy_(L.ones(3))", "sub_(L.ones(3))",
+                                "fill_(1.0)", "zero_()", "masked_fill_(L.tensor([True, False, True]), 1.0)",
+                                "__iadd__(1)"])
+def test_in_place_writes_on_expanded_tensors(op):
+    same(lambda L, F: eval("L.zeros(1, 3).expand(2, 3)." + op))
+
+
+# ----------------------------------------------------------------------------- crashes and unclear errors
+
+@pytest.mark.parametrize("features", [(0, 3), (3, 0), (0, 0)])
+def test_linear_with_zero_features(features):
+    def program(L, F):
+        L.manual_seed(0)
+        m = L.nn.Linear(*features).double()
+        m.bias.data.copy_(L.arange(features[1], dtype=L.float64))
+        x = L.ones(2, features[0], dtype=L.float64, requires_grad=True)
+        y = m(x)
+        y.backward(L.ones_like(y))
+        return y, x.grad, m.weight.grad.shape, m.bias.grad
+    same(program)
+
+
+@pytest.mark.parametrize("expr", [
+    "L.tensor(1.).movedim(0, 0)", "L.tensor(1.).movedim(0, -1)", "L.tensor(1.).movedim(0, 1)", "L.tensor(1.).narrow(0, 0, 1)",
+    "L.tensor(1.).unflatten(0, (1,))", "L.tensor(1.).mT", "L.ones(3).mT", "L.where(L.tensor([True, False, True]))",
+    "L.where(L.tensor([[True, False], [False, True]]))", "L.hstack([L.tensor(1.), L.tensor(2.)])",
+    "L.vstack([L.tensor(1.), L.tensor(2.)])", "L.hstack([L.tensor(1.), L.ones(2)])", "L.zeros(0).unflatten(0, (-1, 2))",
+    "L.tensor([1., 2., 4.]).var(False)", "L.tensor([1., 2., 4.]).std(False)", "L.inner(L.ones(2, 3, 4), L.ones(5, 4))",
+    "L.inner(L.arange(6.).reshape(2, 3), L.arange(3.))", "L.inner(L.tensor(2.), L.ones(3))",
+    "L.tensor([[1, 2], [3, 4]]) @ L.tensor([[1], [2]])", "L.tensor([1, 2]) @ L.tensor([[1, 2], [3, 4]])",
+    "L.tensor([[1, 2], [3, 4]]) @ L.tensor([1, -1])", "L.ones(2, 2, 3, dtype=L.int32) @ L.ones(3, 2, dtype=L.int32)",
+    "F.max_pool2d(L.arange(16.).reshape(1, 1, 4, 4), 2, stride=3, padding=1)",
+])
+def test_errors_and_edge_cases_as_pytorch(expr):
+    same(lambda L, F: eval(expr))
+
+
+def test_bool_mask_setitem_with_another_dtype():
+    def program(L, F):
+        x = L.zeros(3)
+        x[L.tensor([True, False, True])] = L.tensor([1, 2])
+        return x
+    same(program)
+
+
+def test_bce_gradient_with_respect_to_the_target_at_zero_and_one():
+    same(grads(lambda L, F, x, t: F.binary_cross_entropy(x, t), [0.3, 0.6, 0.5], [0.0, 1.0, 0.25]))
+
+
+def test_batch_norm_on_a_permuted_hwc_image():
+    """The size-1 batch dim of ``img.permute(2, 0, 1).unsqueeze(0)`` has an unusual stride. (PyTorch
+    2.13's CPU batch_norm backward is itself wrong when the upstream gradient's layout differs from
+    its channels-last output, so the reference gradient is given in that layout.)"""
+    def program(L, F):
+        img = L.tensor(np.random.RandomState(0).randn(4, 5, 3), requires_grad=True)
+        m = L.nn.BatchNorm2d(3).double()
+        y = m(img.permute(2, 0, 1).unsqueeze(0))
+        g = L.tensor(np.random.RandomState(1).randn(1, 3, 4, 5))
+        if L is torch:
+            g = g.contiguous(memory_format=torch.channels_last)
+        y.backward(g)
+        return y.detach(), img.grad, m.weight.grad, m.bias.grad
+    same(program)
+
+
+def test_found_by_the_fuzzer():
+    """Single findings of tests/test_fuzz.py, kept as regressions."""
+    same(lambda L, F: L.zeros(1, 0).expand(2, 0).abs_())  # no overlap error for 0 elements
+
+    def remainder_divisor_grad(L, F):  # PyTorch's floor division: NaN for an infinite dividend
+        b = L.tensor([1.25, 2.0], requires_grad=True)
+        (L.tensor([INF, 7.0]) % b).sum().backward()
+        return b.grad
+    same(remainder_divisor_grad)
+    same(lambda L, F: L.zeros(2).hypot_(2))  # the number's TypeError before the dtype's error
+    for expr in ("L.zeros(0).amax()", "L.zeros(0, 3).amin()", "L.zeros(0, 3).amax(1)", "L.tensor([True]).argmax()",
+                 "L.tensor([True, False]).argmin(0)"):
+        same(lambda L, F: eval(expr))

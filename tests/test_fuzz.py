@@ -1,0 +1,132 @@
+"""Differential fuzzer: random programs of 1-6 public ops run in tgrad and in PyTorch must agree.
+
+Programs (``fuzz_programs.py``) draw their ops from the op table's rows (``tgrad.ops.table.ROWS``,
+plain and in place) and the hand-written ops, operators, reductions, shape ops and matmul, on leaves
+of random shapes (0-4 dims, sizes 0-9, size-1 and 0-size dims), layouts (contiguous, permuted,
+sliced with steps, expanded, size-1 dims with odd strides) and dtypes (float32, float64, float16,
+int64, int32, bool), with Python and NumPy scalars on either side and special values (NaN, +-inf,
+-0.0, ties) in a share of the inputs. Each program runs in tgrad and in PyTorch with the same dtypes
+(the result types, shapes, requires_grad, whether and what it raised, and the values) and, where
+values differ, in PyTorch on float64 leaves (the value reference); every leaf gradient is compared
+for a random upstream gradient.
+
+CI runs a fixed-seed budget (``TGRAD_FUZZ_EXAMPLES``, default 200: seconds). A long
+campaign::
+
+    TGRAD_FUZZ_EXAMPLES=100000 TGRAD_FUZZ_SEED=random .venv/bin/python -m pytest tests/test_fuzz.py -q -x
+
+hypothesis shrinks a failure to a minimal program and prints it (``program=...``).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+import tgrad
+import tgrad.nn.functional as GF
+from fuzz_programs import DTYPES, LAYOUTS, OP_NAMES, execute
+
+EXAMPLES = int(os.environ.get("TGRAD_FUZZ_EXAMPLES", "200"))
+SEED = os.environ.get("TGRAD_FUZZ_SEED", "11")
+TOL = {"float64": (1e-7, 1e-9), "float32": (2e-4, 1e-5), "float16": (2e-2, 2e-2)}
+
+sizes = st.one_of(st.sampled_from([1, 2, 3]), st.integers(0, 9))
+shapes = st.lists(sizes, min_size=0, max_size=4)
+dtypes = st.sampled_from(DTYPES[:3] * 3 + DTYPES)  # floats more often
+leaf = st.tuples(shapes, dtypes, st.sampled_from(LAYOUTS), st.integers(0, 2 ** 16), st.booleans(),
+                 st.booleans())
+step = st.tuples(st.sampled_from(OP_NAMES), st.integers(0, 7), st.sampled_from([0, 1, 1, 2, 2]),
+                 st.integers(0, 2 ** 16), st.integers(0, 11), st.integers(0, 7))
+programs = st.tuples(st.lists(leaf, min_size=1, max_size=3), st.lists(step, min_size=1, max_size=6),
+                     st.integers(0, 2 ** 16))
+
+
+def _run(L, F, program, upcast=False):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return execute(L, F, program, upcast)
+
+
+def _np(t):
+    data = t.torch() if isinstance(t, tgrad.Tensor) else t
+    return data.detach().to(torch.float64) if data.dtype != torch.bool else data.detach()
+
+
+def _close(got, want, dtype):
+    g, w = _np(got), _np(want)
+    if tuple(g.shape) != tuple(w.shape):
+        return False
+    if g.dtype == torch.bool or not (g.dtype.is_floating_point and w.dtype.is_floating_point):
+        return torch.equal(g.to(w.dtype), w)
+    if not torch.equal(torch.isnan(g), torch.isnan(w)):
+        return False
+    rtol, atol = TOL.get(dtype, TOL["float64"])
+    finite = torch.isfinite(w)
+    scale = float(w[finite].abs().max()) if finite.any() else 1.0
+    return bool(torch.allclose(g.nan_to_num(0.0, 1e308, -1e308), w.nan_to_num(0.0, 1e308, -1e308),
+                               rtol=rtol, atol=atol * max(1.0, scale)))
+
+
+def _same_kind(got, want):
+    return issubclass(type(got), type(want)) or issubclass(type(want), type(got)) or \
+        type(want).__mro__[1] is type(got)
+
+
+def check(program):
+    want_pool, want_grads, want_err = _run(torch, TF, program)
+    pool, grads, err = _run(tgrad, GF, program)
+    assert (err is None) == (want_err is None), f"torch: {want_err!r}\ntgrad: {err!r}"
+    if err is not None:
+        assert _same_kind(err, want_err), f"torch: {want_err!r}\ntgrad: {err!r}"
+    assert len(pool) == len(want_pool), f"{len(pool)} values, torch made {len(want_pool)}: {err!r}"
+    ref = None
+    for i, (got, want) in enumerate(list(zip(pool, want_pool)) + list(zip(grads, want_grads))):
+        where = f"value {i}" if i < len(pool) else f"grad of leaf {i - len(pool)}"
+        if want is None or got is None:
+            assert got is None and want is None, f"{where}: tgrad {got!r}, torch {want!r}"
+            continue
+        if not isinstance(want, torch.Tensor):
+            assert not isinstance(got, tgrad.Tensor) and got == want, f"{where}: {got!r} != {want!r}"
+            continue
+        assert isinstance(got, tgrad.Tensor), f"{where}: tgrad gave {type(got).__name__}"
+        assert tuple(got.shape) == tuple(want.shape), f"{where}: shape {tuple(got.shape)} != {tuple(want.shape)}"
+        dtype = str(want.dtype).split(".")[-1]
+        assert str(got.dtype).split(".")[-1] == dtype, f"{where}: dtype {got.dtype} != {want.dtype}"
+        assert got.requires_grad == want.requires_grad, f"{where}: requires_grad {got.requires_grad}"
+        if _close(got, want, dtype):
+            continue
+        if ref is None:  # values: PyTorch on float64 leaves is the reference
+            ref = _run(torch, TF, program, upcast=True)
+        ref_all = list(ref[0]) + list(ref[1])
+        j = i if i < len(pool) else len(ref[0]) + i - len(pool)
+        assert j < len(ref_all) and ref_all[j] is not None and isinstance(ref_all[j], torch.Tensor) and \
+            _close(got, ref_all[j], dtype), f"{where}: values differ\n tgrad {got}\n torch {want}"
+
+
+@pytest.mark.filterwarnings("ignore")
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck), print_blob=True)
+@given(program=programs)
+def test_random_programs_agree_with_pytorch(program):
+    check(program)
+
+
+if SEED not in ("random",):
+    test_random_programs_agree_with_pytorch = seed(int(SEED))(test_random_programs_agree_with_pytorch)
+
+
+def test_the_fuzzer_catches_a_wrong_answer(monkeypatch):
+    """The harness itself: a deliberately wrong op (exp computing exp + tiny) is reported."""
+    program = ([([3], "float64", "contiguous", 1, False, False)], [("row:exp", 0, 0, 0, 0, 0)], 0)
+    check(program)
+    real = tgrad.exp
+    monkeypatch.setattr(tgrad, "exp", lambda x: real(x) * 1.001)
+    with pytest.raises(AssertionError, match="values differ"):
+        check(program)

@@ -1,0 +1,212 @@
+"""Integer-exact elementwise ops and the operators PyTorch has for them: floor and truncating
+division, remainder, powers, bitwise ``& | ^ ~`` and shifts. Integer operands are computed in their
+own dtype (``kernels/math_integer.py``), never through floating point; an integer division or
+remainder by zero raises PyTorch's ``RuntimeError: ZeroDivisionError``. PyTorch's errors for the
+dtypes it has no kernel for (``"lshift_cpu" not implemented for 'Float'``)."""
+from __future__ import annotations
+
+import numbers
+
+from .. import _dtype
+from ..autograd.function import BuiltinFunction
+from ..tensor import Tensor
+from tgrad.kernels import math_integer as I
+from tgrad.kernels import math_ops as M
+from . import generated, registry  # noqa: F401  (the rows' remainder and fmod first)
+from .common import as_operand, check_runnable, result_type
+from .formula import fused
+
+
+def _operands(a, b, dtype):
+    """Both as tensors of ``dtype`` (a bool tensor cast when the result is not bool)."""
+    ref = a if isinstance(a, Tensor) else b
+    out = []
+    for x in (a, b):
+        x = as_operand(x, ref, dtype)
+        if x.dtype is _dtype.bool and dtype is not _dtype.bool:
+            x = x.to(dtype)
+        out.append(x)
+    check_runnable(*out)
+    return out
+
+
+def _not_for(kernel, dtype):
+    return NotImplementedError(f'"{kernel}" not implemented for \'{dtype.scalar_type}\'')
+
+
+def refuse_zero_division(divisor):
+    """PyTorch's integer division by zero: ``RuntimeError: ZeroDivisionError``."""
+    if isinstance(divisor, Tensor):
+        if divisor.numel() and bool(fused(I.any_zero, [divisor], _dtype.bool, compute=divisor.dtype).any()):
+            raise RuntimeError("ZeroDivisionError")
+    elif divisor == 0:
+        raise RuntimeError("ZeroDivisionError")
+
+
+class _NoDerivative(BuiltinFunction):
+    """A float result PyTorch records with no derivative (``x // y``: a NotImplemented node whose
+    backward raises)."""
+    node_name, aten = "NotImplemented", None
+
+    @classmethod
+    def forward(cls, ctx, a, b, run):
+        return run(a, b)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        raise RuntimeError(f"derivative for aten::{cls.aten} is not implemented")
+
+
+class _FloorDivideNode(_NoDerivative):
+    aten = "floor_divide"
+
+
+class _RemainderNode(_NoDerivative):
+    aten = "remainder"
+
+
+class _RoundedDiv(BuiltinFunction):
+    """``div(a, b, rounding_mode=...)`` of floats: PyTorch's DivBackward1/2, a zero gradient."""
+    node_name = "DivBackward1"
+
+    @classmethod
+    def forward(cls, ctx, a, b, run):
+        ctx.meta = [(x.shape, x.dtype) if isinstance(x, Tensor) else None for x in (a, b)]
+        return run(a, b)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        return tuple(fused(M.fill, [g], g.dtype, (0.0,)) if m is not None else None for m in ctx.meta) + (None,)
+
+
+class _RoundedDivScalar(_RoundedDiv):
+    node_name = "DivBackward2"
+
+
+def _divide(a, b, mode):
+    dtype = result_type(a, b)
+    if dtype is _dtype.bool:
+        raise _not_for("div_floor_cpu" if mode == "floor" else "div_trunc_cpu", dtype)
+    ta, tb = _operands(a, b, dtype)
+    if dtype.is_floating_point:
+        formula = I.floor_divide_float if mode == "floor" else I.trunc_divide_float
+    else:
+        refuse_zero_division(b)
+        formula = I.floor_divide_int if mode == "floor" else I.trunc_divide_int
+    return fused(formula, [ta, tb], dtype, compute=dtype)
+
+
+def rounded_div(a, b, rounding_mode):
+    """``tgrad.div(a, b, rounding_mode="floor" | "trunc")``."""
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    node = _RoundedDiv if isinstance(b, Tensor) and isinstance(a, Tensor) else _RoundedDivScalar
+    return node.apply(a, b, lambda x, y: _divide(x, y, rounding_mode))
+
+
+def floor_divide(a, b):
+    """``a // b`` (``tgrad.floor_divide``): PyTorch records no derivative for it."""
+    return _FloorDivideNode.apply(a, b, lambda x, y: _divide(x, y, "floor"))
+
+
+def remainder_int(a, b):
+    """Integer ``a % b``: exact; a zero divisor raises."""
+    dtype = result_type(a, b)
+    refuse_zero_division(b)
+    return fused(I.remainder_int, _operands(a, b, dtype), dtype, compute=dtype)
+
+
+def pow_int(a, b, dtype):
+    """An integer power: by squaring in ``dtype`` (exact, wrapping as PyTorch's)."""
+    if isinstance(b, numbers.Number):
+        ta = a.to(dtype) if a.dtype is not dtype else a
+        check_runnable(ta)
+        return fused(I.pow_int_scalar, [ta], dtype, (int(b),), compute=dtype)
+    return fused(I.pow_int, _operands(a, b, dtype), dtype, compute=dtype)
+
+
+_BITWISE = {"and": (M.logical_and, I.bitwise_and), "or": (M.logical_or, I.bitwise_or),
+            "xor": (M.logical_xor, I.bitwise_xor)}
+
+
+def bitwise(which, a, b):
+    """``a & b``, ``a | b``, ``a ^ b``: logical on bools, bitwise on integers, refused on floats."""
+    dtype = result_type(a, b)
+    if dtype.is_floating_point:
+        raise _not_for(f"bitwise_{which}_cpu", dtype)
+    logical, integer = _BITWISE[which]
+    return fused(logical if dtype is _dtype.bool else integer, _operands(a, b, dtype), dtype, compute=dtype)
+
+
+def bitwise_not(a):
+    if a.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    check_runnable(a)
+    return fused(M.logical_not if a.dtype is _dtype.bool else I.bitwise_not, [a], a.dtype, compute=a.dtype)
+
+
+def shift(which, a, b):
+    dtype = result_type(a, b)
+    if dtype.is_floating_point:
+        raise _not_for(f"{which}shift_cpu", dtype)
+    if dtype is _dtype.bool:
+        dtype = _dtype.int64 if not all(isinstance(x, Tensor) and x.dtype is _dtype.bool for x in (a, b)) else dtype
+    formula = I.left_shift if which == "l" else I.right_shift
+    return fused(formula, _operands(a, b, dtype), dtype, compute=dtype)
+
+
+def _guard_zero(fn):
+    """fmod/remainder: the row's formula, after PyTorch's integer zero-division check."""
+    def op(a, b, *args, **kwargs):
+        if not result_type(a, b).is_floating_point:
+            refuse_zero_division(b)
+        return fn(a, b, *args, **kwargs)
+    op.__name__ = op.__qualname__ = fn.__name__
+    op.__doc__ = fn.__doc__
+    return op
+
+
+def remainder(a, b):
+    """``tgrad.remainder``: also a number as the dividend (``5 % t``, no derivative, as PyTorch)."""
+    if not isinstance(a, Tensor):
+        if isinstance(b, Tensor) and b.dtype.is_floating_point or isinstance(a, float):
+            dtype = result_type(a, b)
+            return _RemainderNode.apply(as_operand(a, b, dtype), b,
+                                        lambda x, y: _ROW_REMAINDER(x.detach(), y.detach()))
+        return remainder_int(a, b)
+    return _ROW_REMAINDER(a, b)
+
+
+_ROW_REMAINDER = _guard_zero(registry.FUNCTIONS["remainder"])
+registry.register(_guard_zero(registry.FUNCTIONS["fmod"]), "fmod")
+registry.register(remainder, "remainder")
+registry.register(floor_divide, "floor_divide")
+for _w in ("and", "or", "xor"):
+    registry.register((lambda w: lambda a, b: bitwise(w, a, b))(_w), f"bitwise_{_w}")
+registry.register(bitwise_not, "bitwise_not")
+registry.register(lambda a, b: shift("l", a, b), "bitwise_left_shift")
+registry.register(lambda a, b: shift("r", a, b), "bitwise_right_shift")
+
+
+def _same_dtype_lerp(fn):
+    """lerp: PyTorch computes in the input's dtype and refuses an end or weight of another."""
+    def op(input, end, weight):  # noqa: A002
+        for name, t in (("end", end), ("weight", weight)):
+            if isinstance(t, Tensor) and t.dtype is not input.dtype:
+                raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `{name}` but got dtype "
+                                   f"{_c_name(t.dtype)}")
+        if not isinstance(end, Tensor):
+            raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
+        return fn(input, end, weight)
+    op.__name__ = op.__qualname__ = fn.__name__
+    return op
+
+
+def _c_name(dtype):
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+            "int32": "int", "bool": "bool"}.get(dtype.name, dtype.name)
+
+
+registry.register(_same_dtype_lerp(registry.FUNCTIONS["lerp"]), "lerp")
+registry.register(_same_dtype_lerp(registry.METHODS["lerp_"]), "lerp_", function=False)
