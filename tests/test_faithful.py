@@ -321,3 +321,11 @@ def test_found_by_the_fuzzer():
     for expr in ("L.zeros(0).amax()", "L.zeros(0, 3).amin()", "L.zeros(0, 3).amax(1)", "L.tensor([True]).argmax()",
                  "L.tensor([True, False]).argmin(0)"):
         same(lambda L, F: eval(expr))
+
+
+def test_gelu_of_integers_raises_as_pytorch():
+    for values, dtype in (([1, 0], tgrad.int64), ([True, False], tgrad.bool)):
+        with pytest.raises(NotImplementedError, match='GeluKernelImpl" not implemented for'):
+            tgrad.nn.functional.gelu(tgrad.tensor(values, dtype=dtype))
+        with pytest.raises(NotImplementedError, match='GeluKernelImpl" not implemented for'):
+            torch.nn.functional.gelu(torch.tensor(values, dtype=dtype.torch))

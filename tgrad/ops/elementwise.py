@@ -37,6 +37,8 @@ def round(x, decimals=0):  # noqa: A001
 def gelu(x, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    if isinstance(x, Tensor) and not x.dtype.is_floating_point:  # PyTorch has no integer kernel
+        raise NotImplementedError(f'"GeluKernelImpl" not implemented for \'{x.dtype.scalar_type}\'')
     return _Gelu.apply(x) if approximate == "none" else _GeluTanh.apply(x)
 
 
