@@ -33,8 +33,8 @@ def square_bwd(x, g, p):
 # ----------------------------------------------------------------------------- clamps
 
 @triton.jit
-def clamp_min_t(x, lo, p):     # y = max(x, lo), NaN kept; the bound where equal (PyTorch's signed zeros)
-    return tl.where((x != x) | (x > lo), x, lo)
+def clamp_min_t(x, lo, p):     # y = max(x, lo), NaN kept (in x or the bound); x where equal (signed zeros)
+    return tl.where((x != x) | (x >= lo), x, lo)
 
 @triton.jit
 def clamp_min_t_bwd(x, lo, g, p):
@@ -42,7 +42,7 @@ def clamp_min_t_bwd(x, lo, g, p):
 
 @triton.jit
 def clamp_max_t(x, hi, p):     # y = min(x, hi)          dy/dx = [x <= hi], dy/dhi = [x > hi]
-    return tl.where((x != x) | (x < hi), x, hi)
+    return tl.where((x != x) | (x <= hi), x, hi)
 
 @triton.jit
 def clamp_max_t_bwd(x, hi, g, p):
@@ -102,7 +102,7 @@ def selu(x, p):                # y = scale (x, or alpha (e^x - 1) below 0)
 
 @triton.jit
 def selu_bwd(x, g, p):
-    return g * 1.0507009873554805 * tl.where(x > 0, 1.0, 1.6732632423543772 * tl.exp(tl.where(x > 0, 0.0, x)))
+    return g * 1.0507009873554805 * tl.where(x <= 0, 1.6732632423543772 * tl.exp(tl.where(x <= 0, x, 0.0)), 1.0)
 
 @triton.jit
 def celu(x, p):                # y = x, or alpha (e^(x/alpha) - 1) below 0; p = (alpha,)
@@ -110,7 +110,7 @@ def celu(x, p):                # y = x, or alpha (e^(x/alpha) - 1) below 0; p = 
 
 @triton.jit
 def celu_bwd(x, g, p):
-    return tl.where(x > 0, g, g * tl.exp(tl.where(x > 0, 0.0, x) / p[0]))
+    return tl.where(x <= 0, g * tl.exp(tl.where(x <= 0, x, 0.0) / p[0]), g)  # NaN passes g
 
 @triton.jit
 def softsign(x, p):            # y = x / (1 + |x|)       dy/dx = 1 / (1 + |x|)^2

@@ -182,7 +182,7 @@ def acosh(x, p):               # y = acosh x = log1p((x-1) + sqrt((x-1)(x+1))), 
 
 @triton.jit
 def acosh_bwd(x, g, p):        # dy/dx = 1/sqrt(x^2 - 1)
-    return g / tl.sqrt((x - 1.0) * (x + 1.0))
+    return g / tl.sqrt(x * x - 1.0)
 
 @triton.jit
 def atanh(x, p):               # y = atanh x = log1p(2x/(1-x)) / 2          dy/dx = 1/(1 - x^2)
@@ -206,9 +206,10 @@ def atan2(y, x, p):            # angle of (x, y) in (-pi, pi], C99's special val
     return tl.where((x != x) | (y != y), x + y, r)
 
 @triton.jit
-def atan2_bwd(y, x, g, p):     # dy: x/(x^2 + y^2), dx: -y/(x^2 + y^2)
+def atan2_bwd(y, x, g, p):     # dy: x/(x^2 + y^2), dx: -y/(x^2 + y^2); 0 at the origin, as PyTorch
     d = x * x + y * y
-    return g * x / d, -g * y / d
+    r = tl.where(d == 0.0, 0.0, 1.0 / tl.where(d == 0.0, 1.0, d))
+    return g * x * r, g * -y * r
 
 @triton.jit
 def hypot(a, b, p):            # sqrt(a^2 + b^2) scaled by the larger, inf if either is inf
@@ -230,8 +231,8 @@ def xlogy(x, y, p):            # x ln y, 0 where x = 0 (unless y is NaN)
     return tl.where((x == 0.0) & (y == y), 0.0, x * tl.log(y))
 
 @triton.jit
-def xlogy_bwd(x, y, g, p):     # dx: ln y (0 where x = 0), dy: x/y
-    return g * tl.where((x == 0.0) & (y == y), 0.0, tl.log(y)), g * x / y
+def xlogy_bwd(x, y, g, p):     # dx: ln y (0 where x = 0 and y <= 0, as PyTorch), dy: x/y
+    return g * tl.where((x == 0.0) & (y <= 0.0), 0.0, tl.log(y)), g * x / y
 
 @triton.jit
 def logaddexp(a, b, p):        # ln(e^a + e^b) = max + log1p(e^-|a-b|)

@@ -195,8 +195,8 @@ def elu(x, p):                 # y = x if x > 0 else alpha (e^x - 1); p = (alpha
     return tl.where(x > 0, x, p[0] * expm1(tl.where(x > 0, 0.0, x)))  # NaN and -0.0 kept
 
 @triton.jit
-def elu_bwd(x, g, p):          # dy/dx = 1, or alpha e^x
-    return tl.where(x > 0, g, g * p[0] * tl.exp(tl.where(x > 0, 0.0, x)))
+def elu_bwd(x, g, p):          # dy/dx = alpha e^x for x <= 0, else 1 (so NaN passes g, as PyTorch)
+    return tl.where(x <= 0, g * p[0] * tl.exp(tl.where(x <= 0, x, 0.0)), g)
 
 @triton.jit
 def clamp(x, p):               # y = min(max(x, lo), hi); p = (lo, hi), +-inf when absent; NaN (x or a bound) kept

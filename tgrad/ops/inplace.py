@@ -1,6 +1,7 @@
 """In-place ops: ``t <- fn(t, *others)``, fused straight into ``t`` when nothing is recorded."""
 from __future__ import annotations
 
+from .. import _dtype
 from ..modes import is_grad_enabled
 from ..tensor import Tensor, check_inplace
 from .common import as_operand, broadcast_shapes, check_runnable, result_type
@@ -19,7 +20,9 @@ def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
     record = is_grad_enabled() and (t._requires_grad or any(isinstance(o, Tensor) and o._requires_grad
                                                           for o in others))
     if not record and formula is not None:
-        operands = [t] + [as_operand(o, t, t.dtype) for o in others]
+        # as the out-of-place ops: bool operands enter arithmetic as numbers (a fill's mask stays bool)
+        operands = [t] + [o.to(t.dtype) if not fill and isinstance(o, Tensor) and o.dtype is _dtype.bool and t.dtype is
+                          not _dtype.bool else as_operand(o, t, t.dtype) for o in others]
         check_runnable(*operands)
         shape = broadcast_shapes(*(o.shape for o in operands))
         if tuple(shape) != tuple(t.shape):

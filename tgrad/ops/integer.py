@@ -190,8 +190,11 @@ registry.register(lambda a, b: shift("r", a, b), "bitwise_right_shift")
 
 
 def _same_dtype_lerp(fn):
-    """lerp: PyTorch computes in the input's dtype and refuses an end or weight of another."""
+    """lerp: PyTorch computes in the input's dtype and refuses an end or weight of another, except
+    a 0-d weight, which it takes as a number (cast to the input's dtype)."""
     def op(input, end, weight):  # noqa: A002
+        if isinstance(weight, Tensor) and weight.dim() == 0 and weight.dtype is not input.dtype:
+            weight = weight.to(input.dtype)
         for name, t in (("end", end), ("weight", weight)):
             if isinstance(t, Tensor) and t.dtype is not input.dtype:
                 raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `{name}` but got dtype "

@@ -28,6 +28,23 @@ def _geometry(t: Tensor, base: Tensor):
     return tuple(t._data.shape), tuple(t._data.stride()), t._data.storage_offset() - base._data.storage_offset()
 
 
+def storage_order(x: Tensor):
+    """The dims of ``x`` from outermost to innermost in memory, if its elements are a permutation of
+    a contiguous block (the layouts ops produce); else None. A geometry (size, stride, offset) read
+    off storage then describes a region of ``x.permute(order).contiguous()``, which is how the
+    gradients of as_strided and of in-place ops on views are laid out for any such base."""
+    data = x._data
+    order = tuple(sorted(range(data.dim()), key=lambda d: (-data.stride(d), d)))
+    return order if data.permute(order).is_contiguous() else None
+
+
+def _inverse(order):
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return tuple(inverse)
+
+
 def refresh_view(t: Tensor):
     """Give a view a current history if its storage was changed in place after its grad_fn was
     recorded (through its base or another view): it becomes an as_strided view of its base's
@@ -37,7 +54,7 @@ def refresh_view(t: Tensor):
     if recorded is None or recorded == t._version.value or t._grad_fn is None:
         return
     base = t._base
-    if not base._data.is_contiguous():  # as_strided offsets assume a contiguous base
+    if storage_order(base) is None:  # see rebase_history: such bases never reach here with a history
         return
     with enable_grad():
         again = AsStrided.apply(base, *_geometry(t, base))
@@ -244,46 +261,55 @@ class AsStrided(BuiltinFunction):
 
     @staticmethod
     def forward(ctx, base, size, stride, offset):
-        ctx.geometry, ctx.in_shape = (size, stride, offset), base.shape
+        order = storage_order(base)
+        if order is None:
+            raise RuntimeError("tgrad: the gradient of as_strided on a tensor whose elements are not a permutation "
+                               "of a contiguous block is not supported; call .contiguous() first")
+        ctx.geometry, ctx.in_shape, ctx.order = (size, stride, offset), base.shape, order
         return make_view(base, base._data.as_strided(size, stride, base._data.storage_offset() + offset))
 
     @staticmethod
     def backward(ctx, g):
-        return AsStridedScatter.apply(g, ctx.in_shape, ctx.geometry), None, None, None
+        return AsStridedScatter.apply(g, ctx.in_shape, ctx.geometry, ctx.order), None, None, None
 
 
-def _as_strided_scatter(g, shape, geometry):
-    """zeros(shape) (contiguous) with g written at the strided region ``geometry``."""
-    z = _zeros(shape, g)
+def in_storage_order(g: Tensor, order) -> Tensor:
+    """``g`` laid out as its base's storage: the tensor a storage geometry indexes (differentiable)."""
+    return g.permute(*order).contiguous()
+
+
+def _as_strided_scatter(g, shape, geometry, order):
+    """zeros(shape), laid out in storage ``order``, with g written at the strided region ``geometry``."""
+    z = _zeros(tuple(shape[d] for d in order), g)
     size, stride, offset = geometry
     fused(M.identity, [g], g.dtype, out=wrap(z._data.as_strided(size, stride, offset)), compute=g.dtype)
-    return z
+    return z.permute(*_inverse(order))
 
 
 class AsStridedScatter(BuiltinFunction):
     """The backward of ``as_strided`` as a differentiable op: zeros with g at the region; its own
-    gradient is the region of the incoming gradient (read from a contiguous copy, whose layout
-    the geometry describes)."""
+    gradient is the region of the incoming gradient (read from a copy in storage order, whose
+    layout the geometry describes)."""
     node_name = "AsStridedBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, g, shape, geometry):
-        ctx.geometry = geometry
-        return _as_strided_scatter(g, shape, geometry)
+    def forward(ctx, g, shape, geometry, order):
+        ctx.geometry, ctx.order = geometry, order
+        return _as_strided_scatter(g, shape, geometry, order)
 
     @staticmethod
     def backward(ctx, gg):
-        return AsStrided.apply(gg.contiguous(), *ctx.geometry), None, None
+        return AsStrided.apply(in_storage_order(gg, ctx.order), *ctx.geometry), None, None, None
 
 
 class CopySlices(Node):
     """The history of a base after an in-place op on one of its views: the view's region takes its
     gradient from the op's result, the rest flows to the base's previous history."""
 
-    def __init__(self, base_edge, result_edge, geometry, base_meta, result_meta):
+    def __init__(self, base_edge, result_edge, geometry, order, base_meta, result_meta):
         super().__init__()
         self._next = (base_edge, result_edge)
-        self.geometry = geometry
+        self.geometry, self.order = geometry, order
         self._input_meta = (base_meta, result_meta)
         self._output_meta = (base_meta + (False,),)
 
@@ -291,10 +317,11 @@ class CopySlices(Node):
         # g split in two with differentiable ops (so create_graph records it): the region's
         # part for the op's result, the rest (g times a mask that is 0 on the region) for the base
         size, stride, offset = self.geometry
-        g = g.contiguous()
+        g = in_storage_order(g, self.order)
         mask = torch.ones(tuple(g.shape), dtype=g._data.dtype, device=g.device)
         mask.as_strided(size, stride, offset).fill_(0)
-        return g * wrap(mask), AsStrided.apply(g, size, stride, offset)
+        inverse = _inverse(self.order)
+        return (g * wrap(mask)).permute(*inverse), AsStrided.apply(g, size, stride, offset)
 
 
 def rebase_history(t: Tensor, result: Tensor):
@@ -322,11 +349,12 @@ def rebase_history(t: Tensor, result: Tensor):
         t._grad_fn, t._output_nr, t._requires_grad = node, result._output_nr, True
         _move_retained(t, old_fn, old_nr)
         return
-    if not base._data.is_contiguous():
-        raise RuntimeError("tgrad: an in-place op that needs a gradient on a view of a non-contiguous tensor is "
-                           "not supported; call .contiguous() on the base first")
+    order = storage_order(base)
+    if order is None:
+        raise RuntimeError("tgrad: an in-place op that needs a gradient on a view of a tensor whose elements are "
+                           "not a permutation of a contiguous block is not supported; call .contiguous() first")
     geometry = _geometry(t, base)
-    cs = CopySlices(base_edge, (node, result._output_nr), geometry, (base.shape, base.dtype, base.device),
+    cs = CopySlices(base_edge, (node, result._output_nr), geometry, order, (base.shape, base.dtype, base.device),
                     (t.shape, t.dtype, t.device))
     base._grad_fn, base._output_nr, base._requires_grad = cs, 0, True
     again = AsStrided.apply(base, *geometry)
