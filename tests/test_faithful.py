@@ -329,3 +329,96 @@ def test_gelu_of_integers_raises_as_pytorch():
             tgrad.nn.functional.gelu(tgrad.tensor(values, dtype=dtype))
         with pytest.raises(NotImplementedError, match='GeluKernelImpl" not implemented for'):
             torch.nn.functional.gelu(torch.tensor(values, dtype=dtype.torch))
+
+
+# ----------------------------------------------------------------------------- fourth session's sweeps
+# Each public method was called on float, integer and bool tensors with a number or tensor of each
+# dtype (and with no argument), in place and out of place, against PyTorch: the classes found.
+
+@pytest.mark.parametrize("build", [
+    lambda L, F, x: F.elu(x), lambda L, F, x: F.elu(x, alpha=0.5), lambda L, F, x: L.selu(x), lambda L, F, x: L.celu(x),
+    lambda L, F, x: L.atan2(x, x * 0.0), lambda L, F, x: L.xlogy(x * 0.0, x), lambda L, F, x: L.acosh(x.abs() * 0.0 + 1.0),
+])
+def test_gradients_at_special_points_follow_pytorch(build):
+    """NaN takes the positive branch of elu's kin; atan2 at the origin, xlogy at x = 0 and y <= 0,
+    acosh at 1: PyTorch's formulas' values (0, 0, inf)."""
+    same(grads(build, [NAN, -1.0, 0.0, 2.0, -0.0]))
+
+
+@pytest.mark.parametrize("expr", [
+    # bools and integers where PyTorch has no kernel, or computes in another dtype
+    "L.tensor([True]) << L.tensor([True])", "L.tensor([True]) >> True", "L.tensor([True]).fmod(True)",
+    "L.tensor([True]).remainder(L.tensor([True]))", "L.tensor([True]) % True", "True % L.tensor([True])",
+    "L.tensor([True]).clamp(min=0)", "L.tensor([True, False]).clamp(True, False)", "L.tensor([True]).clamp(max=True)",
+    "L.tensor([True, False]).clamp(min=L.tensor(True))", "L.tensor([True]).clamp(L.tensor(True), L.tensor(False))",
+    "L.tensor([True]).clamp_min(True)", "L.tensor([True, False]).clamp_max(L.tensor([True, True]))",
+    "L.tensor([True, False]).square()", "L.tensor([True]).xlogy(True)", "L.xlogy(True, L.tensor([True, False]))",
+    "L.tensor([True, False]).median()", "L.tensor([True, False]).median(0)", "L.ones(2, 2, dtype=L.bool).trace()",
+    "L.tensor([True, False]).topk(1)", "L.tensor([True, False, True]).mode()", "L.tensor([1.5]).bitwise_not()",
+    "L.tensor([1, 2]) @ L.tensor([3, 4])", "L.dot(L.tensor([1, 2]), L.tensor([3, -4]))", "L.inner(L.tensor([1, 2]), L.tensor([3, 4]))",
+    "L.mv(L.tensor([[1, 2], [3, 4]]), L.tensor([1, 1]))", "L.tensor([True]) @ L.tensor([True])",
+    "L.ones(2, 2, dtype=L.bool) @ L.ones(2, 2, dtype=L.bool)", "L.ones(2, 2, 2, dtype=L.bool) @ L.ones(2, dtype=L.bool)",
+    "L.bincount(L.tensor([1.0]))", "L.bincount(L.tensor([True]))", "L.histc(L.tensor([1, 2]))", "L.histc(L.tensor([True]))",
+    "L.histc(L.tensor([1.0]), min=2, max=1)", "L.tensor([1, 2]).repeat_interleave(L.tensor([1.0, 2.0]))",
+    "L.tensor([1, 2]).repeat_interleave(L.tensor([True, False]))", "L.tensor([1.0]).repeat_interleave(L.tensor([[2]]))",
+    "L.quantile(L.tensor([1, 2]), 0.5)", "L.quantile(L.tensor([1.0, 2.0]), L.tensor([0.5], dtype=L.float64))",
+    "L.quantile(L.tensor([1.0, 2.0]), 1.5)", "L.quantile(L.tensor([]), 0.5)", "L.tensor([1, 2]).mean(2)",
+    "L.tensor([1.0]).mean(dtype=L.int64)",
+    # lerp: a 0-d weight is a number in any dtype
+    "L.tensor([1.0, 2.0]).lerp(L.tensor([3.0, 5.0]), L.tensor(2))", "L.tensor([1.0]).lerp(L.tensor([3.0]), L.tensor(0.25, dtype=L.float64))",
+    "L.tensor([1.0]).lerp(L.tensor([3.0]), L.tensor([0.25], dtype=L.float64))", "L.tensor([1]).lerp(L.tensor([1]), 0.5)",
+    # in place: the out-of-place op's checks, in PyTorch's order
+    "L.tensor([1, 2]).fmod_(L.tensor([0, 1]))", "L.tensor([True]).fmod_(True)", "L.tensor([1.5, 2.0]).__ipow__(L.tensor(True))",
+    "L.tensor([1.5, 2.0]).__ipow__(L.tensor([True, False]))", "L.tensor([True]).hypot_(L.tensor([1]))", "L.tensor([1, 2]).hypot_(L.tensor([1, 2]))",
+    "F.silu(L.tensor([1, 2]), inplace=True)", "L.tensor([1]).frac_()", "L.tensor([1]).lerp_(L.tensor([1]), 0.5)",
+    "L.tensor([True]).square_()", "L.tensor([1.0]).clamp_()", "L.tensor([True]).clamp_min_(True)",
+    "L.tensor([True]) << 1", "L.tensor([True, False]).add_(L.tensor([True, True]))",
+    # arguments PyTorch requires or refuses
+    "L.tensor([1.0]).flip()", "L.tensor([1.0]).fliplr()", "L.flipud(L.tensor(1.0))", "L.tensor([1.0, 2.0]).tile(2)",
+    "L.tile(L.tensor([1.0, 2.0]), 2)", "L.tensor([1.0]).tile()", "L.tensor([1.0]).repeat()", "L.tensor([1.0]).new_zeros()",
+    "L.tensor([1.0]).repeat_interleave(2.5)", "L.tensor([1.0, 2.0]).broadcast_to(3)",
+])
+def test_dtype_and_argument_refusals_as_pytorch(expr):
+    same(lambda L, F: eval(expr))
+
+
+def test_cuda_without_a_cuda_build_raises_torchs_assertion():
+    if torch.backends.cuda.is_built():
+        pytest.skip("this torch has CUDA")
+    with pytest.raises(AssertionError, match="not compiled with CUDA"):
+        tgrad.zeros(2).cuda()
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_in_place_on_a_view_of_a_permuted_base(case):
+    """A pointwise result keeps its input's (permuted) layout, so the base of a view may be
+    non-contiguous; an in-place op needing a gradient on such a view works as in PyTorch."""
+    def program(L, F):
+        x = L.tensor([[1., 2., 3.], [4., 5., 6.]], dtype=L.float64, requires_grad=True)
+        w = L.tensor([0.5, -2.0], dtype=L.float64, requires_grad=True)
+        y = x.t() * 1.0
+        if case == 0:
+            y[1].mul_(w)
+        elif case == 1:
+            y[:, 0].mul_(3.0)
+            y[1:].mul_(w)
+        elif case == 2:
+            v = y[1]
+            y.mul_(2.0)
+            y = v * 1.0
+        else:
+            y.diagonal().mul_(w)
+        y.backward(L.arange(y.numel(), dtype=L.float64).reshape(y.shape) + 1)
+        return y.detach(), x.grad, w.grad
+    same(program)
+
+
+def test_in_place_on_a_view_of_a_permuted_base_twice_differentiable():
+    def program(L, F):
+        x = L.tensor([[1., 2., 3.], [4., 5., 6.]], dtype=L.float64, requires_grad=True)
+        y = x.t() * 1.0
+        y[1].mul_(y[0])
+        (g,) = L.autograd.grad(y.pow(2).sum(), x, create_graph=True)
+        (gg,) = L.autograd.grad(g.sum(), x)
+        return g.detach(), gg
+    same(program)

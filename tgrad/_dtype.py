@@ -152,6 +152,7 @@ def as_device(d) -> torch.device:
     if dev.type not in ("cpu", "cuda"):
         raise RuntimeError(f"tgrad runs on 'cpu' and 'cuda' devices, not {dev.type!r}")
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("Torch not compiled with CUDA enabled" if not torch.backends.cuda.is_built()
-                           else "CUDA is not available on this machine (no GPU or driver found)")
+        if not torch.backends.cuda.is_built():  # torch's own exception type for this
+            raise AssertionError("Torch not compiled with CUDA enabled")
+        raise RuntimeError("CUDA is not available on this machine (no GPU or driver found)")
     return dev

@@ -13,7 +13,7 @@ from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from tgrad.kernels import scan as KS
 from . import advanced, factories, random, shape, views
-from .common import check_runnable, normalize_dim, wrap
+from .common import check_runnable, normalize_dim, require_argument, wrap
 from .elementwise import where
 from .formula import fused
 from .inplace import write_inplace
@@ -159,6 +159,7 @@ def _sizes(args):
 
 @op("repeat", method=True)
 def repeat(input, *sizes):  # noqa: A002
+    require_argument(sizes, "repeat", "repeats")
     sizes = _sizes(sizes)
     if len(sizes) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
@@ -171,14 +172,34 @@ def repeat(input, *sizes):  # noqa: A002
     return big.reshape(tuple(r * s for r, s in zip(sizes, x.shape)))
 
 
-@op("tile")
+@op("tile", method=False)
 def tile(input, dims):  # noqa: A002
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(f"tile(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
     dims = tuple(dims)
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
+@op("tile", function=False)
+def tile_method(input, *dims):  # noqa: A002
+    """``t.tile(2, 3)`` or ``t.tile((2, 3))``."""
+    require_argument(dims, "tile", "dims")
+    return tile(input, _sizes(dims))
+
+
 @op("repeat_interleave")
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
+    if isinstance(repeats, Tensor):
+        if repeats.dtype.is_floating_point or repeats.dtype is _dtype.bool:
+            raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for \'{repeats.dtype.scalar_type}\'')
+        if repeats.ndim > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        if repeats.numel() and int(repeats.amin().item()) < 0:
+            raise RuntimeError("repeats can not be negative")
+    elif not isinstance(repeats, int) or isinstance(repeats, bool):
+        raise TypeError(f"repeat_interleave() received an invalid combination of arguments - got "
+                        f"({type(repeats).__name__}), but expected one of: (Tensor repeats, int dim = None, *, "
+                        f"int output_size = None) or (int repeats, int dim = None, *, int output_size = None)")
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else normalize_dim(x, dim)
     if isinstance(repeats, Tensor) and repeats.numel() != 1:
@@ -198,16 +219,22 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
 
 @op("flip")
 def flip(input, *dims):  # noqa: A002
+    if not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
     return flip_dims(input, _sizes(dims))
 
 
 @op("fliplr")
 def fliplr(input):  # noqa: A002
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
     return flip_dims(input, (1,))
 
 
 @op("flipud")
 def flipud(input):  # noqa: A002
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
     return flip_dims(input, (0,))
 
 
@@ -270,6 +297,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
 
 @op("trace")
 def trace(input):  # noqa: A002
+    if input.dtype is _dtype.bool:
+        raise NotImplementedError('"trace" not implemented for \'Bool\'')
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     return diagonal(input).sum()

@@ -32,6 +32,12 @@ def check_runnable(*tensors):
     return dev
 
 
+def require_argument(args, fn: str, name: str):
+    """PyTorch's TypeError for a call of ``fn(*args)`` that lacks its required ``name`` (sizes, dims)."""
+    if not args:
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "{name}"')
+
+
 def normalize_dim(x: Tensor, dim: int) -> int:
     """``dim`` counted from 0 (a 0-d tensor has dim 0 and -1), with PyTorch's IndexError."""
     return x._dim(dim) if x.ndim else 0

@@ -46,10 +46,31 @@ def clamp(x, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     dtype = result_type(x, *(b for b in (min, max) if b is not None))
+    if dtype is _dtype.bool:
+        check_bool_clamp(min, max)
     if isinstance(min, Tensor) or isinstance(max, Tensor) or dtype is not x.dtype or not dtype.is_floating_point:
         # the scalar kernel takes +-inf for an absent bound, which integers cannot hold
         return P.ClampTensor.apply(x, min, max)
     return _Clamp.apply(x, -math.inf if min is None else min, math.inf if max is None else max)
+
+
+def check_bool_clamp(min, max):  # noqa: A002
+    """PyTorch clamps bools only by one tensor bound: a number bound, or two, have no bool kernel."""
+    kernel = "clamp_cpu" if min is not None and max is not None else None
+    if any(b is not None and not isinstance(b, Tensor) for b in (min, max)):
+        kernel = "clamp_scalar_cpu" if kernel else "clamp_min_scalar_cpu" if max is None else "clamp_max_scalar_cpu"
+    if kernel:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
+def _one_bound(fn, which):
+    """clamp_min/clamp_max (function, method, in place) with the bool refusals of clamp."""
+    def op(x, bound):
+        if isinstance(x, Tensor) and result_type(x, bound) is _dtype.bool:
+            check_bool_clamp(bound if which == "min" else None, bound if which == "max" else None)
+        return fn(x, bound)
+    op.__name__ = op.__qualname__ = fn.__name__
+    return op
 
 
 def _check_alpha(a, b, alpha):
@@ -159,6 +180,25 @@ def clone(x, memory_format=None):
 register(round, "round")
 register(gelu, "gelu")
 register(clamp, "clamp", "clip")
+
+
+def _square_of_bools(fn, inplace):
+    """square is pow(x, 2): a bool squares to int64, which a bool tensor cannot hold in place."""
+    def op(x):
+        if isinstance(x, Tensor) and x.dtype is _dtype.bool:
+            if inplace:
+                raise RuntimeError("result type Long can't be cast to the desired output type Bool")
+            x = x.to(_dtype.int64)
+        return fn(x)
+    op.__name__ = op.__qualname__ = fn.__name__
+    return op
+
+
+register(_square_of_bools(registry.FUNCTIONS["square"], False), "square")
+register(_square_of_bools(registry.METHODS["square_"], True), "square_", function="square_" in registry.FUNCTIONS)
+for _which in ("min", "max"):
+    register(_one_bound(registry.FUNCTIONS[f"clamp_{_which}"], _which), f"clamp_{_which}")
+    register(_one_bound(registry.METHODS[f"clamp_{_which}_"], _which), f"clamp_{_which}_", function=False)
 register(add, "add")
 register(sub, "sub", "subtract")
 register(rsub, "rsub", method=False)

@@ -39,8 +39,8 @@ class RowFunction(BuiltinFunction):
         dtype = result_type(*args[:n])
         out_dtype = _float(dtype) if row.dtypes == "float" else dtype
         # the kernel keeps bool operands bool (masks): a formula on numbers needs them cast first
-        operands = [a.to(out_dtype) if isinstance(a, Tensor) and a.dtype is _dtype.bool and out_dtype is not
-                    _dtype.bool else as_operand(a, ref, dtype) for a in args[:n]]
+        operands = [as_operand(a, ref, dtype) for a in args[:n]]
+        operands = [a.to(out_dtype) if a.dtype is _dtype.bool and out_dtype is not _dtype.bool else a for a in operands]
         check_runnable(*operands)
         ctx.params = args[n:] + row.constants
         y = fused(row.forward, operands, out_dtype, ctx.params)
@@ -201,9 +201,10 @@ def make_inplace(row, op):
         values = _bind(row, (self,) + args, kwargs)
         others, params = values[1:n], values[n:]
         cls = _select(row, values[:n])  # PyTorch's TypeError for a number it refuses
+        # before the kernel's refusal, as PyTorch; an op with no integer kernel does not promote them
+        check_cast(self, *others, division=row.dtypes == "float" and row.no_ints is None)
         if row.no_ints is not None or row.no_bool is not None:
             _refuse(row, values[:n])
-        check_cast(self, *others, division=row.dtypes == "float")
         if row.inplace_node is not None and cls is function_class(row):
             cls = _inplace_class(row)
         return write_inplace(self, lambda t, *o: cls.apply(t, *o, *params), *others, formula=row.forward,

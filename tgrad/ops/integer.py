@@ -113,6 +113,8 @@ def floor_divide(a, b):
 def remainder_int(a, b):
     """Integer ``a % b``: exact; a zero divisor raises."""
     dtype = result_type(a, b)
+    if dtype is _dtype.bool:
+        raise _not_for("remainder_cpu", dtype)
     refuse_zero_division(b)
     return fused(I.remainder_int, _operands(a, b, dtype), dtype, compute=dtype)
 
@@ -141,7 +143,7 @@ def bitwise(which, a, b):
 
 def bitwise_not(a):
     if a.dtype.is_floating_point:
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        raise _not_for("bitwise_not_cpu", a.dtype)
     check_runnable(a)
     return fused(M.logical_not if a.dtype is _dtype.bool else I.bitwise_not, [a], a.dtype, compute=a.dtype)
 
@@ -151,15 +153,19 @@ def shift(which, a, b):
     if dtype.is_floating_point:
         raise _not_for(f"{which}shift_cpu", dtype)
     if dtype is _dtype.bool:
-        dtype = _dtype.int64 if not all(isinstance(x, Tensor) and x.dtype is _dtype.bool for x in (a, b)) else dtype
+        raise _not_for(f"{which}shift_cpu", dtype)
     formula = I.left_shift if which == "l" else I.right_shift
     return fused(formula, _operands(a, b, dtype), dtype, compute=dtype)
 
 
-def _guard_zero(fn):
-    """fmod/remainder: the row's formula, after PyTorch's integer zero-division check."""
+def _guard_zero(fn, kernel):
+    """fmod/remainder: the row's formula, after PyTorch's refusal of bools and its integer
+    zero-division check."""
     def op(a, b, *args, **kwargs):
-        if not result_type(a, b).is_floating_point:
+        dtype = result_type(a, b)
+        if dtype is _dtype.bool:
+            raise _not_for(kernel, dtype)
+        if not dtype.is_floating_point:
             refuse_zero_division(b)
         return fn(a, b, *args, **kwargs)
     op.__name__ = op.__qualname__ = fn.__name__
@@ -178,13 +184,21 @@ def remainder(a, b):
     return _ROW_REMAINDER(a, b)
 
 
-_ROW_REMAINDER = _guard_zero(registry.FUNCTIONS["remainder"])
-registry.register(_guard_zero(registry.FUNCTIONS["fmod"]), "fmod")
+_ROW_REMAINDER = _guard_zero(registry.FUNCTIONS["remainder"], "remainder_cpu")
+registry.register(_guard_zero(registry.FUNCTIONS["fmod"], "fmod_cpu"), "fmod")
+registry.register(_guard_zero(registry.METHODS["fmod_"], "fmod_cpu"), "fmod_", function=False)
 registry.register(remainder, "remainder")
 registry.register(floor_divide, "floor_divide")
 for _w in ("and", "or", "xor"):
     registry.register((lambda w: lambda a, b: bitwise(w, a, b))(_w), f"bitwise_{_w}")
 registry.register(bitwise_not, "bitwise_not")
+
+
+def invert(a):
+    """``~a``: Python's operator refuses floats with a TypeError before any kernel."""
+    if a.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(a)
 registry.register(lambda a, b: shift("l", a, b), "bitwise_left_shift")
 registry.register(lambda a, b: shift("r", a, b), "bitwise_right_shift")
 
@@ -201,6 +215,9 @@ def _same_dtype_lerp(fn):
                                    f"{_c_name(t.dtype)}")
         if not isinstance(end, Tensor):
             raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
+        if not input.dtype.is_floating_point:  # before any cast check (PyTorch's weight is no operand)
+            kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+            raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for \'{input.dtype.scalar_type}\'')
         return fn(input, end, weight)
     op.__name__ = op.__qualname__ = fn.__name__
     return op

@@ -37,10 +37,10 @@ class Matmul(BuiltinFunction):
         if a.dtype is not b.dtype:
             raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype.c_type} != "
                                f"{b.dtype.c_type}")
-        if not a.dtype.is_floating_point:
-            raise RuntimeError(f"tgrad matmul supports floating point tensors, got {a.dtype}")
         if a.shape[-1] != b.shape[-2]:
             raise _mismatch(a, b)
+        if not a.dtype.is_floating_point:
+            return _exact(a, b, "addmm_impl_cpu_" if a.ndim <= 2 and b.ndim <= 2 else "bmm")
         batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
         ad = a._data.expand(batch + tuple(a.shape[-2:]))
         bd = b._data.expand(batch + tuple(b.shape[-2:]))
@@ -63,9 +63,11 @@ class Bmm(Matmul):
     node_name = "BmmBackward0"
 
 
-def _check_float(a):
-    if not a.dtype.is_floating_point:
-        raise RuntimeError(f"tgrad matmul supports floating point tensors, got {a.dtype}")
+def _exact(a, b, kernel):
+    """A product of integers, exact in their dtype (PyTorch has no bool kernel: ``kernel`` names its)."""
+    if a.dtype is _dtype.bool:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    return _integer_matmul(a, b)
 
 
 def mm(a, b):
@@ -103,7 +105,8 @@ class Dot(BuiltinFunction):
         if a.dtype is not b.dtype:
             raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {a.dtype.scalar_type} "
                                f"and {b.dtype.scalar_type}")
-        _check_float(a)
+        if not a.dtype.is_floating_point:
+            return _exact(a, b, "dot")
         ctx.save_for_backward(a, b)
         return wrap(K.matmul(a._data.unsqueeze(0), b._data.unsqueeze(1), allow_tf32=_allow_tf32(a)).view(()))
 
@@ -114,10 +117,6 @@ class Dot(BuiltinFunction):
 
 
 def matmul(a, b):
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.ndim and b.ndim and a.dtype is b.dtype and \
-            not a.dtype.is_floating_point and a.dtype is not _dtype.bool and \
-            a.shape[-1] == b.shape[-2 if b.ndim > 1 else -1]:
-        return _integer_matmul(a, b)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul(): argument must be Tensor, not {type(b if isinstance(a, Tensor) else a).__name__}")
     if a.ndim == 0 or b.ndim == 0:
@@ -134,6 +133,8 @@ def matmul(a, b):
         if a.shape[-1] != b.shape[0]:  # PyTorch folds a's leading dims into rows before its mv check
             rows = a.numel() // a.shape[-1] if a.shape[-1] else math.prod(a.shape[:-1])
             raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{a.shape[-1]}), vec ({b.shape[0]})")
+        if a.dtype is _dtype.bool and b.dtype is _dtype.bool:  # PyTorch folds this into one mv
+            _exact(a, b, "addmv_impl_cpu")
         return matmul(a, b.unsqueeze(1)).squeeze(-1)
     # PyTorch's messages follow its own plan: (..., M, K) @ (K, N) folds a's batch into rows of one
     # mm; otherwise batches broadcast first and the product is one bmm over the flattened batch
@@ -161,7 +162,8 @@ class Mv(BuiltinFunction):
     @staticmethod
     def forward(ctx, a, v):
         check_runnable(a, v)
-        _check_float(a)
+        if not a.dtype.is_floating_point:
+            return _exact(a, v, "addmv_impl_cpu")
         ctx.save_for_backward(a, v)
         return wrap(K.matmul(a._data, v._data.unsqueeze(1), allow_tf32=_allow_tf32(a)).view(a.shape[0]))
 

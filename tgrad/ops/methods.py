@@ -15,7 +15,7 @@ from . import advanced, matmul, reduce, shape
 from . import factories as F
 from . import pointwise as P
 from . import elementwise, integer
-from .common import broadcast_shapes
+from .common import broadcast_shapes, require_argument
 from .formula import fused
 from .generated import check_cast
 from .indexing import getitem, setitem
@@ -111,15 +111,16 @@ for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half
     _method(_name, (lambda dt: lambda self: self.to(dt))(_dt))
 
 
-def _new_factory(fn):
+def _new_factory(fn, name):
     def method(self, *size, dtype=None, device=None, requires_grad=False):
+        require_argument(size, name, "size")
         return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
     return method
 
 
-METHODS["new_zeros"] = _new_factory(F.zeros)
-METHODS["new_ones"] = _new_factory(F.ones)
-METHODS["new_empty"] = _new_factory(F.empty)
+METHODS["new_zeros"] = _new_factory(F.zeros, "new_zeros")
+METHODS["new_ones"] = _new_factory(F.ones, "new_ones")
+METHODS["new_empty"] = _new_factory(F.empty, "new_empty")
 METHODS["new_full"] = lambda self, size, value, dtype=None, device=None, requires_grad=False: F.full(
     size, value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 METHODS["new_tensor"] = lambda self, data, dtype=None, device=None, requires_grad=False: F.tensor(
@@ -158,7 +159,7 @@ METHODS["__ge__"] = lambda a, b: FUNCTIONS["ge"](a, b)
 METHODS["__and__"] = METHODS["__rand__"] = lambda a, b: integer.bitwise("and", a, b)
 METHODS["__or__"] = METHODS["__ror__"] = lambda a, b: integer.bitwise("or", a, b)
 METHODS["__xor__"] = METHODS["__rxor__"] = lambda a, b: integer.bitwise("xor", a, b)
-METHODS["__invert__"] = integer.bitwise_not
+METHODS["__invert__"] = integer.invert
 METHODS["__getitem__"] = getitem
 
 
@@ -259,6 +260,8 @@ METHODS["__ipow__"] = lambda self, other: self.pow_(other)
 
 
 def _clamp_(self, min=None, max=None):  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     check_cast(self, *(b for b in (min, max) if b is not None))
     if not self.dtype.is_floating_point or isinstance(min, Tensor) or isinstance(max, Tensor):
         return write_inplace(self, lambda a: FUNCTIONS["clamp"](a, min, max))  # no +-inf bound in integer dtypes

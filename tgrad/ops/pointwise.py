@@ -267,11 +267,10 @@ class ClampTensor(BuiltinFunction):
     @staticmethod
     def forward(ctx, x, lo, hi):
         dtype = result_type(*(t for t in (x, lo, hi) if t is not None))
-        info = torch.finfo(dtype.torch) if dtype.is_floating_point else torch.iinfo(dtype.torch)
-        lo = as_operand(-math.inf if dtype.is_floating_point else info.min, x, dtype) if lo is None else \
-            as_operand(lo, x, dtype)
-        hi = as_operand(math.inf if dtype.is_floating_point else info.max, x, dtype) if hi is None else \
-            as_operand(hi, x, dtype)
+        lowest, highest = (-math.inf, math.inf) if dtype.is_floating_point else (False, True) if \
+            dtype is _dtype.bool else (torch.iinfo(dtype.torch).min, torch.iinfo(dtype.torch).max)
+        lo = as_operand(lowest if lo is None else lo, x, dtype)
+        hi = as_operand(highest if hi is None else hi, x, dtype)
         check_runnable(x, lo, hi)
         ctx.dtype = dtype
         ctx.save_for_backward(x, lo, hi)

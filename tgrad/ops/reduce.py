@@ -86,9 +86,6 @@ class Mean(BuiltinFunction):
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
         out_dtype = dtype or x.dtype
-        if not out_dtype.is_floating_point:
-            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point "
-                               f"or complex dtype. Got: {x.dtype.scalar_type}")
         ctx.meta = (x.shape, dims, keepdim)
         ctx.count = math.prod(x.shape[d] for d in dims)
         return _result(_run(x, dims, "mean", out_dtype), x, dims, keepdim)
@@ -377,9 +374,14 @@ def sum(x, dim=_NO_DIM, keepdim=False, dtype=None):  # noqa: A001
 
 
 def mean(x, dim=_NO_DIM, keepdim=False, dtype=None):
+    dtype = _dtype.as_dtype(dtype) if dtype is not None else None
+    if not (dtype or x.dtype).is_floating_point:  # before the dims are checked, as PyTorch
+        which, got = ("Optional", dtype) if dtype is not None else ("Input", x.dtype)
+        raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either a floating point or "
+                           f"complex dtype. Got: {got.scalar_type}")
     cls = Mean if dim is _NO_DIM else MeanDim
     dims = _dims(x, None if dim is _NO_DIM else dim)
-    return cls.apply(x, dims, keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
+    return cls.apply(x, dims, keepdim, dtype)
 
 
 def prod(x, dim=None, keepdim=False, dtype=None):

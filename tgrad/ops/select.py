@@ -43,6 +43,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A0
 
 @op("topk")
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     d = normalize_dim(input, dim)
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
@@ -53,6 +55,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
 
 @op("median")
 def median(input, dim=None, keepdim=False):  # noqa: A002
+    if input.dtype is _dtype.bool and dim is None:
+        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
     if dim is None:
         flat = input.reshape(-1)
         if flat.numel() == 0:
@@ -60,6 +64,8 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
         values, _ = advanced.sort(flat, 0)
         return values[(flat.numel() - 1) // 2]
     d = normalize_dim(input, dim)
+    if input.dtype is _dtype.bool:
+        raise NotImplementedError('"median_out" not implemented for \'Bool\'')
     values, indices = advanced.sort(input, d, stable=True)
     k = (input.shape[d] - 1) // 2
     v, i = values.narrow(d, k, 1), indices.narrow(d, k, 1)
@@ -70,6 +76,14 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
 
 @op("quantile")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    if input.dtype not in (_dtype.float32, _dtype.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor) and q.dtype is not input.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    if isinstance(q, Tensor) and q.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else normalize_dim(x, dim)
     scalar_q = not isinstance(q, Tensor)
@@ -79,7 +93,8 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
     outs = []
     for qv in qs.tolist():
         if not 0 <= qv <= 1:
-            raise RuntimeError("quantile() q values must be in the range [0, 1]")
+            raise RuntimeError(f"quantile() q {'must' if scalar_q else 'values must'} be in the range [0, 1]"
+                               f"{f' but got {q}' if scalar_q else ''}")
         pos = qv * (n - 1)
         lo, hi = math.floor(pos), math.ceil(pos)
         a, b = values.narrow(d, lo, 1), values.narrow(d, hi, 1)
@@ -220,7 +235,9 @@ def masked_scatter(input, mask, source):  # noqa: A002
 
 @op("bincount")
 def bincount(input, weights=None, minlength=0):  # noqa: A002
-    if input.ndim != 1 or input.dtype.is_floating_point:
+    if input.dtype.is_floating_point or input.dtype is _dtype.bool:
+        raise NotImplementedError(f'"bincount_cpu" not implemented for \'{input.dtype.scalar_type}\'')
+    if input.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if input.numel() and int(input.amin().item()) < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
@@ -236,7 +253,14 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
 
 @op("histc")
 def histc(input, bins=100, min=0, max=0):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        kernel = "linspace_cpu" if input.dtype is _dtype.bool else "histogram_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{input.dtype.scalar_type}\'')
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     lo, hi = float(min), float(max)
+    if hi < lo:
+        raise RuntimeError("torch.histc: max must be larger than min")
     if lo == hi and input.numel():
         lo, hi = float(input.amin().item()), float(input.amax().item())
     if lo == hi:
@@ -280,8 +304,8 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     x = input.movedim(d, -1)
     counts = (x.unsqueeze(-1) == x.unsqueeze(-2)).sum(-1)      # how often each element occurs
     top = counts.amax(-1, keepdim=True)
-    candidates = where(counts == top, x, math.inf if x.dtype.is_floating_point else
-                       torch.iinfo(x.dtype.torch).max)
+    candidates = where(counts == top, x, math.inf if x.dtype.is_floating_point else True if x.dtype is _dtype.bool
+                       else torch.iinfo(x.dtype.torch).max)
     value = candidates.amin(-1, keepdim=True)                   # the smallest most frequent value
     hits = (x == value).to(_dtype.int64) * random.arange(1, x.shape[-1] + 1, device=x.device)
     index = hits.amax(-1, keepdim=True) - 1                     # its last position, as PyTorch

@@ -161,7 +161,7 @@ def expand(x, *shape):
 
 
 def broadcast_to(x, shape):
-    return expand(x, *shape)
+    return expand(x, *((shape,) if isinstance(shape, int) else shape))
 
 
 def flatten(x, start_dim=0, end_dim=-1):
