@@ -248,14 +248,16 @@ def _powi(x, e):
         r = x * x * x
     elif e == 0.0:
         r = tl.zeros_like(x) + 1.0
-    elif e == 0.5:
+    elif e == 0.5:  # as PyTorch (float32/64): sqrt, so sqrt(-inf) is NaN
         r = tl.sqrt(x)
+    elif e == -0.5:  # as PyTorch (float32/64): rsqrt, so (-0.0)^-0.5 is -inf
+        r = 1.0 / tl.sqrt(x)
     elif e == -1.0:
         r = 1.0 / x
     elif e == -2.0:
         r = 1.0 / (x * x)
     else:
-        r = _pow(x, e + 0.0 * x)
+        r = _pow(x, tl.zeros_like(x) + e)  # not e + 0 * x: that is NaN at x = +-inf
     return r
 
 @triton.jit
@@ -313,7 +315,7 @@ def _pow(a, b):
     negative = (a < 0) | ((a == 0) & (1.0 / a < 0))  # -0.0 too: (-0.0)^-1 is -inf
     r = tl.where(negative & b_odd, -mag, mag)
     r = tl.where((a < 0) & (~b_int), float("nan"), r)
-    r = tl.where(a == float("-inf"), tl.where(b < 0, 0.0, float("inf")) * tl.where(b_odd, -1.0, 1.0), r)
+    r = tl.where((a == float("-inf")) & (b == b), tl.where(b < 0, 0.0, float("inf")) * tl.where(b_odd, -1.0, 1.0), r)
     r = tl.where((a == -1.0) & b_inf, 1.0, r)  # C pow: (-1)^+-inf = 1
     return tl.where((b == 0.0) | (a == 1.0), 1.0, r)  # 1^NaN = NaN^0 = 1
 

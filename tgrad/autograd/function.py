@@ -120,10 +120,11 @@ class _Saved:
 
 
 def _op_name(node):
+    """PyTorch's name of the op in saved-variable errors: ExpBackward0 -> Exp, PowBackward1 -> Pow1."""
     n = node.name()
-    for suffix in ("Backward0", "Backward1", "Backward"):
-        if n.endswith(suffix):
-            return n[: -len(suffix)]
+    head, sep, tail = n.rpartition("Backward")
+    if sep and (tail == "" or tail.isdigit()):
+        return head + ("" if tail in ("", "0") else tail)
     return n
 
 

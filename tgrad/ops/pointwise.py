@@ -107,12 +107,12 @@ def _fused_pair(formula):
     """The backward of a binary op from its two-output derivative formula, fused or traced."""
     def backward(ctx, g):
         na, nb = ctx.needs_input_grad[:2]
-        da, db = fused(formula, [*ctx.saved_tensors, g], g.dtype, n_out=2)
+        da, db = fused(formula, [*ctx.saved_tensors[:2], g], g.dtype, n_out=2)
         return da if na else None, db if nb else None, None
 
     def differentiable_backward(ctx, g):
         na, nb = ctx.needs_input_grad[:2]
-        da, db = traced_backward(formula, ctx.saved_tensors, g, ())
+        da, db = traced_backward(formula, ctx.saved_tensors[:2], g, ())
         return da if na else None, db if nb else None, None
     return staticmethod(backward), staticmethod(differentiable_backward)
 
@@ -187,10 +187,14 @@ class Pow(_Binary):
 
     @classmethod
     def forward(cls, ctx, a, b, alpha=1.0):
-        if result_type(a, b).is_floating_point:
-            return super().forward(ctx, a, b)
         ta, tb, dtype = cls.prepare(a, b)
-        return int_pow(ta, tb, dtype)
+        if not dtype.is_floating_point:
+            return int_pow(ta, tb, dtype)
+        y = fused(cls.formula, [ta, tb], dtype, (alpha,))
+        # PyTorch's PowBackward1 also saves the result when the exponent needs a gradient (its formula
+        # reads it), so an in-place change to the result then breaks backward there too
+        ctx.save_for_backward(ta, tb, y if ctx.needs_input_grad[1] else None)
+        return y
 
 
 class PowScalarBase(BuiltinFunction):

@@ -179,5 +179,5 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     if p == math.inf:
         return d.amax(-1)
     s = (d ** p).sum(-1)
-    positive = s > 0  # the gradient at a zero distance is 0, as PyTorch's (not 0 * inf)
-    return where(positive, where(positive, s, 1.0) ** (1.0 / p), 0.0)
+    zero = s == 0  # the gradient at a zero distance is 0, as PyTorch's (not 0 * inf); NaN stays NaN
+    return where(zero, 0.0, where(zero, 1.0, s) ** (1.0 / p))

@@ -327,21 +327,27 @@ class CopySlices(Node):
 def rebase_history(t: Tensor, result: Tensor):
     """``t`` takes ``result``'s value (copied into its storage) and, if recorded, its history."""
     node = result._grad_fn
-    saved = getattr(node, "_saved", None)
-    if saved:
-        # the new node may have saved ``t`` itself, which is about to change: keep the old value
-        fixed = []
-        for s in saved:
-            if s is not None and s.tensor is t:
-                old = Tensor._wrap(t._data.clone(memory_format=torch.contiguous_format))
-                old._grad_fn, old._output_nr, old._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
-                s = _Saved(old)
-            fixed.append(s)
-        node._saved = tuple(fixed)
+    saved = list(getattr(node, "_saved", None) or ())
+    # As PyTorch's in-place ops save: the op's own input (the first slot holding ``t``) keeps its
+    # value before the write; ``t`` saved again as another operand (``a.mul_(a)``) is the tensor
+    # being written, so backward then reports the in-place change; a saved result is ``t`` after it.
+    results = []
+    own = next((i for i, s in enumerate(saved) if s is not None and s.tensor is t), None)
+    for i, s in enumerate(saved):
+        if i == own:
+            old = Tensor._wrap(t._data.clone(memory_format=torch.contiguous_format))
+            old._grad_fn, old._output_nr, old._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
+            saved[i] = _Saved(old)
+        elif s is not None and s.tensor is result:
+            results.append(i)
     base = t._base
     base_edge = edge_of(base) if base is not None else None
     fused(M.identity, [result], t.dtype, out=t, compute=t.dtype)
     t._version.value += 1
+    for i in results:
+        saved[i] = _Saved(t, saved[i].producer)
+    if node is not None and getattr(node, "_saved", None):
+        node._saved = tuple(saved)
     if node is None:
         return
     old_fn, old_nr = t._grad_fn, t._output_nr
