@@ -299,8 +299,8 @@ class Norm(BuiltinFunction):
             return ge * x / _where(n == 0, 1.0, n), None, None, None
         if math.isinf(p):
             hit = (x.abs() == n).to(g.dtype)
-            count = sum(hit, dims, True).expand(*shape)
-            return ge * x.sign() * hit / count, None, None, None
+            count = sum(hit, dims, True).expand(*shape)  # 0 where the norm is NaN: no entry takes g
+            return ge * x.sign() * hit / _where(count == 0, 1.0, count), None, None, None
         if p < 1:
             scaled = x.sign() * _where(x == 0, 0.0, x.abs() ** (p - 1))
             return scaled * ge * n ** (1 - p), None, None, None

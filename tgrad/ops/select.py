@@ -9,6 +9,7 @@ import math
 import torch
 
 from .. import _dtype, return_types
+from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from . import advanced, factories, random, shape
 from .common import normalize_dim
@@ -53,6 +54,29 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     return return_types.topk(values.narrow(d, 0, k), indices.narrow(d, 0, k))
 
 
+class _Median(BuiltinFunction):
+    """The lower median of all elements (NaN if any is NaN); PyTorch's MedianBackward0 splits the
+    gradient evenly between the entries equal to it (the NaNs, for NaN)."""
+    node_name = "MedianBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        flat = x.reshape(-1)
+        values, _ = advanced.sort(flat, 0)  # NaN sorts last: the last value is NaN if any is
+        last = values[flat.numel() - 1]
+        v = where(last != last, last, values[(flat.numel() - 1) // 2])
+        if x.dtype.is_floating_point:
+            hit = ((x == v) | ((x != x) & (v != v))).to(x.dtype)
+            ctx.share = hit / hit.sum()
+        return v
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.share
+
+    differentiable_backward = backward
+
+
 @op("median")
 def median(input, dim=None, keepdim=False):  # noqa: A002
     if input.dtype is _dtype.bool and dim is None:
@@ -61,14 +85,19 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
         flat = input.reshape(-1)
         if flat.numel() == 0:
             return factories.full((), math.nan, dtype=input.dtype, device=input.device)
-        values, _ = advanced.sort(flat, 0)
-        return values[(flat.numel() - 1) // 2]
+        return _Median.apply(input)
     d = normalize_dim(input, dim)
     if input.dtype is _dtype.bool:
         raise NotImplementedError('"median_out" not implemented for \'Bool\'')
     values, indices = advanced.sort(input, d, stable=True)
     k = (input.shape[d] - 1) // 2
     v, i = values.narrow(d, k, 1), indices.narrow(d, k, 1)
+    if input.dtype.is_floating_point and input.shape[d]:  # a slice with NaN: NaN at its first NaN
+        nan = input != input
+        first_nan = nan.to(_dtype.int64).argmax(d, keepdim=True)
+        any_nan = nan.any(d, keepdim=True)
+        i = where(any_nan, first_nan, i)
+        v = advanced.gather(input, d, i)
     if not keepdim:
         v, i = v.squeeze(d), i.squeeze(d)
     return return_types.median(v, i)
