@@ -422,3 +422,63 @@ def test_in_place_on_a_view_of_a_permuted_base_twice_differentiable():
         (gg,) = L.autograd.grad(g.sum(), x)
         return g.detach(), gg
     same(program)
+
+
+@pytest.mark.parametrize("op", ["mul", "pow", "add", "div", "atan2", "hypot", "sub", "exp", "sin"])
+@pytest.mark.parametrize("then", ["nothing", "add_"])
+def test_what_in_place_ops_save_as_pytorch(op, then):
+    """An in-place op keeps its input's old value for backward, but the written tensor saved again
+    (as the other operand, or as the result) is reported when changed, as in PyTorch."""
+    def program(L, F):
+        x = L.tensor([0.25, 0.5], requires_grad=True)
+        a = x * 1.0
+        getattr(a, op + "_")(*(() if op in ("exp", "sin") else (a,)))
+        if then == "add_":
+            a.add_(1)
+        a.sum().backward()
+        return x.grad
+    same(program)
+
+
+@pytest.mark.parametrize("fn", ["elu", "leaky_relu", "selu", "celu"])
+def test_in_place_activations_save_their_result(fn):
+    def program(L, F):
+        x = L.tensor([0.25, -0.5], requires_grad=True)
+        a = x * 1.0
+        getattr(F, fn)(a, inplace=True)
+        a.add_(1)
+        a.sum().backward()
+        return x.grad
+    same(program)
+
+
+def test_pow_saves_its_result_when_the_exponent_needs_a_gradient():
+    def program(L, F):
+        x = L.tensor(0.25, requires_grad=True)
+        e = L.tensor(0.5, requires_grad=True)
+        y = x ** e
+        y.mul_(2.0)
+        y.backward()
+        return x.grad, e.grad
+    same(program)
+
+
+@pytest.mark.parametrize("exponent", [0.5, 1.5, -0.5, 7.0, 2.5, -3.0])
+def test_powers_at_infinities_and_signed_zeros(exponent):
+    same(lambda L, F: L.tensor([INF, -INF, 4.0, -4.0, 0.0, -0.0, NAN, 1.0, -1.0]) ** exponent, signed_zeros=True)
+    same(lambda L, F: L.tensor([-INF, INF]) ** L.tensor([NAN, NAN]))
+
+
+def test_median_propagates_nan_and_splits_its_gradient_between_ties():
+    for data in ([NAN, 1.0, NAN], [0.0, 0.0, 3.0], [1.0, 1.0, 1.0], [3.0, 1.0, 2.0, 2.0]):
+        same(grads(lambda L, F, x: x.median().reshape(1), data))
+    same(grads(lambda L, F, x: x.reshape(3, 4).median(1).values, [2.0, NAN, 1.0, NAN, 3.0, 1.0, 3.0, 1.0, 1.0, 1.0, 1.0, 5.0]))
+    same(lambda L, F: L.tensor([[2.0, NAN, 1.0, NAN], [3.0, 1.0, 3.0, 1.0]]).median(1).indices)
+
+
+def test_losses_and_norms_at_nan():
+    same(grads(lambda L, F, x: F.smooth_l1_loss(x, x.flip(0)).reshape(1), [NAN, 1.0, 2.0]))
+    same(grads(lambda L, F, x: F.smooth_l1_loss(x, x.flip(0)).reshape(1), [INF, -INF, 1.0]))
+    same(grads(lambda L, F, x: x.norm(INF).reshape(1), [NAN, 1.0, 2.0]))
+    same(grads(lambda L, F, x: x.norm(3).reshape(1), [INF, 1.0, -1.0]))
+    same(lambda L, F: L.cdist(L.tensor([[NAN], [1.0], [INF]]), L.tensor([[NAN], [1.0], [INF]])))

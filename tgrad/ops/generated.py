@@ -30,6 +30,7 @@ class RowFunction(BuiltinFunction):
     (not an edge). Gradients come out in the broadcast shape: the engine sums them back."""
 
     row = None
+    saves_result = False  # the in-place node PyTorch computes from its result (EluBackward1): saved too
 
     @classmethod
     def forward(cls, ctx, *args):
@@ -45,7 +46,9 @@ class RowFunction(BuiltinFunction):
         ctx.params = args[n:] + row.constants
         y = fused(row.forward, operands, out_dtype, ctx.params)
         if row.derivative is not None:
-            ctx.save_for_backward(*(operands if row.saves == "x" else (y,) if row.saves == "y" else ()))
+            saved = operands if row.saves == "x" else [y] if row.saves == "y" else []
+            # in place, the result is the written tensor: changing it later breaks backward, as in PyTorch
+            ctx.save_for_backward(*saved, *((y,) if cls.saves_result and row.saves == "x" else ()))
         return y
 
     @classmethod
@@ -54,16 +57,21 @@ class RowFunction(BuiltinFunction):
         if cls.row.derivative is None:  # zero almost everywhere (sign, floor, ...)
             grads = (wrap(torch.zeros(g._data.shape, dtype=g._data.dtype, device=g.device)),) * n
         else:
-            grads = fused(cls.row.derivative, [*ctx.saved_tensors, g], g.dtype, ctx.params, n_out=n)
+            grads = fused(cls.row.derivative, [*cls._saved_for_formula(ctx), g], g.dtype, ctx.params, n_out=n)
             grads = grads if n > 1 else (grads,)
         return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
+
+    @classmethod
+    def _saved_for_formula(cls, ctx):
+        saved = ctx.saved_tensors
+        return saved[:-1] if cls.saves_result and cls.row.saves == "x" else saved
 
     @classmethod
     def differentiable_backward(cls, ctx, g):
         if cls.row.derivative is None:
             return cls.backward(ctx, g)
         n, needs = 1 + len(cls.row.operands), ctx.needs_input_grad
-        grads = traced_backward(cls.row.derivative, ctx.saved_tensors, g, ctx.params, cls.row.zero_edges)
+        grads = traced_backward(cls.row.derivative, cls._saved_for_formula(ctx), g, ctx.params, cls.row.zero_edges)
         grads = grads if n > 1 else (grads,)
         return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
 
@@ -94,7 +102,9 @@ class _NoDerivative(RowFunction):
 
 def _inplace_class(row):
     if row.inplace_derivative:
-        return function_class(row, row.inplace_node)
+        cls = function_class(row, row.inplace_node)
+        cls.saves_result = True
+        return cls
     key = (row.name, row.inplace_node)
     if key not in FUNCTIONS:
         FUNCTIONS[key] = type(row.inplace_node[:-1], (_NoDerivative,), {"node_name": row.inplace_node, "row": row,
