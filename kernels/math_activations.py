@@ -111,21 +111,3 @@ def celu(x, p):                # y = x, or alpha (e^(x/alpha) - 1) below 0; p = 
 @triton.jit
 def celu_bwd(x, g, p):
     return tl.where(x <= 0, g * tl.exp(tl.where(x <= 0, x, 0.0) / p[0]), g)  # NaN passes g
-
-@triton.jit
-def softsign(x, p):            # y = x / (1 + |x|)       dy/dx = 1 / (1 + |x|)^2
-    return x / (1.0 + tl.abs(x))
-
-@triton.jit
-def softsign_bwd(x, g, p):
-    d = 1.0 + tl.abs(x)
-    return g / (d * d)
-
-@triton.jit
-def tanhshrink(x, p):          # y = x - tanh x          dy/dx = tanh^2 x
-    return x - tanh(x)
-
-@triton.jit
-def tanhshrink_bwd(x, g, p):
-    t = tanh(x)
-    return g * t * t

@@ -232,7 +232,7 @@ def xlogy(x, y, p):            # x ln y, 0 where x = 0 (unless y is NaN)
 
 @triton.jit
 def xlogy_bwd(x, y, g, p):     # dx: ln y (0 where x = 0 and y <= 0, as PyTorch), dy: x/y
-    return g * tl.where((x == 0.0) & (y <= 0.0), 0.0, tl.log(y)), g * x / y
+    return tl.where((x == 0.0) & (y <= 0.0), 0.0, g * tl.log(y)), g * x / y  # 0 even for an infinite g
 
 @triton.jit
 def logaddexp(a, b, p):        # ln(e^a + e^b) = max + log1p(e^-|a-b|)

@@ -17,7 +17,7 @@ import tgrad
 from tgrad.tensor import Tensor
 from .functional_loss import _reduction
 
-__all__ = ["prelu", "glu", "softmin", "gumbel_softmax", "normalize", "cosine_similarity",
+__all__ = ["softsign", "tanhshrink", "prelu", "glu", "softmin", "gumbel_softmax", "normalize", "cosine_similarity",
            "pairwise_distance", "kl_div", "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
            "gaussian_nll_loss", "poisson_nll_loss"]
 
@@ -31,6 +31,16 @@ def _reduce(loss, reduction):
 
 
 # ----------------------------------------------------------------------------- activations
+
+def softsign(input):  # noqa: A002
+    """x / (1 + |x|), composed as PyTorch composes it (so its gradients at +-inf are PyTorch's NaN)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):  # noqa: A002
+    """x - tanh x, composed as PyTorch composes it."""
+    return input - input.tanh()
+
 
 def prelu(input, weight):
     """x for x > 0, else weight * x, the weight per channel (dim 1) or shared."""

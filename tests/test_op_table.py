@@ -62,8 +62,8 @@ def leaves(row, layout, dtype=tgrad.float64, seed=0):
 
 
 def check_row(row, y, yr, xs, refs):
-    """check_vs_torch, with a composite op's edges left out (tgrad fuses what PyTorch composes)
-    and celu's gradient at PyTorch's precision (it rounds 1/alpha to float32: README)."""
+    """check_vs_torch, with celu's gradient at PyTorch's precision (it rounds 1/alpha to float32:
+    README)."""
     if row.name == "celu":
         assert_close(y, yr)
         g = tgrad.ones_like(y)
@@ -71,7 +71,7 @@ def check_row(row, y, yr, xs, refs):
         yr.backward(torch.ones_like(yr))
         assert_close(xs[0].grad, refs[0].grad, rtol=max(1e-7, TOL[xs[0].dtype.torch][0]), atol=1e-7)
         return
-    check_vs_torch(y, yr, xs, refs, edges=not row.composite)
+    check_vs_torch(y, yr, xs, refs)
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))

@@ -32,8 +32,6 @@ Fields
 - ``no_ints``: PyTorch has no integer (or bool) kernel: such inputs raise its NotImplementedError,
   naming this kernel (``"silu_cpu" not implemented for 'Long'``).
 - ``no_bool``: ``(exception type, message)`` PyTorch raises for a bool input.
-- ``composite``: PyTorch composes the op from others (softsign is a division): tgrad fuses it, and
-  its one node carries the name of PyTorch's last node (its edges differ: README).
 - ``inplace_node``: PyTorch's node name for the in-place form, where it has its own
   (``leaky_relu_`` records LeakyReluBackward1); ``inplace_derivative=False`` where PyTorch has no
   derivative for it (``asinh_``): its backward raises PyTorch's NotImplementedError.
@@ -68,7 +66,6 @@ class Row:
     dtypes: str = "float"
     no_ints: str = None
     no_bool: tuple = None
-    composite: bool = False
     inplace_node: str = None
     inplace_derivative: bool = True
     inplace: bool = True
@@ -173,10 +170,6 @@ ROWS = (
           no_ints="log_sigmoid_cpu"),
     unary("selu", "EluBackward0", A.selu, A.selu_bwd, where=F_AND_TORCH, no_ints="elu_cpu", inplace_node="EluBackward1"),
     unary("celu", "CeluBackward0", A.celu, A.celu_bwd, params=(("alpha", 1.0),), where=F_AND_TORCH, no_ints="elu_cpu", inplace_node="CeluBackward1"),
-    unary("softsign", "DivBackward0", A.softsign, A.softsign_bwd, inplace=False, where=F_ONLY, composite=True,
-          no_bool=bool_kernel("abs_cpu")),
-    unary("tanhshrink", "SubBackward0", A.tanhshrink, A.tanhshrink_bwd, inplace=False, where=F_ONLY, composite=True,
-          no_bool=BOOL_SUB),
     # ------------------------------------------------------------------- binary
     binary(("atan2", "arctan2"), "Atan2Backward0", E.atan2, E.atan2_bwd, domain=((-2.0, 2.0), (-2.0, 2.0))),
     binary("hypot", "HypotBackward0", E.hypot, E.hypot_bwd, domain=((-2.0, 2.0), (0.5, 2.0)), no_ints="hypot_cpu"),
