@@ -482,3 +482,13 @@ def test_losses_and_norms_at_nan():
     same(grads(lambda L, F, x: x.norm(INF).reshape(1), [NAN, 1.0, 2.0]))
     same(grads(lambda L, F, x: x.norm(3).reshape(1), [INF, 1.0, -1.0]))
     same(lambda L, F: L.cdist(L.tensor([[NAN], [1.0], [INF]]), L.tensor([[NAN], [1.0], [INF]])))
+
+
+@pytest.mark.parametrize("expr", [
+    "L.zeros(2).scatter(0, L.tensor([3]), 5)", "L.zeros(0).scatter(0, L.tensor([0]), 5)", "L.zeros(0).diff()",
+    "L.zeros(1).diff()", "L.zeros(3, 0).diff(dim=0)", "L.tensor([1, 3, 6]).diff()",
+    "L.tensor([True, False, True]).scatter_add(0, L.tensor([0, 0]), L.tensor([True, True]))",
+    "L.tensor([True, False]).scatter_add(0, L.tensor([1]), L.tensor([True]))",
+])
+def test_scatter_and_diff_edges(expr):
+    same(lambda L, F: eval(expr))

@@ -74,6 +74,25 @@ def _close(got, want, dtype):
                                rtol=rtol, atol=atol * max(1.0, scale)))
 
 
+def no_less_accurate(got, want, ref):
+    """tgrad at least as close (within 2x, or 1 ulp-ish) to the float64 reference as PyTorch in the
+    same low precision is: ill-conditioned results (a layer norm over two nearly equal numbers)
+    differ from the reference in both libraries."""
+    g, w, r = _np(got), _np(want), _np(ref)
+    if tuple(g.shape) != tuple(r.shape) or not (g.dtype.is_floating_point and w.dtype.is_floating_point):
+        return False
+    if not torch.equal(torch.isnan(g), torch.isnan(r)):
+        return False
+    finite = torch.isfinite(r)
+    if not torch.equal(g[~finite], r[~finite]):
+        return False
+    if not finite.any():
+        return True
+    err_got = (g[finite] - r[finite]).abs().max()
+    err_want = (w[finite] - r[finite]).nan_to_num(float("inf")).abs().max()
+    return bool(err_got <= 2 * err_want + 1e-12)
+
+
 def _same_kind(got, want):
     return issubclass(type(got), type(want)) or issubclass(type(want), type(got)) or \
         type(want).__mro__[1] is type(got)
@@ -107,7 +126,8 @@ def check(program):
         ref_all = list(ref[0]) + list(ref[1])
         j = i if i < len(pool) else len(ref[0]) + i - len(pool)
         assert j < len(ref_all) and ref_all[j] is not None and isinstance(ref_all[j], torch.Tensor) and \
-            _close(got, ref_all[j], dtype), f"{where}: values differ\n tgrad {got}\n torch {want}"
+            (_close(got, ref_all[j], dtype) or no_less_accurate(got, want, ref_all[j])), \
+            f"{where}: values differ\n tgrad {got}\n torch {want}"
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -125,6 +145,17 @@ if SEED not in ("random",):
 def test_the_fuzzer_catches_a_wrong_answer(monkeypatch):
     """The harness itself: a deliberately wrong op (exp computing exp + tiny) is reported."""
     program = ([([3], "float64", "contiguous", 1, False, False)], [("row:exp", 0, 0, 0, 0, 0)], 0)
+    check(program)
+    real = tgrad.exp
+    monkeypatch.setattr(tgrad, "exp", lambda x: real(x) * 1.001)
+    with pytest.raises(AssertionError, match="values differ"):
+        check(program)
+
+
+def test_the_fuzzer_catches_a_float32_answer_less_accurate_than_pytorchs(monkeypatch):
+    """Low-precision results are compared with PyTorch in float64; tgrad may be off it only as far
+    as PyTorch's own float32 result is (twice that): a 1e-3 relative error is still reported."""
+    program = ([([5], "float32", "contiguous", 2, False, False)], [("row:exp", 0, 0, 0, 0, 0)], 0)
     check(program)
     real = tgrad.exp
     monkeypatch.setattr(tgrad, "exp", lambda x: real(x) * 1.001)

@@ -399,6 +399,8 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
     if src.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if x.dtype is _dtype.bool:  # a bool sum saturates: counted in int32, then any
+        return scatter_add(x.to(_dtype.int32), dim, index, src.to(_dtype.int32)) != 0
     return ScatterAdd.apply(x, src, _along_dim_checks(x, dim, index, "scatter_add", src))
 
 

@@ -265,8 +265,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
         append is not None else input
     for _ in range(n):
         m = x.shape[d]
-        x = x.narrow(d, 1, max(m - 1, 0)) - x.narrow(d, 0, max(m - 1, 0)) if x.dtype is not _dtype.bool else \
-            x.narrow(d, 1, max(m - 1, 0)).logical_xor(x.narrow(d, 0, max(m - 1, 0)))
+        later, earlier = x.narrow(d, min(m, 1), max(m - 1, 0)), x.narrow(d, 0, max(m - 1, 0))
+        x = later - earlier if x.dtype is not _dtype.bool else later.logical_xor(earlier)
     return x
 
 

@@ -249,7 +249,10 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A
     out = input.clone()
     if isinstance(fill, Tensor):
         fill = fill[tuple(slice(0, n) for n in index.shape)]
-    out[_scatter_index(index, d)] = fill
+    try:
+        out[_scatter_index(index, d)] = fill
+    except IndexError as e:  # PyTorch's scatter reports a bad index as a RuntimeError
+        raise RuntimeError(str(e)) from None
     return out
 
 
