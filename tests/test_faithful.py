@@ -492,3 +492,16 @@ def test_losses_and_norms_at_nan():
 ])
 def test_scatter_and_diff_edges(expr):
     same(lambda L, F: eval(expr))
+
+
+@pytest.mark.parametrize("op", ["floor_", "ceil_", "trunc_", "round_", "abs_", "neg_", "sign_"])
+def test_in_place_on_an_expanded_integer_tensor_is_refused(op):
+    """floor_ of an integer has nothing to write, but PyTorch refuses the write all the same."""
+    same(lambda L, F: getattr(L.tensor([1]).expand(3), op)())
+    same(lambda L, F: getattr(L.tensor([1, -2]), op)())
+
+
+def test_round_in_place():
+    same(lambda L, F: L.tensor([1.25, 3.333, -0.4, 2.5]).round_())
+    same(lambda L, F: L.tensor([1.25, 3.333]).round_(decimals=1))
+    same(grads(lambda L, F, x: (x * 1).round_(), [1.4, 2.6]))

@@ -17,7 +17,7 @@ from ..tensor import Tensor
 from . import registry
 from .common import as_operand, check_runnable, result_type, wrap
 from .formula import fused, traced_backward
-from .inplace import write_inplace
+from .inplace import check_no_internal_overlap, write_inplace
 from .table import ROWS
 
 
@@ -207,6 +207,7 @@ def make_inplace(row, op):
         if row.dtypes == "floor" and isinstance(self, Tensor) and not self.dtype.is_floating_point and not args:
             if self.dtype is _dtype.bool:
                 raise NotImplementedError(f'"{row.name}" not implemented for \'Bool\'')
+            check_no_internal_overlap(self)  # PyTorch checks the write it then has nothing to do for
             return self  # an integer is its own floor: nothing to write
         values = _bind(row, (self,) + args, kwargs)
         others, params = values[1:n], values[n:]
