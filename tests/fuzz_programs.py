@@ -10,6 +10,7 @@ upstream gradient, or where it raised.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from tgrad.ops.table import ROWS
 
@@ -229,6 +230,14 @@ SCALARS = [2, -1, 0, 3, 0.5, -1.5, 2.0, True, False, float("nan"), float("inf"),
            np.float32(-0.5)]
 
 
+def _shares_storage(a, b):
+    def storage(t):
+        data = t.torch() if hasattr(t, "torch") and not isinstance(t, torch.Tensor) else t
+        return data.untyped_storage().data_ptr() if isinstance(data, torch.Tensor) and data.numel() else None
+    sa = storage(a) if hasattr(a, "shape") else None
+    return sa is not None and sa == (storage(b) if hasattr(b, "shape") else None)
+
+
 def _operand(L, pool, x, kind, seed, upcast):
     """The op's other operand: a value of the pool, a Python or NumPy scalar, or a fresh tensor of a
     shape that broadcasts against x."""
@@ -268,6 +277,9 @@ def execute(L, F, program, upcast=False):
             out = fn(L, F, x, others, (seed, a, b))
         except Exception as exc:  # noqa: BLE001
             error = exc
+            # what a refused in-place op leaves in its target is unspecified (PyTorch may have
+            # written part of it before raising, as for x //= x with a zero in x): not compared
+            pool = [v for v in pool if not _shares_storage(v, x)]
             break
         pool.append(out)
     grads = []
