@@ -505,3 +505,13 @@ def test_round_in_place():
     same(lambda L, F: L.tensor([1.25, 3.333, -0.4, 2.5]).round_())
     same(lambda L, F: L.tensor([1.25, 3.333]).round_(decimals=1))
     same(grads(lambda L, F, x: (x * 1).round_(), [1.4, 2.6]))
+
+
+def test_hypot_saves_its_result():
+    def program(L, F):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        z = L.hypot(x, L.tensor([2.0, 1.0]))
+        z.mul_(2)
+        z.sum().backward()
+        return x.grad
+    same(program)

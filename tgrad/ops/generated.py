@@ -46,9 +46,10 @@ class RowFunction(BuiltinFunction):
         ctx.params = args[n:] + row.constants
         y = fused(row.forward, operands, out_dtype, ctx.params)
         if row.derivative is not None:
-            saved = operands if row.saves == "x" else [y] if row.saves == "y" else []
-            # in place, the result is the written tensor: changing it later breaks backward, as in PyTorch
-            ctx.save_for_backward(*saved, *((y,) if cls.saves_result and row.saves == "x" else ()))
+            saved = operands if row.saves in ("x", "xy") else [y] if row.saves == "y" else []
+            # the result too where PyTorch's formula reads it (hypot), or in place where its node is
+            # computed from the result (EluBackward1): changing it later breaks backward, as in PyTorch
+            ctx.save_for_backward(*saved, *((y,) if cls._saves_result_too() else ()))
         return y
 
     @classmethod
@@ -62,9 +63,13 @@ class RowFunction(BuiltinFunction):
         return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
 
     @classmethod
+    def _saves_result_too(cls):
+        return cls.row.saves == "xy" or cls.saves_result and cls.row.saves == "x"
+
+    @classmethod
     def _saved_for_formula(cls, ctx):
         saved = ctx.saved_tensors
-        return saved[:-1] if cls.saves_result and cls.row.saves == "x" else saved
+        return saved[:-1] if cls._saves_result_too() else saved
 
     @classmethod
     def differentiable_backward(cls, ctx, g):

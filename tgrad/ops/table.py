@@ -22,7 +22,8 @@ Fields
 - ``params``: ``((name, default), ...)`` number parameters, passed to the formulas as ``p``.
 - ``constants``: fixed values appended to ``p`` (relu6 is hardtanh with (0, 6)).
 - ``saves``: ``"x"`` the derivative reads the inputs (``f_bwd(x, ..., g, p)``), ``"y"`` the output
-  (``f_bwd(y, g, p)``), ``""`` nothing (``f_bwd(g, p)``).
+  (``f_bwd(y, g, p)``), ``""`` nothing (``f_bwd(g, p)``); ``"xy"`` reads the inputs, and the output
+  is saved too because PyTorch's formula reads it (so changing it in place breaks backward there).
 - ``zero_edges``: PyTorch's backward is a function of the saved input with derivative zero
   (``threshold_backward`` and its kin): differentiating the gradient gives zeros there, not the
   "unused input" error that an op whose derivative only compares the input gives (clamp).
@@ -172,7 +173,8 @@ ROWS = (
     unary("celu", "CeluBackward0", A.celu, A.celu_bwd, params=(("alpha", 1.0),), where=F_AND_TORCH, no_ints="elu_cpu", inplace_node="CeluBackward1"),
     # ------------------------------------------------------------------- binary
     binary(("atan2", "arctan2"), "Atan2Backward0", E.atan2, E.atan2_bwd, domain=((-2.0, 2.0), (-2.0, 2.0))),
-    binary("hypot", "HypotBackward0", E.hypot, E.hypot_bwd, domain=((-2.0, 2.0), (0.5, 2.0)), no_ints="hypot_cpu"),
+    binary("hypot", "HypotBackward0", E.hypot, E.hypot_bwd, saves="xy", domain=((-2.0, 2.0), (0.5, 2.0)),
+           no_ints="hypot_cpu"),
     binary("xlogy", "XlogyBackward0", E.xlogy, E.xlogy_bwd, numbers={0: "XlogyBackward1", 1: "XlogyBackward2"},
            domain=((-2.0, 2.0), (0.2, 3.0))),
     binary("logaddexp", "LogaddexpBackward0", E.logaddexp, E.logaddexp_bwd, inplace=False, no_ints="logaddexp_cpu",
