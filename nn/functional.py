@@ -229,13 +229,19 @@ def linear_act(input, weight, bias=None, activation=None):
         other = weight if input.dtype is not weight.dtype else bias
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype.c_type} != "
                            f"{other.dtype.c_type}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"tgrad linear supports floating point tensors, got {input.dtype}")
+    if input.dtype is _dtype.bool:
+        raise NotImplementedError('"addmm_impl_cpu_" not implemented for \'Bool\'')
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         target = list(input.shape[:-1]) + [weight.shape[0]]
         raise RuntimeError(f"The expanded size of the tensor ({weight.shape[0]}) must match the existing "
                            f"size ({bias.shape[-1] if bias.ndim else 1}) at non-singleton dimension "
                            f"{len(target) - 1}.  Target sizes: {target}.  Tensor sizes: {list(bias.shape)}")
+    if not input.dtype.is_floating_point:  # integers: exact, through the integer matmul
+        if activation is not None:
+            raise NotImplementedError(f"tgrad linear_act: activations need a floating point input, got "
+                                      f"{input.dtype}")
+        out = tgrad.matmul(input, weight.t())
+        return out + bias if bias is not None else out
     if activation is None and input.ndim == 2:
         cls = _PlainLinear if bias is not None else _PlainMm
         return cls.apply(bias, input, weight.t())
@@ -317,7 +323,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
                                f"shape {list(t.shape)} and normalized_shape = {list(shape)}")
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"layer_norm expects a floating point input, got {input.dtype}")
+        raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for \'{input.dtype.scalar_type}\'')
     return _LayerNorm.apply(input, weight, bias, shape, float(eps))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from tgrad import _dtype
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels import batch_norm as BN
 from tgrad.kernels import conv as CONV
@@ -37,8 +38,13 @@ def _check_tensor(x, name, fn):
 
 
 def _float_only(x, fn):
+    """PyTorch has no bool kernel for these (NotImplementedError); its integer convolutions and
+    pools tgrad does not have (README)."""
+    if x.dtype is _dtype.bool or fn == "batch_norm" and not x.dtype.is_floating_point:
+        kernel = {"conv2d": "slow_conv2d_cpu", "conv1d": "slow_conv2d_cpu"}.get(fn, fn)
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{x.dtype.scalar_type}\'')
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{fn}: expected a floating point input, got tgrad.{x.dtype.name}")
+        raise RuntimeError(f"{fn}: tgrad has floating point kernels only, got tgrad.{x.dtype.name}")
 
 
 # ----------------------------------------------------------------------------- conv2d
@@ -455,7 +461,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if input.ndim < 2:
         raise RuntimeError(f"batch_norm: expected an input of 2 or more dims (N, C, *), but got input of size "
                            f"{list(input.shape)}")
-    _float_only(input, "batch_norm")
     C = input.shape[1]
     if (running_mean is None) != (running_var is None):
         raise ValueError("running_mean and running_var must either both be None or neither be None")
@@ -472,5 +477,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             _check_tensor(t, name, "batch_norm")
             if t.numel() != C:
                 raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
+    _float_only(input, "batch_norm")  # after the shape checks, as PyTorch
     return BatchNorm.apply(input, weight, bias, running_mean, running_var, bool(training), float(momentum),
                            float(eps))

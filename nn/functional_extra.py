@@ -46,6 +46,8 @@ def prelu(input, weight):
     """x for x > 0, else weight * x, the weight per channel (dim 1) or shared."""
     if not isinstance(weight, Tensor):
         raise TypeError(f"prelu(): argument 'weight' must be Tensor, not {type(weight).__name__}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"prelu_cpu" not implemented for \'{input.dtype.scalar_type}\'')
     channels = input.shape[1] if input.dim() >= 2 else 1
     if weight.numel() != 1 and weight.numel() != channels:
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
@@ -85,6 +87,9 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     sample's gradient in the backward (straight through)."""
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", UserWarning, stacklevel=2)
+    if not logits.dtype.is_floating_point:
+        raise RuntimeError(f"Exponential distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {logits.dtype.scalar_type}")
     u = tgrad.rand_like(logits)
     gumbels = -((-(1.0 - u).log()).log())  # E = -log(1 - U) > 0 for U in [0, 1)
     y_soft = ((logits + gumbels) / tau).softmax(dim)
@@ -129,6 +134,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target (log target - input), input being log-probabilities; 'batchmean' divides the sum by
     the batch size (the KL divergence), 'mean' by the number of elements (with PyTorch's warning)."""
+    if not input.dtype.is_floating_point or not target.dtype.is_floating_point:
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if size_average is not None or reduce is not None:
         reduction = _reduction("mean", size_average, reduce)
     elif reduction == "mean":

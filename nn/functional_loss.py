@@ -122,9 +122,19 @@ def _regression(cls, name, input, target, reduction, param=0.0):
                       f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
                       "Please ensure they have the same size.", UserWarning, stacklevel=3)
         broadcast_shapes(input.shape, target.shape)
-    if not result_type(input, target).is_floating_point:
-        raise RuntimeError(f"{name} expects floating point inputs, got {input.dtype} and {target.dtype}")
+    dtype = result_type(input, target)
+    if not dtype.is_floating_point:
+        if name in _NO_INTEGER_KERNEL:  # PyTorch's kernel refuses them; l1_loss's mean() does
+            raise NotImplementedError(f'"{_NO_INTEGER_KERNEL[name]}" not implemented for \'{dtype.scalar_type}\'')
+        if dtype is _dtype.bool:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+                               "or `logical_xor()` operator instead.")
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           f"complex dtype. Got: {dtype.scalar_type}")
     return cls.apply(input, target, None, None, float(param), reduction)
+
+
+_NO_INTEGER_KERNEL = {"mse_loss": "mse_cpu", "smooth_l1_loss": "smooth_l1_cpu", "huber_loss": "huber_cpu"}
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -178,6 +188,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     check_runnable(input, target, weight, pos_weight)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for \'{input.dtype.scalar_type}\'')
     _no_grad_for("binary_cross_entropy_with_logits", "weight", weight)
     _no_grad_for("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     for t in (weight, pos_weight):
@@ -291,7 +303,8 @@ def _nll_setup(input, target, weight, class_targets_only, fn_name):
     if input.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"{fn_name} expects a floating point input, got {input.dtype}")
+        kernel = "log_softmax_lastdim_kernel_impl" if fn_name == "cross_entropy" else "nll_loss_out_frame"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{input.dtype.scalar_type}\'')
     C = input.shape[1] if input.ndim > 1 else input.shape[0]
     prob = target.dtype.is_floating_point and not class_targets_only and tuple(target.shape) == tuple(input.shape)
     if not prob:

@@ -88,8 +88,9 @@ class _GroupNorm(_RowNorm):
 def _check(x, fn):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{fn}: expected a floating point input, got {x.dtype}")
+    if not x.dtype.is_floating_point:  # PyTorch's kernels' names
+        kernel = {"group_norm": "GroupNormKernelImpl", "instance_norm": "batch_norm"}.get(fn, fn)
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{x.dtype.scalar_type}\'')
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

@@ -515,3 +515,19 @@ def test_hypot_saves_its_result():
         z.sum().backward()
         return x.grad
     same(program)
+
+
+@pytest.mark.parametrize("expr", [
+    "F.smooth_l1_loss(x, x * 0)", "F.huber_loss(x, x * 0)", "F.mse_loss(x, x * 0)", "F.l1_loss(x, x * 0)",
+    "F.binary_cross_entropy_with_logits(x, x * 0 + 1)", "F.cross_entropy(x, L.zeros(1, dtype=L.int64))",
+    "F.nll_loss(x, L.zeros(1, dtype=L.int64))", "F.layer_norm(x, x.shape[-1:])", "F.linear(x, L.ones(2, 3, dtype=x.dtype))",
+    "F.linear(x, L.ones(2, 3, dtype=x.dtype), L.ones(2, dtype=x.dtype))", "F.kl_div(x, x, reduction='batchmean')",
+    "F.prelu(x, L.ones(1, dtype=x.dtype))", "F.gumbel_softmax(x)", "F.group_norm(x.reshape(1, 3, 1), 1)",
+    "F.batch_norm(x.reshape(1, 3, 1), None, None, training=True)", "F.batch_norm(x.reshape(3, 1), None, None, training=True)", "F.max_pool2d(x.reshape(1, 1, 1, 3), 1)",
+    "F.conv2d(x.reshape(1, 1, 1, 3), L.ones(1, 1, 1, 1, dtype=x.dtype))",
+])
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_nn_functions_on_integers_and_bools(expr, dtype):
+    if dtype == "int64" and ("max_pool2d" in expr or "conv2d" in expr):
+        pytest.skip("PyTorch computes integer pools and convolutions; tgrad has no such kernels (README)")
+    same(lambda L, F: eval(expr, {"L": L, "F": F, "x": L.tensor([[1, 0, 2]]).to(getattr(L, dtype))}))
