@@ -501,6 +501,13 @@ def test_in_place_on_an_expanded_integer_tensor_is_refused(op):
     same(lambda L, F: getattr(L.tensor([1, -2]), op)())
 
 
+@pytest.mark.parametrize("kw", [{}, {"decimals": 0}, {"decimals": 2}])
+@pytest.mark.parametrize("data", [[True], [3], [1.25, -2.5]])
+def test_round_with_decimals_given_has_no_integer_kernel(kw, data):
+    same(lambda L, F: L.round(L.tensor(data), **kw))
+    same(lambda L, F: L.tensor(data).round_(**kw))
+
+
 def test_round_in_place():
     same(lambda L, F: L.tensor([1.25, 3.333, -0.4, 2.5]).round_())
     same(lambda L, F: L.tensor([1.25, 3.333]).round_(decimals=1))

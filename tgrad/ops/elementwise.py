@@ -23,11 +23,12 @@ _Round, _Gelu, _GeluTanh = (function_class(BY_NAME[n]) for n in ("round", "gelu"
 _Clamp, _PowScalar = function_class(BY_NAME["clamp"]), function_class(BY_NAME["pow_scalar"])
 
 
-def round(x, decimals=0):  # noqa: A001
-    if x.dtype is _dtype.bool:
-        raise NotImplementedError('"round_vml_cpu" not implemented for \'Bool\'')
-    if decimals and not x.dtype.is_floating_point:
-        raise NotImplementedError(f'"round_cpu" not implemented for \'{x.dtype.scalar_type}\'')
+def round(x, decimals=None):  # noqa: A001
+    # PyTorch's round.decimals overload (any decimals given, 0 too) has no integer kernel; plain
+    # round of an integer is a copy
+    if not x.dtype.is_floating_point and (decimals is not None or x.dtype is _dtype.bool):
+        kernel = "round_cpu" if decimals else "round_vml_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{x.dtype.scalar_type}\'')
     if decimals:
         scale = 10.0 ** decimals
         return _Round.apply(x * scale) / scale

@@ -271,7 +271,7 @@ def _clamp_(self, min=None, max=None):  # noqa: A002
 
 
 METHODS["clamp_"] = METHODS["clip_"] = _clamp_
-METHODS["round_"] = lambda self, decimals=0: write_inplace(self, lambda a: FUNCTIONS["round"](a, decimals=decimals))
+METHODS["round_"] = lambda self, decimals=None: write_inplace(self, lambda a: FUNCTIONS["round"](a, decimals=decimals))
 
 
 def _fill_(self, value):
