@@ -538,3 +538,11 @@ def test_nn_functions_on_integers_and_bools(expr, dtype):
     if dtype == "int64" and ("max_pool2d" in expr or "conv2d" in expr):
         pytest.skip("PyTorch computes integer pools and convolutions; tgrad has no such kernels (README)")
     same(lambda L, F: eval(expr, {"L": L, "F": F, "x": L.tensor([[1, 0, 2]]).to(getattr(L, dtype))}))
+
+
+@pytest.mark.parametrize("data", [[-INF, 0.0, 2.0], [1.0, 2.0, 3.0], [0.0, 2.0, 3.0], [0.0, 0.0, 3.0],
+                                  [2.0, 0.0, INF, 1.0], [NAN, 0.0, 1.0], [1e200, 1e200, 1e-200]])
+def test_prod_gradient_with_zeros_and_infinities(data):
+    same(grads(lambda L, F, x: x.prod().reshape(1), data))
+    same(grads(lambda L, F, x: x.reshape(1, -1).prod(1), data))
+    same(grads(lambda L, F, x: L.stack([x, x * 2]).prod(0), data))

@@ -9,7 +9,10 @@ from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import reduce as K
 from tgrad.kernels import softmax as KS
+from .arrange import cumprod, flip_dims
 from .common import check_runnable, wrap
+from .factories import ones, zeros_like
+from .shape import cat
 from .pointwise import Maximum, Minimum, Where
 from .random import arange
 
@@ -112,18 +115,20 @@ class Prod(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        # d prod / d x_i = product of the others: out / x_i, except where x holds zeros
+        # d prod / d x_i = product of the others: g (out / x_i) without zeros; with any zero, the
+        # products of the entries before and after x_i (PyTorch's prod_safe_zeros_backward, so a
+        # zero beside an infinity gives its NaN)
         x, out = ctx.saved_tensors
         shape, dims, keepdim = ctx.meta
-        is_zero = x == 0
-        zeros = sum(is_zero.to(x.dtype), dims, True)
-        nonzero_prod = prod(_where(is_zero, 1.0, x), dims, True)
         ge = _expand_back(g, shape, dims, keepdim)
-        safe_x = _where(is_zero, 1.0, x)
-        no_zero = ge * _expand_back(out, shape, dims, keepdim) / safe_x
-        one_zero = ge * nonzero_prod.expand(*shape)
-        grad = _where((zeros == 0).expand(*shape), no_zero, _where((zeros == 1).expand(*shape) & is_zero, one_zero, 0.0))
-        return grad, None, None, None
+        if x.ndim == 0:
+            return ge, None, None, None
+        zeros = int((x == 0).sum().item())
+        if zeros == 0:
+            return ge * (_expand_back(out, shape, dims, keepdim) / x), None, None, None
+        if zeros > 1 and ctx.name() == "ProdBackward0":  # PyTorch's full product: zeros, no products
+            return zeros_like(ge), None, None, None
+        return ge * _product_of_the_others(x, dims), None, None, None
 
     @staticmethod
     def differentiable_backward(ctx, g):
@@ -145,6 +150,18 @@ class Prod(BuiltinFunction):
         two = _where(is_zero, n * (s - x), 0.0)
         none = _expand_back(out, shape, dims, keepdim) / safe_x
         return ge * _where(z == 0, none, _where(z == 1, one, _where(z == 2, two, 0.0))), None, None, None
+
+
+def _product_of_the_others(x: Tensor, dims) -> Tensor:
+    """For each entry, the product of the others along ``dims`` (one dim, or all of them): the
+    exclusive cumulative products from the left and from the right, multiplied."""
+    flat = x.reshape(-1) if len(dims) != 1 else x
+    d = 0 if len(dims) != 1 else dims[0]
+    n = flat.shape[d]
+    one = ones(tuple(1 if k == d else m for k, m in enumerate(flat.shape)), dtype=x.dtype, device=x.device)
+    left = cumprod(cat([one, flat.narrow(d, 0, n - 1)], d), d)
+    right = flip_dims(cumprod(cat([one, flip_dims(flat, (d,)).narrow(d, 0, n - 1)], d), d), (d,))
+    return (left * right).reshape(tuple(x.shape))
 
 
 class ProdDim(Prod):
