@@ -100,6 +100,8 @@ def _same_kind(got, want):
 
 def check(program):
     want_pool, want_grads, want_err = _run(torch, TF, program)
+    if want_err is not None and "INTERNAL ASSERT FAILED" in str(want_err):
+        return  # a PyTorch bug (``True ** x`` with x requiring grad), no behaviour to follow
     pool, grads, err = _run(tgrad, GF, program)
     assert (err is None) == (want_err is None), f"torch: {want_err!r}\ntgrad: {err!r}"
     if err is not None:
