@@ -1,0 +1,252 @@
+"""Elementwise and reduction functions composed from core ops (each a kernel), so their values and
+gradients are the composition's; where PyTorch defines a gradient by hand, the composition is
+chosen to give the same one.
+
+- ``nansum``/``nanmean``: NaN replaced by 0 with ``where`` (gradient g where not NaN, else 0),
+  divided by the count of non-NaN entries for the mean.
+- ``nan_to_num``: three ``where``s; the gradient is g where x is finite, 0 elsewhere.
+- ``fmax``/``fmin``: ``where(a >= b or b is NaN, a, b)``: NaN-ignoring, the gradient to ``a``
+  on ties (PyTorch's choice).
+- ``logit(x)`` = log(x) - log1p(-x) (d/dx = 1/(x(1-x)), infinite at 0 and 1); with ``eps``, x is
+  clamped to [eps, 1-eps] first (gradient 0 outside).
+- ``sinc(x)`` = sin(pi x)/(pi x), 1 at 0 with gradient 0 there (the division sees 1 in place of 0).
+- ``addcmul``/``addcdiv``: input + value * t1 * t2 (or / t2); ``float_power``: pow in float64.
+- ``copysign(a, b)`` = |a| with b's sign bit (``signbit`` reads the bit through an integer view of
+  the storage, so -0.0 and -NaN count as negative); d/da = sign(a) * sign(result), 0 at a = 0.
+- ``threshold``/``hardshrink``: ``masked_fill``; NaN passes (NaN <= t is false).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import _dtype
+from ..tensor import Tensor
+from . import reduce
+from .common import wrap
+from .elementwise import clamp, where
+from .registry import FUNCTIONS, op, register
+from .. import return_types
+
+
+def _fn(name):
+    return FUNCTIONS[name]  # a core op registered by another module (the table's rows)
+
+
+def _check_tensor(name, x, arg="input", pos=1):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+
+
+def _float(x):
+    return x if x.dtype.is_floating_point else x.to(_dtype.get_default_dtype())
+
+
+# ----------------------------------------------------------------------------- NaN-aware reductions
+
+@op("nansum")
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    _check_tensor("nansum", input)
+    x = where(input.isnan(), 0, input) if input.dtype.is_floating_point else input
+    if dtype is not None:
+        x = x.to(dtype)
+    return reduce.sum(x, dim, keepdim) if dim is not None else reduce.sum(x, keepdim=keepdim) if keepdim else reduce.sum(x)
+
+
+@op("nanmean")
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    _check_tensor("nanmean", input)
+    if not (dtype is not None and _dtype.as_dtype(dtype).is_floating_point) and not input.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{input.dtype.scalar_type}")
+    count = nansum((~input.isnan()).to(dtype or input.dtype), dim, keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+@op("nan_to_num")
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
+    _check_tensor("nan_to_num", input)
+    if not input.dtype.is_floating_point:
+        return input.clone()
+    info = torch.finfo(input.dtype.torch)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    y = where(input.isnan(), nan, input)
+    y = where(input == math.inf, posinf, y)
+    return where(input == -math.inf, neginf, y)
+
+
+@op("nan_to_num_")
+def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
+    return input.copy_(nan_to_num(input, nan, posinf, neginf))
+
+
+@op("aminmax")
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+    _check_tensor("aminmax", input)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation "
+                               "has no identity.")
+        lo, hi = reduce.amin(input, (), keepdim), reduce.amax(input, (), keepdim)
+    else:
+        lo, hi = reduce.amin(input, dim, keepdim), reduce.amax(input, dim, keepdim)
+    return return_types.aminmax(lo, hi)
+
+
+# ----------------------------------------------------------------------------- elementwise
+
+@op("fmax")
+def fmax(input, other):  # noqa: A002
+    return where((input >= other).logical_or(_isnan(other)), input, other)
+
+
+@op("fmin")
+def fmin(input, other):  # noqa: A002
+    return where((input <= other).logical_or(_isnan(other)), input, other)
+
+
+def _isnan(x):
+    return x.isnan() if isinstance(x, Tensor) else math.isnan(x) if isinstance(x, float) else False
+
+
+@op("logit")
+def logit(input, eps=None):  # noqa: A002
+    x = _float(input)
+    if eps is not None:
+        x = clamp(x, eps, 1 - eps)
+    return x.log() - (-x).log1p()
+
+
+@op("sinc")
+def sinc(input):  # noqa: A002
+    x = _float(input)
+    zero = x == 0
+    px = where(zero, 1.0, x) * math.pi
+    return where(zero, 1.0, px.sin() / px)
+
+
+@op("addcmul")
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return input + value * tensor1 * tensor2 if value != 1 else input + tensor1 * tensor2
+
+
+def _check_addcdiv(tensor1, tensor2):
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release "
+                           "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+                           "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))."
+                           "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+                           "float inputs. The future addcdiv behavior is just the latter implementation: "
+                           "(input + value * tensor1 / tensor2), for all dtypes.")
+
+
+@op("addcdiv")
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    _check_addcdiv(tensor1, tensor2)
+    return input + value * tensor1 / tensor2 if value != 1 else input + tensor1 / tensor2
+
+
+@op("addcmul_", function=False)
+def addcmul_(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return input.add_(value * tensor1 * tensor2 if value != 1 else tensor1 * tensor2)
+
+
+@op("addcdiv_", function=False)
+def addcdiv_(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    _check_addcdiv(tensor1, tensor2)
+    return input.add_(value * tensor1 / tensor2 if value != 1 else tensor1 / tensor2)
+
+
+@op("float_power")
+def float_power(input, exponent):  # noqa: A002
+    if not isinstance(input, Tensor):
+        return exponent.to(_dtype.float64).__rpow__(float(input))
+    e = exponent.to(_dtype.float64) if isinstance(exponent, Tensor) else float(exponent)
+    return input.to(_dtype.float64) ** e
+
+
+_BITS = {_dtype.float64: torch.int64, _dtype.float32: torch.int32, _dtype.float16: torch.int16,
+         _dtype.bfloat16: torch.int16}
+
+
+@op("signbit")
+def signbit(input):  # noqa: A002
+    _check_tensor("signbit", input)
+    if input.dtype is _dtype.bool or input.dtype is _dtype.uint8:
+        return input != input  # never negative
+    if not input.dtype.is_floating_point:
+        return input < 0
+    return wrap(input._data.detach().view(_BITS[input.dtype])) < 0  # the sign bit, -0.0 and -NaN included
+
+
+@op("copysign")
+def copysign(input, other):  # noqa: A002
+    x = _float(input)
+    negative = signbit(other) if isinstance(other, Tensor) else math.copysign(1.0, other) < 0
+    a = x.abs()
+    if isinstance(negative, bool):
+        return -a if negative else a
+    return where(negative, -a, a)
+
+
+@op("sgn")
+def sgn(input):  # noqa: A002
+    return input.sign()
+
+
+@op("positive")
+def positive(input):  # noqa: A002
+    if input.dtype is _dtype.bool:
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@op("deg2rad")
+def deg2rad(input):  # noqa: A002
+    return _float(input) * (math.pi / 180.0)
+
+
+@op("rad2deg")
+def rad2deg(input):  # noqa: A002
+    return _float(input) * (180.0 / math.pi)
+
+
+@op("is_floating_point", method=False)
+def is_floating_point(input):  # noqa: A002
+    return input.dtype.is_floating_point
+
+
+@op("threshold")
+def threshold(input, threshold, value):  # noqa: A002
+    return input.masked_fill(input <= threshold, value)
+
+
+@op("threshold_")
+def threshold_(input, threshold, value):  # noqa: A002
+    return input.masked_fill_(input <= threshold, value)
+
+
+@op("hardshrink")
+def hardshrink(input, lambd=0.5):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"hardshrink_cpu\" not implemented for '{input.dtype.scalar_type}'")
+    return input.masked_fill((input >= -lambd).logical_and(input <= lambd), 0)
+
+
+register(_fn("abs"), "absolute")
+register(_fn("abs_"), "absolute_")
+
+
+def promote_types(type1, type2):
+    return _dtype.promote(_dtype.as_dtype(type1), _dtype.as_dtype(type2))
+
+
+def can_cast(from_, to):
+    """True when ``from_`` casts to ``to`` without leaving its kind (float to int, or to bool, is not)."""
+    return _dtype.category(_dtype.as_dtype(from_)) <= _dtype.category(_dtype.as_dtype(to))
+
+
+register(promote_types, "promote_types", method=False)
+register(can_cast, "can_cast", method=False)
