@@ -23,8 +23,9 @@ import torch
 
 from .. import _dtype
 from ..tensor import Tensor
-from . import reduce
-from .common import wrap
+from ..autograd.function import BuiltinFunction
+from . import factories, reduce
+from .common import sum_to_shape, wrap
 from .elementwise import clamp, where
 from .registry import FUNCTIONS, op, register
 from .. import return_types
@@ -116,6 +117,8 @@ def logit(input, eps=None):  # noqa: A002
     x = _float(input)
     if eps is not None:
         x = clamp(x, eps, 1 - eps)
+    else:  # outside [0, 1] PyTorch's gradient is NaN too: a NaN added (a constant) carries it
+        x = x + where((x < 0).logical_or(x > 1), math.nan, 0.0)
     return x.log() - (-x).log1p()
 
 
@@ -181,14 +184,34 @@ def signbit(input):  # noqa: A002
     return wrap(input._data.detach().view(_BITS[input.dtype])) < 0  # the sign bit, -0.0 and -NaN included
 
 
+class Copysign(BuiltinFunction):
+    """y = |a| with the sign bit of b; dy/da = y / a (0 at a = 0: NaN at a = +-inf or NaN, as
+    PyTorch's result / self); b gets a zero gradient."""
+    node_name = "CopysignBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        negative = signbit(b) if isinstance(b, Tensor) else math.copysign(1.0, b) < 0
+        mag = a.abs()
+        y = (-mag if negative else mag) if isinstance(negative, bool) else where(negative, -mag, mag)
+        ctx.save_for_backward(a, y)
+        ctx.b_shape = b.shape if isinstance(b, Tensor) else None
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, y = ctx.saved_tensors
+        ga = sum_to_shape(g * where(a == 0, 0.0, y / a), a.shape) if ctx.needs_input_grad[0] else None
+        gb = factories.zeros(ctx.b_shape, dtype=g.dtype, device=g.device) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
 @op("copysign")
 def copysign(input, other):  # noqa: A002
     x = _float(input)
-    negative = signbit(other) if isinstance(other, Tensor) else math.copysign(1.0, other) < 0
-    a = x.abs()
-    if isinstance(negative, bool):
-        return -a if negative else a
-    return where(negative, -a, a)
+    if isinstance(other, Tensor) and other.dtype.is_floating_point and other.dtype is not x.dtype:
+        x = x.to(_dtype.promote(x.dtype, other.dtype))
+    return Copysign.apply(x, other)
 
 
 @op("sgn")
@@ -199,7 +222,7 @@ def sgn(input):  # noqa: A002
 @op("positive")
 def positive(input):  # noqa: A002
     if input.dtype is _dtype.bool:
-        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 

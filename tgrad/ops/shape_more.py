@@ -174,6 +174,8 @@ def _broadcast(a, b):
 
 
 def _cross_dim(a, b, dim, name):
+    if a.ndim != b.ndim:
+        raise RuntimeError(f"{name}: inputs must have the same number of dimensions.")
     shape_ = _broadcast(a.shape, b.shape)
     if dim is None:
         dim = next((i for i, s in enumerate(shape_) if s == 3), None)
@@ -237,9 +239,9 @@ def _cumextreme(name, input, dim, largest):
         hit = hit.logical_or(tri.isnan().logical_and(ext.isnan()))
     pos = random.arange(x.shape[d], device=x.device).reshape(x.shape[d], *([1] * (x.ndim - d - 1)))
     idx = reduce.amax(where(hit, pos, -1), d + 1)
-    if x.dtype.is_floating_point:  # once a NaN is met, PyTorch keeps its (first) index
-        first_nan = reduce.amax(where(tri.isnan(), -pos, -x.shape[d]), d + 1)
-        idx = where(first_nan > -x.shape[d], -first_nan, idx)
+    if x.dtype.is_floating_point:  # once a NaN is met, the index is that of the latest NaN (PyTorch's)
+        last_nan = reduce.amax(where(tri.isnan(), pos, -1), d + 1)
+        idx = where(last_nan >= 0, last_nan, idx)
     return getattr(return_types, name)(advanced.gather(x, d, idx), idx)
 
 
@@ -256,8 +258,7 @@ def cummin(input, dim):  # noqa: A002
 @op("logcumsumexp")
 def logcumsumexp(input, dim):  # noqa: A002
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"logcumsumexp(): expected input to have floating point or complex dtype but got "
-                           f"{input.dtype.scalar_type}")
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{input.dtype.scalar_type}'")
     if input.ndim == 0 or input.numel() == 0:
         _dim(input, dim)
         return input * 1
@@ -271,7 +272,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     d = _dim(input, dim)
     n = input.shape[d] if input.ndim else 1
     if not 1 <= k <= n:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {dim}")
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     x = input if input.ndim else shape.reshape(input, (1,))
     idx = shape.narrow(advanced.argsort(x.detach(), d, stable=True), d, k - 1, 1)
     values = advanced.gather(x, d, idx)
@@ -300,9 +301,9 @@ def _segments(y, x, dx, d):
         if x.ndim == 1:
             if x.shape[0] != n:
                 raise RuntimeError(f"trapezoid: There must be one `x` value for each sample point")
-            step = arange.diff(x).reshape(-1, *([1] * (y.ndim - d - 1)))
+            step = arrange.diff(x).reshape(-1, *([1] * (y.ndim - d - 1)))
         else:
-            step = arange.diff(x, dim=d - y.ndim)
+            step = arrange.diff(x, dim=d - y.ndim)
         return mid * step
     return mid * x
 
