@@ -267,3 +267,46 @@ def test_cross_default_dim_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         same(got, torch.cross(x, y))
+
+
+@pytest.mark.parametrize("geometry", [((4, 3), (2, 1), 1), ((2, 3), (1, 2), None), ((3, 3), (0, 1), 2),
+                                      ((5,), (2,), 0), ((0, 3), (1, 1), 0), ((), (), 7), ((3, 2, 2), (3, 1, 2), 0)])
+def test_as_strided(geometry):
+    size, stride, off = geometry
+    base = uniform64((12,), seed=31)
+    run(lambda x: (x * 1).as_strided(size, stride, off), lambda x: (x * 1).as_strided(size, stride, off), [base])
+    run(lambda x: torch.as_strided(x * 1, size, stride, off), lambda x: tgrad.as_strided(x * 1, size, stride, off), [base])
+
+
+def test_as_strided_view_and_errors():
+    x = tgrad.zeros(6)
+    v = x.as_strided((2, 2), (1, 2))
+    v.fill_(1.0)
+    same(x, torch.zeros(6).as_strided((2, 2), (1, 2)).fill_(1.0).as_strided((6,), (1,), 0))
+    for args in [((2, 2), (1, 9)), ((2,), (1, 1)), ((-1,), (1,)), ((2,), (-1,))]:
+        with pytest.raises(RuntimeError):
+            torch.zeros(6).as_strided(*args)
+        with pytest.raises(RuntimeError):
+            x.as_strided(*args)
+
+
+@pytest.mark.parametrize("op,args", [("t_", ()), ("transpose_", (0, 2)), ("swapdims_", (1, -1)), ("squeeze_", ()),
+                                     ("squeeze_", (1,)), ("unsqueeze_", (-1,)), ("unsqueeze_", (0,))])
+def test_inplace_views(op, args):
+    src = uniform64((3, 1, 4), seed=32) if op != "t_" else uniform64((3, 4), seed=32)
+    x, xr = tgrad.from_torch(src.clone()).requires_grad_(), src.clone().requires_grad_()
+    y, yr = x * 2, xr * 2
+    assert getattr(y, op)(*args) is y
+    getattr(yr, op)(*args)
+    same(y, yr)
+    assert y._version == yr._version and y.stride() == yr.stride()
+    up = uniform64(tuple(yr.shape), seed=33)
+    (y * tgrad.from_torch(up)).sum().backward()
+    (yr * up).sum().backward()
+    same(x.grad, xr.grad)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        getattr(tgrad.from_torch(src.clone()).requires_grad_(), op)(*args)
+    with tgrad.no_grad():  # allowed without a graph, as in PyTorch
+        leaf = tgrad.from_torch(src.clone()).requires_grad_()
+        getattr(leaf, op)(*args)
+    assert tuple(leaf.shape) == tuple(yr.shape)
