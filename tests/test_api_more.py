@@ -152,3 +152,17 @@ def test_pairwise_distance_module(kwargs):
     assert repr(mt) == repr(mg)
     run(mt, mg, [a, b], rtol=1e-8, atol=1e-10)
     assert mg.norm == mt.norm and mg.keepdim == mt.keepdim
+
+
+def test_node_names():
+    xr = torch.tensor([1.0, -2.0, 0.2], dtype=torch.float64, requires_grad=True)
+    x = tgrad.from_torch(xr.detach().clone()).requires_grad_()
+    for fr, fg in [(lambda a: TF.threshold(a, 0.0, 5.0), lambda a: F.threshold(a, 0.0, 5.0)),
+                   (TF.hardshrink, F.hardshrink), (TF.softshrink, F.softshrink), (torch.hardshrink, tgrad.hardshrink)]:
+        assert type(fg(x).grad_fn).__name__ == type(fr(xr).grad_fn).__name__
+    y = F.threshold(x * 1, 0.0, 5.0)
+    g, = tgrad.autograd.grad(y, x, tgrad.ones(3, dtype=tgrad.float64, requires_grad=True), create_graph=True)
+    yr = TF.threshold(xr * 1, 0.0, 5.0)
+    gr, = torch.autograd.grad(yr, xr, torch.ones(3, dtype=torch.float64, requires_grad=True), create_graph=True)
+    same(g, gr)
+    assert g.requires_grad == gr.requires_grad

@@ -386,7 +386,7 @@ def _segments(y, x, dx, d):
     return mid * x
 
 
-@op("trapezoid")
+@op("trapezoid", method=False)
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     d = _trapezoid_args(y, x, dx, dim)
     if y.shape[d] == 0:
@@ -398,7 +398,7 @@ def _float_zero(y):
     return y * 0 if y.dtype.is_floating_point else y.to(_dtype.get_default_dtype()) * 0
 
 
-@op("cumulative_trapezoid")
+@op("cumulative_trapezoid", method=False)
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     d = _trapezoid_args(y, x, dx, dim)
     if y.shape[d] == 0:
