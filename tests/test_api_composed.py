@@ -310,3 +310,37 @@ def test_inplace_views(op, args):
         leaf = tgrad.from_torch(src.clone()).requires_grad_()
         getattr(leaf, op)(*args)
     assert tuple(leaf.shape) == tuple(yr.shape)
+
+
+@pytest.mark.parametrize("name,args,kwargs,src", [
+    ("logit_", (), {}, uniform64((4, 5), 0.05, 0.95, 41)), ("logit_", (0.2,), {}, uniform64((4, 5), 0, 1, 41)),
+    ("sinc_", (), {}, A), ("deg2rad_", (), {}, A), ("rad2deg_", (), {}, A), ("copysign_", (B,), {}, A),
+    ("copysign_", (-1.0,), {}, A), ("float_power_", (2,), {}, A), ("sgn_", (), {}, A),
+    ("renorm_", (2, 1, 3.0), {}, A), ("addr_", (A[0, 0, :5], B[0, 0]), dict(alpha=2, beta=0.5), A[0])])
+def test_more_inplace(name, args, kwargs, src):
+    x, xr = tgrad.from_torch(src.clone()).requires_grad_(), src.clone().requires_grad_()
+    gargs = [tgrad.from_torch(a) if isinstance(a, torch.Tensor) else a for a in args]
+    y, yr = x * 1, xr * 1
+    assert getattr(y, name)(*gargs, **kwargs) is y
+    getattr(yr, name)(*args, **kwargs)
+    same(y, yr)
+    up = uniform64(tuple(yr.shape), seed=42)
+    y.backward(tgrad.from_torch(up))
+    yr.backward(up)
+    same(x.grad, xr.grad)
+    if hasattr(torch, name):
+        same(getattr(tgrad, name)(tgrad.from_torch(src.clone()), *gargs, **kwargs),
+             getattr(torch, name)(src.clone(), *args, **kwargs))
+    with pytest.raises(RuntimeError, match="leaf"):
+        getattr(tgrad.from_torch(src.clone()).requires_grad_(), name)(*gargs, **kwargs)
+
+
+def test_more_inplace_dtype_errors():
+    for name, args in [("deg2rad_", ()), ("logit_", ()), ("sinc_", ()), ("copysign_", (-1.0,)), ("float_power_", (2,))]:
+        for src in (torch.tensor([1, 2]), torch.ones(2)):
+            if name != "float_power_" and src.dtype == torch.float32:
+                continue
+            with pytest.raises(RuntimeError) as ref:
+                getattr(src.clone(), name)(*args)
+            with pytest.raises(RuntimeError, match=str(ref.value)[:20]):
+                getattr(tgrad.from_torch(src.clone()), name)(*args)

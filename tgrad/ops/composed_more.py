@@ -324,3 +324,38 @@ def can_cast(from_, to):
 
 register(promote_types, "promote_types", method=False)
 register(can_cast, "can_cast", method=False)
+
+
+# ----------------------------------------------------------------------------- in-place variants
+
+def write_result(name, self, fn, *args, **kwargs):
+    """``self`` overwritten with ``fn(self, ...)`` (``copy_``: the gradient flows to self's old
+    value through fn's own graph); fn reads a copy when recording, so what fn saves for its
+    backward is not the tensor being written."""
+    src = self.clone() if self.requires_grad else self
+    result = fn(src, *args, **kwargs)
+    if _dtype.category(result.dtype) > _dtype.category(self.dtype):
+        raise RuntimeError(f"result type {result.dtype.scalar_type} can't be cast to the desired output type "
+                           f"{self.dtype.scalar_type}")
+    if tuple(result.shape) != tuple(self.shape):
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                           f"{list(result.shape)}")
+    return self.copy_(result)
+
+
+def _float_power_(self, exponent):
+    if self.dtype is not _dtype.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.scalar_type} but the operation's "
+                           "result requires dtype Double")
+    return write_result("float_power_", self, float_power, exponent)
+
+
+def in_place(name, fn, function=True):
+    register(lambda self, *args, **kwargs: write_result(name, self, fn, *args, **kwargs), name, function=function)
+
+
+for _name, _f in (("logit_", logit), ("sinc_", sinc), ("deg2rad_", deg2rad), ("rad2deg_", rad2deg)):
+    in_place(_name, _f)
+in_place("copysign_", copysign, function=False)
+register(_float_power_, "float_power_", function=False)
+register(_fn("sign_"), "sgn_", function=False)

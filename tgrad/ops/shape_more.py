@@ -26,6 +26,7 @@ from ..modes import is_grad_enabled
 from ..tensor import Tensor
 from . import advanced, arrange, factories, matmul, random, reduce, shape, views
 from .elementwise import where
+from .composed_more import in_place
 from .products import _scaled
 from .registry import FUNCTIONS, op, register
 
@@ -245,6 +246,10 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
     if input.dtype is _dtype.bool and not (isinstance(beta, bool) or beta in (0, 1)):
         raise RuntimeError("Boolean beta only supported for Boolean results.")
     return _scaled(input, beta) + _scaled(matmul.outer(vec1, vec2), alpha)
+
+
+in_place("addr_", addr, function=False)
+in_place("renorm_", renorm, function=False)
 
 
 def _broadcast(a, b):
