@@ -86,3 +86,35 @@ def test_errors():
             fn(tgrad)
     with pytest.raises(NotImplementedError, match="singular values"):
         LA.matrix_norm(a, "nuc")
+
+
+MORE = [
+    ("matrix_power_1", both("matrix_power", 1), [A[:, :4]]), ("matrix_power_5", both("matrix_power", 5), [A[:, :4] / 2]),
+    ("matrix_power_2", both("matrix_power", 2), [A[0, :4]]),
+    ("multi_dot", (lambda a, b, c: torch.linalg.multi_dot([a, b, c]), lambda a, b, c: LA.multi_dot([a, b, c])),
+     [A[0], B[0].mT, A[1]]),
+    ("multi_dot_vec", (lambda a, b, c: torch.linalg.multi_dot([a, b, c]), lambda a, b, c: LA.multi_dot([a, b, c])),
+     [A[0, :, 0], B[0], A[1, 0]]),
+    ("vander", (lambda x: torch.linalg.vander(x), lambda x: LA.vander(x)), [A[0]]),
+    ("vander_N", (lambda x: torch.linalg.vander(x, N=3), lambda x: LA.vander(x, N=3)),
+     [torch.tensor([0.0, -1.5, 2.0, float("nan")], dtype=torch.float64)]),
+    ("vecdot_m", (lambda x, y: x.vdot(y), lambda x, y: x.vdot(y)), [A[0, 0], B[0, 0]]),
+]
+
+
+@pytest.mark.parametrize("name,fns,inputs", MORE, ids=[c[0] for c in MORE])
+def test_linalg_more(name, fns, inputs):
+    run(fns[0], fns[1], inputs, rtol=1e-9, atol=1e-11)
+
+
+def test_linalg_more_edges():
+    same(LA.matrix_power(tgrad.from_torch(A[:, :4]), 0), torch.linalg.matrix_power(A[:, :4], 0))
+    same(LA.vander(tgrad.tensor([1, 2])), torch.linalg.vander(torch.tensor([1, 2])))
+    for fn in [lambda m: m.linalg.matrix_power(m.ones(2, 3), 2), lambda m: m.linalg.multi_dot([m.ones(2, 2)]),
+               lambda m: m.linalg.vander(m.ones(1)), lambda m: m.linalg.multi_dot([m.ones(2, 2), m.ones(2, 2, 2)])]:
+        with pytest.raises(RuntimeError):
+            fn(torch)
+        with pytest.raises(RuntimeError):
+            fn(tgrad)
+    with pytest.raises(NotImplementedError, match="inverse"):
+        LA.matrix_power(tgrad.ones(2, 2), -1)

@@ -6,6 +6,8 @@
   at ties agree). 'nuc', 2 and -2 need singular values, which tgrad has no kernel for.
 - ``norm``: a vector norm, or a matrix norm for a string ord or a 2-d A with a number ord.
 - ``cross``, ``vecdot`` (sum(x * y, dim)), ``matmul``, ``diagonal``.
+- ``matrix_power`` (n >= 0, by repeated squaring), ``multi_dot`` (left to right), ``vander``
+  (a cumulative product of x, as PyTorch builds it).
 - ``cholesky`` and ``solve_triangular`` on the triangular-solve and Cholesky kernels
   (``tgrad.kernels.linalg``); an upper-triangular system is the lower one transposed.
 """
@@ -20,11 +22,14 @@ from .ops import reduce as _reduce
 from .ops.matmul import matmul
 from .ops.arrange import diagonal as _diagonal
 from .ops.random import eye as _eye
+from .ops.arrange import cumprod as _cumprod
+from .ops.shape import cat as _cat
+from .ops.factories import ones as _ones
 from .ops.shape_more import cross_along
 from .tensor import Tensor
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "cholesky",
-           "solve_triangular", "LinAlgError"]
+           "solve_triangular", "matrix_power", "multi_dot", "vander", "LinAlgError"]
 
 LinAlgError = torch.linalg.LinAlgError
 
@@ -117,3 +122,52 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     if upper:  # U X = B  <=>  (U^T)^T X = B, U^T lower
         return _linalg.solve_lower(A.mT, B, transpose=True)
     return _linalg.solve_lower(A, B)
+
+
+def matrix_power(A, n):
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError("linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2] if A.ndim >= 2 else None} by {A.shape[-1] if A.ndim else None} matrices")
+    if n < 0:
+        raise NotImplementedError("linalg.matrix_power: a negative power needs the inverse, which tgrad has no "
+                                  "kernel for")
+    if n == 0:
+        return _eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(*A.shape).clone()
+    result, square = None, A
+    while n:
+        if n & 1:
+            result = square if result is None else matmul(result, square)
+        n >>= 1
+        if n:
+            square = matmul(square, square)
+    return result
+
+
+def multi_dot(tensors):
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        if t.ndim != 2 and not (t.ndim == 1 and i in (0, len(tensors) - 1)):
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    first_vec, last_vec = tensors[0].ndim == 1, tensors[-1].ndim == 1
+    if first_vec:
+        tensors[0] = tensors[0].unsqueeze(0)
+    if last_vec:
+        tensors[-1] = tensors[-1].unsqueeze(1)
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = matmul(out, t)
+    if first_vec:
+        out = out.squeeze(0)
+    if last_vec:
+        out = out.squeeze(-1)
+    return out
+
+
+def vander(x, *, N=None):
+    n = (x.shape[-1] if x.ndim else 0) if N is None else N
+    if n <= 1 or x.ndim < 1:
+        raise RuntimeError("N must be greater than 1.")
+    ones = _ones((*x.shape, 1), dtype=x.dtype, device=x.device)
+    return _cumprod(_cat([ones, x.unsqueeze(-1).expand(*x.shape, n - 1)], -1), -1)

@@ -45,6 +45,7 @@ def ravel(input):  # noqa: A002
 register(shape.swapaxes, "swapdims")
 register(shape.movedim, "moveaxis")
 register(matmul.outer, "ger")
+register(matmul.vdot, "vdot", function=False)
 
 
 @op("tensor_split")
