@@ -1,7 +1,6 @@
 """Composed torch/Tensor functions (nansum ... block_diag) against PyTorch in float64: values,
 dtypes, gradients for a random upstream gradient, odd / 0-d / 0-size shapes, special values and
 PyTorch's exception types."""
-import math
 import warnings
 
 import pytest
@@ -30,8 +29,10 @@ def meth(name, *args, **kwargs):
 
 
 CASES = [
-    ("nansum", both("nansum"), [S]), ("nansum_dim", both("nansum", 1), [S]), ("nansum_kd", both("nansum", (0, 1), True), [S]),
-    ("nansum_0d", both("nansum"), [Z0]), ("nansum_empty", both("nansum", 0), [E]), ("nansum_m", meth("nansum", dim=0), [S]),
+    ("nansum", both("nansum"), [S]), ("nansum_dim", both("nansum", 1), [S]),
+    ("nansum_kd", both("nansum", (0, 1), True), [S]), ("nansum_kd_all", both("nansum", None, True), [S]),
+    ("nansum_0d", both("nansum"), [Z0]), ("nansum_empty", both("nansum", 0), [E]),
+    ("nansum_m", meth("nansum", dim=0), [S]),
     ("nanmean", both("nanmean"), [S]), ("nanmean_dim", both("nanmean", 1, keepdim=True), [S]),
     ("nanmean_empty", both("nanmean", 1), [E]), ("nanmean_m", meth("nanmean"), [A]),
     ("nan_to_num", both("nan_to_num"), [S]), ("nan_to_num_args", both("nan_to_num", 1.5, 7.0, -8.0), [S]),

@@ -25,7 +25,7 @@ from .ops.random import eye as _eye
 from .ops.arrange import cumprod as _cumprod
 from .ops.shape import cat as _cat
 from .ops.factories import ones as _ones
-from .ops.shape_more import cross_along
+from .ops.scan_more import cross_along
 from .tensor import Tensor
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "cholesky",
@@ -45,7 +45,7 @@ def _float_input(x, fn):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     _float_input(x, "vector_norm")
     if isinstance(ord, str):
-        raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not str")
+        raise TypeError("linalg.vector_norm(): argument 'ord' must be Number, not str")
     if ord < 0 and x.numel() == 0:
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
                            "operation does not have an identity")

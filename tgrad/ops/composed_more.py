@@ -52,7 +52,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     x = where(input.isnan(), 0, input) if input.dtype.is_floating_point else input
     if dtype is not None:
         x = x.to(dtype)
-    return reduce.sum(x, dim, keepdim) if dim is not None else reduce.sum(x, keepdim=keepdim) if keepdim else reduce.sum(x)
+    return reduce.sum(x, dim, keepdim)
 
 
 @op("nanmean")
