@@ -345,3 +345,16 @@ def test_more_inplace_dtype_errors():
                 getattr(src.clone(), name)(*args)
             with pytest.raises(RuntimeError, match=str(ref.value)[:20]):
                 getattr(tgrad.from_torch(src.clone()), name)(*args)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("cummax", lambda x: tgrad.cummax(x, 1).values), ("logcumsumexp", lambda x: tgrad.logcumsumexp(x, 0)),
+    ("fmax", lambda x: tgrad.fmax(x, x.flip(0))), ("copysign", lambda x: tgrad.copysign(x, x.flip(1))),
+    ("logit", lambda x: tgrad.logit(x.sigmoid(), 0.1)), ("sinc", tgrad.sinc), ("renorm", lambda x: x.renorm(2, 0, 1.0)),
+    ("kthvalue", lambda x: tgrad.kthvalue(x, 2, 1).values), ("trapezoid", tgrad.trapezoid),
+    ("nanmean", lambda x: tgrad.nanmean(x, 1)), ("cross", lambda x: tgrad.cross(x, x.exp(), dim=1)),
+    ("threshold", lambda x: tgrad.nn.functional.threshold(x, 0.1, 2.0) * x)])
+def test_second_order(name, fn):
+    x = tgrad.from_torch(uniform64((4, 3), -1, 1, 51)).requires_grad_()
+    assert tgrad.autograd.gradcheck(fn, (x,))
+    assert tgrad.autograd.gradgradcheck(fn, (x,))
