@@ -1,7 +1,7 @@
 """How much of PyTorch's public API tgrad covers, namespace by namespace (README's drop-in table).
 
 ``python benchmarks/api_coverage.py`` prints, for torch, torch.nn, torch.nn.functional,
-torch.optim (and its lr_scheduler) and torch.Tensor, the public names PyTorch has, how many tgrad
+torch.optim (and its lr_scheduler), torch.linalg and torch.Tensor, the public names PyTorch has, how many tgrad
 has under the same name, and the missing ones (``--missing``)."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional
 
 import tgrad
+import tgrad.linalg
 import tgrad.nn.functional
 import tgrad.optim.lr_scheduler
 
@@ -21,6 +22,7 @@ SPACES = [
     ("torch.nn.functional", torch.nn.functional, tgrad.nn.functional),
     ("torch.optim", torch.optim, tgrad.optim),
     ("torch.optim.lr_scheduler", torch.optim.lr_scheduler, tgrad.optim.lr_scheduler),
+    ("torch.linalg", torch.linalg, tgrad.linalg),
     ("torch.Tensor", torch.Tensor, tgrad.Tensor),
 ]
 

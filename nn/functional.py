@@ -488,3 +488,5 @@ from .functional_attention import multi_head_attention_forward, scaled_dot_produ
 __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
 from .functional_norm import group_norm, instance_norm, rms_norm  # noqa: E402,F401
 __all__ += ["rms_norm", "group_norm", "instance_norm"]
+from .functional_more import hardshrink, softshrink, threshold, threshold_  # noqa: E402,F401
+__all__ += ["threshold", "threshold_", "hardshrink", "softshrink"]

@@ -157,7 +157,7 @@ def test_module_code_and_program_modes(tmp_path):
 
 def test_missing_names_fail_clearly(tmp_path):
     cases = {
-        "import torch.linalg": ("ModuleNotFoundError", "torch.linalg: tgrad has no equivalent of torch.linalg"),
+        "import torch.fft": ("ModuleNotFoundError", "torch.fft: tgrad has no equivalent of torch.fft"),
         "from torch.nn import NoSuchLayer": ("ImportError", "tgrad has no equivalent of torch.nn.NoSuchLayer"),
         "import torch\ntorch.fft": ("AttributeError", "tgrad has no equivalent of torch.fft"),
         # tgrad has a module named ops, but it is not torch.ops: never a wrong module
@@ -176,8 +176,10 @@ def test_missing_names_fail_clearly(tmp_path):
     for (code, (kind, text)), line in zip(cases.items(), lines):
         assert line.startswith(kind + ":") and text in line, (code, line)
     assert lines[-1] == "False True"
-    r = tgrad_run("-c", "import torch.linalg")  # an uncaught one ends the program as in Python
-    assert r.returncode == 1 and "ModuleNotFoundError: torch.linalg: tgrad has no equivalent" in r.stderr
+    r = tgrad_run("-c", "import torch.fft")  # an uncaught one ends the program as in Python
+    assert r.returncode == 1 and "ModuleNotFoundError: torch.fft: tgrad has no equivalent" in r.stderr
+    r = tgrad_run("-c", "import torch.linalg as L, torch; print(L.norm(torch.ones(4)).item(), L is torch.linalg)")
+    assert r.returncode == 0 and r.stdout.split() == ["2.0", "True"], r.stdout + r.stderr
     r = tgrad_run(str(tmp_path / "absent.py"))
     assert r.returncode == 2 and "No such file" in r.stderr
     r = tgrad_run()

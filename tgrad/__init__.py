@@ -49,6 +49,6 @@ def numel(t):
 def __getattr__(name):
     # `import tgrad as torch; torch.nn.Linear` works as with torch, while the core itself still
     # never imports nn/optim/utils: they load on first access
-    if name in ("nn", "optim", "utils", "distributions", "accelerator", "onnx"):
+    if name in ("nn", "optim", "utils", "distributions", "accelerator", "onnx", "linalg"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,9 +4,9 @@ from collections import namedtuple
 from . import _dtype
 
 
-def _structseq(name):
+def _structseq(name, fields=("values", "indices")):
     """A namedtuple printed like PyTorch's ``torch.return_types`` structseqs, one field a line."""
-    base = namedtuple(name, ["values", "indices"])
+    base = namedtuple(name, list(fields))
 
     def __repr__(self):
         fields = ",\n".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
@@ -20,3 +20,7 @@ min = _structseq("min")  # noqa: A001
 topk = _structseq("topk")
 median = _structseq("median")
 mode = _structseq("mode")
+aminmax = _structseq("aminmax", ("min", "max"))
+kthvalue = _structseq("kthvalue")
+cummax = _structseq("cummax")
+cummin = _structseq("cummin")

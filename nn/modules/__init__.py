@@ -16,6 +16,8 @@ from .batchnorm import BatchNorm1d, BatchNorm2d
 from .dropout import Dropout
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .activation_extra import ELU, GLU, Hardswish, Mish, PReLU, Softmax2d, Softmin, Softplus
+from . import activation_more as _activation_more
+from .activation_more import *  # noqa: F401,F403  (ReLU6, SELU, CELU, Hardtanh, ..., CosineSimilarity, PairwiseDistance)
 from .loss_extra import (CosineEmbeddingLoss, GaussianNLLLoss, KLDivLoss, MarginRankingLoss, PoissonNLLLoss,
                          TripletMarginLoss)
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
@@ -37,3 +39,4 @@ __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell
 __all__ += ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
             "TransformerDecoder", "Transformer"]
 __all__ += ["RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ += _activation_more.__all__

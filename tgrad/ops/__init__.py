@@ -14,6 +14,7 @@ from . import registry
 from . import generated, elementwise, arrange, products, select, triangular, multinomial  # noqa: F401  (they register)
 from . import advanced, factories, matmul, random, reduce, shape
 from . import methods  # noqa: F401  (Tensor-only methods and operators)
+from . import composed_more, shape_more, scan_more  # noqa: F401  (they register: nansum, tensor_split, cummax, ...)
 from .common import result_type
 from .conventions import apply_to_registry
 
