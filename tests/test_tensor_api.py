@@ -462,8 +462,12 @@ def test_repr_under_no_grad_has_no_suffix():
                                   lambda: tgrad.ones(2).to("cuda"), lambda: tgrad.ones(2).cuda(),
                                   lambda: tgrad.rand(2, device="cuda"), lambda: tgrad.arange(3, device="cuda")])
 def test_cuda_on_a_cpu_only_machine_is_a_clear_error(make):
-    with pytest.raises(RuntimeError, match="CUDA"):
+    # PyTorch's exception: AssertionError when torch has no CUDA build, RuntimeError when no GPU
+    expected = AssertionError if not torch.backends.cuda.is_built() else RuntimeError
+    with pytest.raises(expected, match="CUDA"):
         make()
+    with pytest.raises(expected, match="CUDA"):
+        torch.zeros(2, device="cuda")
 
 
 def test_unknown_device_is_an_error():
