@@ -546,3 +546,15 @@ def test_prod_gradient_with_zeros_and_infinities(data):
     same(grads(lambda L, F, x: x.prod().reshape(1), data))
     same(grads(lambda L, F, x: x.reshape(1, -1).prod(1), data))
     same(grads(lambda L, F, x: L.stack([x, x * 2]).prod(0), data))
+
+
+@pytest.mark.parametrize("fn", ["logaddexp", "atan2"])
+@pytest.mark.parametrize("bool_first", [False, True])
+def test_backward_through_a_bool_operand_raises_where_pytorch_does(fn, bool_first):
+    def program(L, F):
+        x = L.tensor([0.5, 1.0], requires_grad=True)
+        b = L.tensor([True, False])
+        y = getattr(L, fn)(*((b, x) if bool_first else (x, b)))
+        y.sum().backward()
+        return y.detach(), x.grad
+    same(program)

@@ -37,6 +37,9 @@ class RowFunction(BuiltinFunction):
         row = cls.row
         n = 1 + len(row.operands)
         ref = next(a for a in args[:n] if isinstance(a, Tensor))
+        if row.bool_backward is not None and any(isinstance(args[i], Tensor) and args[i].dtype is _dtype.bool
+                                                 for i in row.bool_backward[0]):
+            ctx.bool_error = row.bool_backward[1]
         dtype = result_type(*args[:n])
         out_dtype = _float(dtype) if row.dtypes == "float" else dtype
         # the kernel keeps bool operands bool (masks): a formula on numbers needs them cast first
@@ -54,6 +57,9 @@ class RowFunction(BuiltinFunction):
 
     @classmethod
     def backward(cls, ctx, g):
+        if getattr(ctx, "bool_error", None):
+            exc, message = ctx.bool_error
+            raise exc(message)
         n, needs = 1 + len(cls.row.operands), ctx.needs_input_grad
         if cls.row.derivative is None:  # zero almost everywhere (sign, floor, ...)
             grads = (wrap(torch.zeros(g._data.shape, dtype=g._data.dtype, device=g.device)),) * n
@@ -73,7 +79,7 @@ class RowFunction(BuiltinFunction):
 
     @classmethod
     def differentiable_backward(cls, ctx, g):
-        if cls.row.derivative is None:
+        if cls.row.derivative is None or getattr(ctx, "bool_error", None):
             return cls.backward(ctx, g)
         n, needs = 1 + len(cls.row.operands), ctx.needs_input_grad
         grads = traced_backward(cls.row.derivative, cls._saved_for_formula(ctx), g, ctx.params, cls.row.zero_edges)

@@ -33,6 +33,9 @@ Fields
 - ``no_ints``: PyTorch has no integer (or bool) kernel: such inputs raise its NotImplementedError,
   naming this kernel (``"silu_cpu" not implemented for 'Long'``).
 - ``no_bool``: ``(exception type, message)`` PyTorch raises for a bool input.
+- ``bool_backward``: ``(operand positions, (exception type, message))``: PyTorch computes the op with
+  a bool operand at one of those positions, but its backward formula then negates or subtracts it
+  and raises (``logaddexp(x, mask)``): so does tgrad's backward.
 - ``inplace_node``: PyTorch's node name for the in-place form, where it has its own
   (``leaky_relu_`` records LeakyReluBackward1); ``inplace_derivative=False`` where PyTorch has no
   derivative for it (``asinh_``): its backward raises PyTorch's NotImplementedError.
@@ -67,6 +70,7 @@ class Row:
     dtypes: str = "float"
     no_ints: str = None
     no_bool: tuple = None
+    bool_backward: tuple = None
     inplace_node: str = None
     inplace_derivative: bool = True
     inplace: bool = True
@@ -172,13 +176,14 @@ ROWS = (
     unary("selu", "EluBackward0", A.selu, A.selu_bwd, where=F_AND_TORCH, no_ints="elu_cpu", inplace_node="EluBackward1"),
     unary("celu", "CeluBackward0", A.celu, A.celu_bwd, params=(("alpha", 1.0),), where=F_AND_TORCH, no_ints="elu_cpu", inplace_node="CeluBackward1"),
     # ------------------------------------------------------------------- binary
-    binary(("atan2", "arctan2"), "Atan2Backward0", E.atan2, E.atan2_bwd, domain=((-2.0, 2.0), (-2.0, 2.0))),
+    binary(("atan2", "arctan2"), "Atan2Backward0", E.atan2, E.atan2_bwd, domain=((-2.0, 2.0), (-2.0, 2.0)),
+           bool_backward=((0,), BOOL_NEG)),
     binary("hypot", "HypotBackward0", E.hypot, E.hypot_bwd, saves="xy", domain=((-2.0, 2.0), (0.5, 2.0)),
            no_ints="hypot_cpu"),
     binary("xlogy", "XlogyBackward0", E.xlogy, E.xlogy_bwd, numbers={0: "XlogyBackward1", 1: "XlogyBackward2"},
            domain=((-2.0, 2.0), (0.2, 3.0))),
     binary("logaddexp", "LogaddexpBackward0", E.logaddexp, E.logaddexp_bwd, inplace=False, no_ints="logaddexp_cpu",
-           domain=((-2.0, 2.0), (-2.0, 2.0))),
+           domain=((-2.0, 2.0), (-2.0, 2.0)), bool_backward=((0, 1), BOOL_SUB)),
     binary("fmod", "FmodBackward1", E.fmod, E.fmod_bwd, numbers={1: "FmodBackward0"}, dtypes="keep",
            domain=((-3.0, 3.0), (0.7, 1.3))),
     binary("remainder", "RemainderBackward1", E.remainder, E.remainder_bwd, numbers={1: "RemainderBackward0"},
