@@ -225,12 +225,12 @@ def clamp_t_hi(x, lo, hi, p):  # where dy/dhi = 1 (above the maximum, or everywh
 
 @triton.jit
 def pow_scalar(x, p):          # y = x^e; p = (e, 1 for an integer result)    dy/dx = e x^(e-1)
-    return _round_if(_powi(x, p[0]), p[1])
+    return _round_if(_powi(x, p[0]), p[1] > 0.0)
 
 @triton.jit
-def pow_scalar_bwd(x, g, p):
+def pow_scalar_bwd(x, g, p):   # p[1] = -1: e x^(e-1) even for e = 0 (PyTorch's x ** False)
     e = p[0]
-    if e == 0.0:
+    if e == 0.0 and p[1] >= 0.0:
         r = tl.zeros_like(g)
     else:
         r = g * e * _powi(x, e - 1.0)
@@ -300,7 +300,7 @@ def fill(x, p):                # every element = p[0]; x only sets the shape (ne
 def _round_if(r, flag):
     """Integer powers are computed in fp64 through exp/log (3^5 comes out 242.99...): rounded to the
     nearest integer when ``flag`` is set, so the cast to the integer result is exact."""
-    if flag != 0.0:
+    if flag:
         r = tl.floor(r + 0.5)
     return r
 
@@ -358,7 +358,7 @@ def div_bwd(a, b, g, p):
 
 @triton.jit
 def pow_(a, b, p):             # y = a^b; p = (_, 1 for an integer result)    dy/da = b a^(b-1), dy/db = a^b ln a
-    return _round_if(_pow(a, b), p[1])
+    return _round_if(_pow(a, b), p[1] != 0.0)
 
 @triton.jit
 def pow_bwd(a, b, g, p):

@@ -558,3 +558,9 @@ def test_backward_through_a_bool_operand_raises_where_pytorch_does(fn, bool_firs
         y.sum().backward()
         return y.detach(), x.grad
     same(program)
+
+
+@pytest.mark.parametrize("exponent", [0, 0.0, False, True, 1, 2, 0.5, -1])
+def test_powers_by_python_numbers_and_bools(exponent):
+    """PyTorch takes x ** False through its general formula (0 * x^-1: NaN at 0), x ** 0 to zeros."""
+    same(grads(lambda L, F, x: x ** exponent, [-2.75, -0.0, 0.0, 3.0]))

@@ -21,6 +21,7 @@ from .table import BY_NAME
 
 _Round, _Gelu, _GeluTanh = (function_class(BY_NAME[n]) for n in ("round", "gelu", "gelu_tanh"))
 _Clamp, _PowScalar = function_class(BY_NAME["clamp"]), function_class(BY_NAME["pow_scalar"])
+_PowBoolExponent = function_class(BY_NAME["pow_bool_exponent"])
 
 
 def round(x, decimals=None):  # noqa: A001
@@ -120,6 +121,8 @@ def pow(a, b):  # noqa: A001
         if not (isinstance(a, Tensor) and isinstance(b, bool)):
             raise NotImplementedError('"pow" not implemented for \'Bool\'')
         return integer.pow_int(a, int(b), _dtype.int64).to(_dtype.bool)
+    if isinstance(a, Tensor) and isinstance(b, bool) and a.dtype.is_floating_point:
+        return _PowBoolExponent.apply(a, float(b))
     if isinstance(a, Tensor) and isinstance(b, numbers.Number) and not isinstance(b, bool):
         dtype = result_type(a, b)
         if not dtype.is_floating_point:

@@ -131,6 +131,9 @@ ROWS = (
           where=HAND_WRITTEN),
     unary("pow_scalar", "PowBackward0", M.pow_scalar, M.pow_scalar_bwd, params=(("exponent", None),),
           constants=(0.0,), where=HAND_WRITTEN),
+    # x ** False: PyTorch's formula without its shortcut to a zero gradient (so NaN at x = 0)
+    unary("pow_bool_exponent", "PowBackward0", M.pow_scalar, M.pow_scalar_bwd, params=(("exponent", None),),
+          constants=(-1.0,), where=HAND_WRITTEN),
     unary("round", "RoundBackward0", M.round_, dtypes="keep", where=HAND_WRITTEN),
     unary("sign", "SignBackward0", M.sign, dtypes="keep"),
     unary("floor", "FloorBackward0", M.floor, dtypes="floor", no_bool=bool_kernel("floor_vml_cpu")),
