@@ -129,7 +129,7 @@ class CompiledLaunch:
 class _Emitter:
     def __init__(self, record: LaunchRecord):
         self.record = record
-        self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps,
+        self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": _fill,
                    "address_range": address_range}
         self.nbytes = 0
         self.slot_of = record.slot_of  # node id -> input slot (arguments that are replay inputs)
@@ -215,7 +215,10 @@ class _Emitter:
         elif name == "create_addptr" and isinstance(in_nodes[0].dtype, tl.pointer_type):
             elem = in_nodes[0].dtype.element_ty
             width = max(1, elem.primitive_bitwidth // 8)
-            line = f"{ins[0]} + {width} * {ins[1]}.astype(np.uint64)"
+            if in_nodes[1].op is None and in_nodes[1].tag <= PID:  # constant offsets: scaled once, here
+                line = f"{ins[0]} + {self.const(f'c{k}', width * in_nodes[1].value.astype(np.uint64))}"
+            else:
+                line = f"{ins[0]} + {width} * {ins[1]}.astype(np.uint64)"
         elif name in ("create_masked_load", "create_load"):
             line = self.load(op, ins, in_nodes, out_node, lines, ready)
         elif name in ("create_masked_store", "create_store"):
@@ -264,6 +267,11 @@ class _Emitter:
             if contiguous:
                 if live is None:
                     return f"{v}.reshape({shape!r}).copy()"
+                # the live lanes read the view in order: the masked lanes' values, then the view into them
+                filled = np.ascontiguousarray(np.broadcast_to(other_node.value if other_node is not None
+                                                              else np.zeros(shape, dt), shape))
+                where = contiguous if contiguous is not True else live
+                return f"_fill({self.const(f'z{k}', filled)}, {self.const(f'm{k}', where)}, {v})"
             idx = self.const(f"i{k}", index)
             if live is None:
                 return f"{v}[{idx}]"
@@ -275,14 +283,19 @@ class _Emitter:
         op_key = k
         ptr, value = in_nodes[0], in_nodes[1]
         mask_node = in_nodes[2] if op.name == "create_masked_store" else None
-        dt = get_np_dtype(ptr.dtype)
+        dt = get_np_dtype(ptr.dtype.element_ty)  # the interpreter stores the value's bytes: views need equal dtypes
         if value.value.dtype == dt:
             view = self.view_access(ptr, mask_node, dt, "store", unique=True)
             if view is not None:
                 slot, start, nbytes, index, live, contiguous = view
                 v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{op_key}', dt)})"
+                full = ins[1] if value.value.shape == ptr.value.shape else \
+                    f"np.broadcast_to({ins[1]}, {ptr.value.shape!r})"
                 if live is None and contiguous:
-                    return f"{v}.__setitem__(slice(None), np.broadcast_to({ins[1]}, {ptr.value.shape!r}).reshape(-1))"
+                    return f"{v}.__setitem__(slice(None), {full}.reshape(-1))"
+                if contiguous:  # the live lanes, in order, are the view's elements in order
+                    where = self.const(f"m{k}", contiguous if contiguous is not True else live)
+                    return f"{v}.__setitem__(slice(None), {full}[{where}])"
                 if live is None:
                     return f"{v}.__setitem__({self.const(f'i{k}', index)}, {ins[1]})"
                 sel = self.const(f"i{k}", index[live])
@@ -317,8 +330,21 @@ class _Emitter:
         if unique and np.unique(index if live is None else index[live]).size != (index.size if live is None
                                                                                    else int(live.sum())):
             return None  # repeated addresses: the interpreter's in-order writes decide
-        contiguous = live is None and np.array_equal(index.reshape(-1), np.arange(index.size))
+        if live is None:
+            contiguous = np.array_equal(index.reshape(-1), np.arange(index.size))
+        else:  # True: the live lanes in C order are the view's elements in order; a slice when a flat prefix
+            n = int(live.sum())
+            contiguous = np.array_equal(index[live], np.arange(n))
+            if contiguous and live.ndim == 1 and live[:n].all():
+                contiguous = slice(0, n)
         return ptr.base, lo, hi - lo + size, index, live, contiguous
+
+
+def _fill(filled, where, view):
+    """A masked load whose live lanes read ``view`` in order: the masked lanes' values, then the view."""
+    out = filled.copy()
+    out[where] = view
+    return out
 
 
 def _bf16(src_dtype, dst_type):
