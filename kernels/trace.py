@@ -17,6 +17,8 @@ the launch stores anything; the replay runs only if it returns the recorded deci
 from __future__ import annotations
 
 import ctypes
+import math
+import re
 
 import numpy as np
 import triton.language as tl
@@ -130,10 +132,12 @@ class _Emitter:
     def __init__(self, record: LaunchRecord):
         self.record = record
         self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": _fill,
+                   "_run_load": _run_load, "_run_store": _run_store, "_run_range": _run_range,
                    "address_range": address_range}
         self.nbytes = 0
         self.slot_of = record.slot_of  # node id -> input slot (arguments that are replay inputs)
         self.arrays_used: set = set()
+        self.acting: set = set()  # indices of the lines of ops with effects (kept whatever they compute)
 
     def slot_array(self, slot):
         """An input as the interpreter holds it (a 1-element array), made once per run if needed."""
@@ -222,7 +226,7 @@ class _Emitter:
         elif name in ("create_masked_load", "create_load"):
             line = self.load(op, ins, in_nodes, out_node, lines, ready)
         elif name in ("create_masked_store", "create_store"):
-            line = self.store(k, op, ins, in_nodes)
+            line = self.store(k, op, ins, in_nodes, lines, ready)
         elif name == "create_splat":
             line = f"np.full({tuple(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
         elif name in ("create_int_to_ptr", "create_ptr_to_int"):
@@ -235,6 +239,8 @@ class _Emitter:
             line = f"{call}({', '.join(ins[j] for j in range(len(op.ins)))})"
         for o, v in zip(op.outs, outs):
             ready[o] = v
+        if name in SIDE_EFFECTS or name in ATOMICS or not outs:
+            self.acting.add(len(lines))
         lines.append(f"    {target}{line}")
 
     def live_addresses(self, op, lines, ready):
@@ -245,6 +251,20 @@ class _Emitter:
             return f"np.ravel({p})"
         m = self.expr(mask, lines, ready) if self.record.nodes[mask].op is None else ready[mask]
         return f"np.broadcast_to({p}, np.shape({p}))[np.broadcast_to({m}, np.shape({p}))]"
+
+    def store_range(self, op, lines, ready):
+        """An expression: (addresses, lowest, highest) of a store's live lanes, for ``overlaps``;
+        a store to a run of memory whose live lanes are a prefix is its interval alone."""
+        ptr, mask = _access(op)
+        if op.name in ("create_store", "create_masked_store"):
+            dt = get_np_dtype(self.record.nodes[ptr].dtype.element_ty)
+            run = self.dynamic_run(self.record.nodes[ptr], dt, lines, ready)
+            if run is not None:
+                m = self.expr(mask, lines, ready) if mask is not None and self.record.nodes[mask].op is None else \
+                    ready[mask] if mask is not None else self.const("m_all", np.ones(self.record.nodes[ptr].value.shape,
+                                                                                     bool))
+                return f"_run_range({run[0]}, {run[1]}, {m}, {self.record.nodes[ptr].value.shape!r}, {dt.itemsize})"
+        return f"address_range({self.live_addresses(op, lines, ready)})"
 
     def load(self, op, ins, in_nodes, out_node, lines, ready):
         k = op.outs[0]
@@ -277,9 +297,38 @@ class _Emitter:
                 return f"{v}[{idx}]"
             return f"np.where({self.const(f'm{k}', live)}, {v}[{idx}], {other})"
         mask = ins[1] if mask_node is not None else self.const(f"m{k}", np.ones(shape, bool))
+        run = self.dynamic_run(ptr, dt, lines, ready) if out_node.value.flags.c_contiguous else None
+        if run is not None and (other_node is None or other_node.value.dtype == dt):
+            base, start = run
+            if other_node is None or other_node.tag <= PID:
+                filled = self.const(f"z{k}", np.ascontiguousarray(np.broadcast_to(
+                    other_node.value if other_node is not None else np.zeros(shape, dt), shape)))
+            else:
+                filled = f"np.broadcast_to({other}, {shape!r})"
+            return f"_run_load({base}, {start}, {mask}, {filled}, {other}, {self.const(f'd{k}', dt)})"
         return f"native.load({ins[0]}, {mask}, {other}, {self.const(f'd{k}', dt)})"
 
-    def store(self, k, op, ins, in_nodes):
+    def dynamic_run(self, ptr, dt, lines, ready):
+        """(expression of a scalar address, first byte) when ``ptr`` is that address splat over the
+        block plus constant offsets that walk ``dt`` elements in C order (a pointer read from a
+        table, plus ``tl.arange``): a prefix of live lanes is then a run of memory found at replay."""
+        nodes, ops = self.record.nodes, self.record.ops
+        if ptr.op is None or ops[ptr.op].name != "create_addptr":
+            return None
+        add = ops[ptr.op]
+        base_node, off_node = nodes[add.ins[0]], nodes[add.ins[1]]
+        if off_node.op is not None or off_node.tag > PID or base_node.op is None \
+                or ops[base_node.op].name != "create_splat" or off_node.value.shape != ptr.value.shape:
+            return None
+        width = max(1, base_node.dtype.element_ty.primitive_bitwidth // 8)
+        offsets = off_node.value.astype(np.int64).reshape(-1) * width
+        if width != dt.itemsize or offsets.size == 0 or \
+                not np.array_equal(offsets - offsets[0], np.arange(offsets.size, dtype=np.int64) * width):
+            return None
+        scalar = ops[base_node.op].ins[0]
+        return self.expr(scalar, lines, ready), int(offsets[0])
+
+    def store(self, k, op, ins, in_nodes, lines, ready):
         op_key = k
         ptr, value = in_nodes[0], in_nodes[1]
         mask_node = in_nodes[2] if op.name == "create_masked_store" else None
@@ -301,6 +350,9 @@ class _Emitter:
                 sel = self.const(f"i{k}", index[live])
                 return f"{v}.__setitem__({sel}, np.broadcast_to({ins[1]}, {live.shape!r})[{self.const(f'm{k}', live)}])"
         mask = ins[2] if mask_node is not None else self.const(f"m{k}", np.ones(ptr.value.shape, bool))
+        run = self.dynamic_run(ptr, dt, lines, ready) if value.value.dtype == dt else None
+        if run is not None:
+            return f"_run_store({run[0]}, {run[1]}, {mask}, {ins[1]}, {self.const(f'd{k}', dt)})"
         return f"native.store({ins[0]}, {ins[1]}, {mask})"
 
     def view_access(self, ptr, mask_node, dt, kind, unique=False):
@@ -338,6 +390,47 @@ class _Emitter:
             if contiguous and live.ndim == 1 and live[:n].all():
                 contiguous = slice(0, n)
         return ptr.base, lo, hi - lo + size, index, live, contiguous
+
+
+def _prefix(mask, shape):
+    """How many leading lanes (C order) of a block of ``shape`` are live, when exactly those are."""
+    if np.shape(mask) != shape:
+        return None
+    flat = np.ravel(mask)
+    live = int(np.count_nonzero(flat))
+    return live if live == flat.size or not flat[live:].any() else None
+
+
+def _run_pointers(base, start, shape, size):
+    """The pointers ``base + start + i * size`` of a block, as the interpreter computed them."""
+    first = np.uint64((int(np.ravel(base)[0]) + start) % (1 << 64))
+    with np.errstate(over="ignore"):
+        return (first + np.arange(math.prod(shape), dtype=np.uint64) * np.uint64(size)).reshape(shape)
+
+
+def _run_load(base, start, mask, filled, other, dt):
+    """A masked load of ``base + start + i * size`` (the interpreter's ``native.load`` on those
+    pointers): when the live lanes are a prefix, one copy of that run of memory."""
+    live = _prefix(mask, filled.shape)
+    if live is None:
+        return native.load(_run_pointers(base, start, filled.shape, dt.itemsize), mask, other, dt)
+    out = np.array(filled, dtype=dt)  # a C-ordered copy, as the interpreter returns
+    if live:
+        out.reshape(-1)[:live] = memory_view(int(np.ravel(base)[0]) + start, live * dt.itemsize, dt)
+    return out
+
+
+def _run_store(base, start, mask, value, dt):
+    """A masked store to ``base + start + i * size`` (the interpreter's ``native.store``): a
+    prefix of live lanes is one copy into that run of memory."""
+    shape = np.shape(mask)
+    live = _prefix(mask, shape)
+    if live is None:
+        return native.store(_run_pointers(base, start, shape, dt.itemsize), value, mask)
+    if live:
+        memory_view(int(np.ravel(base)[0]) + start, live * dt.itemsize, dt)[:] = \
+            np.ravel(np.broadcast_to(value, shape))[:live]
+    return None
 
 
 def _fill(filled, where, view):
@@ -379,10 +472,11 @@ def compile_launch(record: LaunchRecord, expected_guards) -> CompiledLaunch:
     lines, ready = [], {}
     for k in _needed(record, effects):
         em.emit(k, lines, ready)
+    lines = _live_lines(lines, em.acting)
     source = "def _run(A):\n" + em.header() + "\n".join(lines) + ("\n" if lines else "") + "    return None\n"
     guard_source = ""
     if record.guards:
-        em.arrays_used = set()
+        em.arrays_used, em.acting = set(), set()
         glines, gready = ["    S = []"], {}
         chain, stores = _hoisted(record)
         store_width = max((_width(record.nodes[record.ops[k].ins[0]]) for k in stores), default=1)
@@ -391,7 +485,7 @@ def compile_launch(record: LaunchRecord, expected_guards) -> CompiledLaunch:
             if op.name in ATOMICS or op.name in STORES:
                 if k in chain:
                     raise Refused("a guard that needs an atomic's result")
-                glines.append(f"    S.append(address_range({em.live_addresses(op, glines, gready)}))")
+                glines.append(f"    S.append({em.store_range(op, glines, gready)})")
                 continue
             if op.event is not None and any(record.ops[j].event < op.event for j in stores):
                 # hoisted above a store: it reads what the interpreter read if no earlier store wrote there
@@ -403,9 +497,30 @@ def compile_launch(record: LaunchRecord, expected_guards) -> CompiledLaunch:
         for node_id, kind, _, _, _ in record.guards:
             e = em.expr(node_id, glines, gready)
             values.append(f"bool({e})" if kind == "bool" else f"int({e}.squeeze())")
-        guard_source = "def _guards(A):\n" + em.header() + "\n".join(glines) + "\n" + \
-            f"    return ({', '.join(values)}{',' if len(values) == 1 else ''})\n"
+        glines.append(f"    return ({', '.join(values)}{',' if len(values) == 1 else ''})")
+        glines = _live_lines(glines, em.acting)
+        guard_source = "def _guards(A):\n" + em.header() + "\n".join(glines) + "\n"
     return CompiledLaunch(record, source, guard_source, em.ns, tuple(expected_guards), em.nbytes)
+
+
+_NAMES = re.compile(r"\b[vpa]\d+\b")
+
+
+def _live_lines(lines, acting):
+    """The lines that act (``acting``: indices of stores, atomics and other side effects) or whose
+    value a kept line uses: a value only a replaced access read (a pointer block that a run load
+    no longer needs) is not computed."""
+    used, kept = set(), []
+    for k in range(len(lines) - 1, -1, -1):
+        line = lines[k]
+        if k not in acting:
+            target, sep, _ = line.partition(" = ")
+            names = _NAMES.findall(target) if sep and "(" not in target else None
+            if names and not any(n in used for n in names):
+                continue
+        used.update(_NAMES.findall(line))
+        kept.append(line)
+    return kept[::-1]
 
 
 def _width(ptr_node) -> int:
@@ -451,13 +566,30 @@ def address_range(addresses):
     return addresses, int(addresses.min()), int(addresses.max())
 
 
+def _run_range(base, start, mask, shape, size):
+    """``address_range`` of a store to ``base + start + i * size``: with a prefix of live lanes,
+    (None, lowest, highest) (every address between, a step of ``size`` apart), no address array."""
+    live = _prefix(mask, shape)
+    if live is None:
+        return address_range(_run_pointers(base, start, shape, size)[np.broadcast_to(mask, shape)])
+    if live == 0:
+        return np.zeros(0, np.uint64), 1, 0
+    lo = int(np.ravel(base)[0]) + start
+    return None, lo, lo + (live - 1) * size
+
+
 def overlaps(loads, load_width, stores, store_width) -> bool:
     """Whether any byte range [load, load + load_width) meets a [store, store + store_width) of the
     stores so far: first by address range (a table read after stores to other tensors), then exactly."""
     if not stores or loads.size == 0:
         return False
     lo, hi = int(loads.min()), int(loads.max()) + load_width
-    near = [s for s, s_lo, s_hi in stores if s_lo < hi and lo < s_hi + store_width]
+    near = [(s, s_lo, s_hi) for s, s_lo, s_hi in stores if s_lo < hi and lo < s_hi + store_width]
+    for s, s_lo, s_hi in near:  # a run of memory: every byte from its lowest to its highest store
+        if s is None and bool(((loads < np.uint64(s_hi + store_width)) & (loads + np.uint64(load_width) >
+                                                                          np.uint64(s_lo))).any()):
+            return True
+    near = [s for s, _, _ in near if s is not None]
     if not near:
         return False
     s = np.sort(np.concatenate(near))
