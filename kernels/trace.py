@@ -132,7 +132,7 @@ class _Emitter:
     def __init__(self, record: LaunchRecord):
         self.record = record
         self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": _fill,
-                   "_run_load": _run_load, "_run_store": _run_store, "_run_range": _run_range,
+                   "_run_load": _run_load, "_run_store": _run_store, "_run_range": _run_range, "_gather": _gather,
                    "address_range": address_range}
         self.nbytes = 0
         self.slot_of = record.slot_of  # node id -> input slot (arguments that are replay inputs)
@@ -297,6 +297,18 @@ class _Emitter:
                 return f"{v}[{idx}]"
             return f"np.where({self.const(f'm{k}', live)}, {v}[{idx}], {other})"
         mask = ins[1] if mask_node is not None else self.const(f"m{k}", np.ones(shape, bool))
+        whole = self.view_access(ptr, None, dt, "load") if out_node.value.flags.c_contiguous and \
+            mask_node is not None and mask_node.tag > PID and mask_node.value.shape == shape and \
+            mask_node.value.dtype == np.bool_ and (other_node is None or other_node.value.dtype == dt) else None
+        if whole is not None:  # a mask from data over fixed offsets: the live lanes read from a view
+            slot, start, nbytes, index, _, _ = whole
+            v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{k}', dt)})"
+            if other_node is None or other_node.tag <= PID:
+                filled = self.const(f"z{k}", np.ascontiguousarray(np.broadcast_to(
+                    other_node.value if other_node is not None else np.zeros(shape, dt), shape)))
+            else:
+                filled = f"np.broadcast_to({other}, {shape!r})"
+            return f"_gather({v}, {self.const(f'i{k}', index)}, {mask}, {filled})"
         run = self.dynamic_run(ptr, dt, lines, ready) if out_node.value.flags.c_contiguous else None
         if run is not None and (other_node is None or other_node.value.dtype == dt):
             base, start = run
@@ -431,6 +443,14 @@ def _run_store(base, start, mask, value, dt):
         memory_view(int(np.ravel(base)[0]) + start, live * dt.itemsize, dt)[:] = \
             np.ravel(np.broadcast_to(value, shape))[:live]
     return None
+
+
+def _gather(view, index, mask, filled):
+    """A load through fixed offsets under a mask computed from data: the masked lanes' values,
+    then the live lanes read from the view (only those: a masked lane's offset may lie outside)."""
+    out = np.array(filled)
+    out[mask] = view[index[mask]]
+    return out
 
 
 def _fill(filled, where, view):

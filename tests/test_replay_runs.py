@@ -93,3 +93,21 @@ def test_masked_stores_write_through_views_of_the_output(dtype):
         assert torch.equal(out[:37], x + 1) and torch.equal(out[37:], torch.zeros(3, dtype=dtype))
     assert any(".__setitem__" in s for s in _sources(_masked_copy))
     assert not any("native.store" in s for s in _sources(_masked_copy))
+
+
+@triton.jit
+def _pick_flagged(out_ptr, x_ptr, flag_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    flags = tl.load(flag_ptr + offs, mask=offs < n, other=0)
+    live = (offs < n) & (flags > 0)  # a mask from data: lanes past n are never read
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=live, other=-2.0), mask=offs < n)
+
+
+def test_a_load_masked_by_data_reads_only_its_live_lanes():
+    for _ in range(5):
+        x = torch.randn(21)
+        flags = torch.randint(0, 2, (21,), dtype=torch.int32)
+        out = torch.empty(21)
+        launch(_pick_flagged, (1,), out, x, flags, 21, BLOCK=64)
+        assert torch.equal(out, torch.where(flags > 0, x, torch.tensor(-2.0)))
+    assert any("_gather" in s for s in _sources(_pick_flagged))
