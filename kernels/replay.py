@@ -371,6 +371,21 @@ def run(kernel, grid, args, meta, keep_alive=(), capturing=False, site=None):
     return launch if capturing else None
 
 
+def graph_stepper():
+    """``graph_step`` for one replay of a CPU graph, with the executor's switches (replay on, verify
+    mode, an instrumented builder) read once for the whole replay instead of once per launch."""
+    if not _config["enabled"] or _config["verify"] or getattr(_local, "disabled", 0) or builder_instrumented():
+        return graph_step
+
+    def step(launch: _Launch):
+        variant = launch.variant
+        if variant is None or variant.guards is not None or launch.key is None:
+            return graph_step(launch)
+        replay_counts["replayed"] += 1
+        return variant.run(launch.A)  # the graph's replay runs under np.errstate(all="ignore")
+    return step
+
+
 def graph_step(launch: _Launch):
     """A captured launch replayed by a CPU graph: the trace recorded for it at capture when its
     guards hold (the graph keeps it, cached or not), else what an eager launch would do."""
