@@ -248,7 +248,7 @@ class _Emitter:
         ptr, mask = _access(op)
         p = self.expr(ptr, lines, ready) if self.record.nodes[ptr].op is None else ready[ptr]
         if mask is None:
-            return f"np.ravel({p})"
+            return f"{p}.reshape(-1)"
         m = self.expr(mask, lines, ready) if self.record.nodes[mask].op is None else ready[mask]
         return f"np.broadcast_to({p}, np.shape({p}))[np.broadcast_to({m}, np.shape({p}))]"
 
@@ -408,14 +408,14 @@ def _prefix(mask, shape):
     """How many leading lanes (C order) of a block of ``shape`` are live, when exactly those are."""
     if np.shape(mask) != shape:
         return None
-    flat = np.ravel(mask)
+    flat = mask.reshape(-1)
     live = int(np.count_nonzero(flat))
     return live if live == flat.size or not flat[live:].any() else None
 
 
 def _run_pointers(base, start, shape, size):
     """The pointers ``base + start + i * size`` of a block, as the interpreter computed them."""
-    first = np.uint64((int(np.ravel(base)[0]) + start) % (1 << 64))
+    first = np.uint64((int(base.reshape(-1)[0]) + start) % (1 << 64))
     with np.errstate(over="ignore"):
         return (first + np.arange(math.prod(shape), dtype=np.uint64) * np.uint64(size)).reshape(shape)
 
@@ -428,7 +428,7 @@ def _run_load(base, start, mask, filled, other, dt):
         return native.load(_run_pointers(base, start, filled.shape, dt.itemsize), mask, other, dt)
     out = np.array(filled, dtype=dt)  # a C-ordered copy, as the interpreter returns
     if live:
-        out.reshape(-1)[:live] = memory_view(int(np.ravel(base)[0]) + start, live * dt.itemsize, dt)
+        out.reshape(-1)[:live] = memory_view(int(base.reshape(-1)[0]) + start, live * dt.itemsize, dt)
     return out
 
 
@@ -440,8 +440,8 @@ def _run_store(base, start, mask, value, dt):
     if live is None:
         return native.store(_run_pointers(base, start, shape, dt.itemsize), value, mask)
     if live:
-        memory_view(int(np.ravel(base)[0]) + start, live * dt.itemsize, dt)[:] = \
-            np.ravel(np.broadcast_to(value, shape))[:live]
+        memory_view(int(base.reshape(-1)[0]) + start, live * dt.itemsize, dt)[:] = \
+            np.broadcast_to(value, shape).reshape(-1)[:live]
     return None
 
 
@@ -594,7 +594,7 @@ def _run_range(base, start, mask, shape, size):
         return address_range(_run_pointers(base, start, shape, size)[np.broadcast_to(mask, shape)])
     if live == 0:
         return np.zeros(0, np.uint64), 1, 0
-    lo = int(np.ravel(base)[0]) + start
+    lo = int(base.reshape(-1)[0]) + start
     return None, lo, lo + (live - 1) * size
 
 
@@ -602,6 +602,14 @@ def overlaps(loads, load_width, stores, store_width) -> bool:
     """Whether any byte range [load, load + load_width) meets a [store, store + store_width) of the
     stores so far: first by address range (a table read after stores to other tensors), then exactly."""
     if not stores or loads.size == 0:
+        return False
+    if loads.size == 1:  # one table entry read after stores: compared in Python ints
+        a = int(loads.reshape(-1)[0])
+        for s, s_lo, s_hi in stores:
+            if s_lo < a + load_width and a < s_hi + store_width:
+                if s is None or bool(((s < np.uint64(a + load_width)) & (s + np.uint64(store_width) >
+                                                                           np.uint64(a))).any()):
+                    return True
         return False
     lo, hi = int(loads.min()), int(loads.max()) + load_width
     near = [(s, s_lo, s_hi) for s, s_lo, s_hi in stores if s_lo < hi and lo < s_hi + store_width]
