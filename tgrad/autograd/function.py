@@ -119,6 +119,19 @@ class _Saved:
         return t
 
 
+_OP_NAMES: dict = {}  # node class -> its op name (a node's name is its class's)
+
+
+def _op_name_of(node):
+    cls = type(node)
+    name = _OP_NAMES.get(cls)
+    if name is None:
+        name = _op_name(node)
+        if cls.name is Node.name:  # the class's name, not one a subclass computes
+            _OP_NAMES[cls] = name
+    return name
+
+
 def _op_name(node):
     n = node.name()
     for suffix in ("Backward0", "Backward1", "Backward"):
@@ -247,7 +260,7 @@ class Function(metaclass=_FunctionMeta):
         if kwargs and not builtin:  # keyword arguments count as forward arguments (needs_input_grad, grads)
             bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
             args, kwargs = bound.args[1:], bound.kwargs
-        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
         # inference mode records no graph even under a nested enable_grad()
         track = any(needs) and is_grad_enabled() and not _inference_mode_enabled()
         # a graph node only when something is recorded; otherwise forward gets a plain context
@@ -274,11 +287,11 @@ class Function(metaclass=_FunctionMeta):
         non_diff = marks.get("_non_differentiable", ())
         dirty = marks.get("_dirty", ())
         inputs_by_id = {id(a) for a in args if isinstance(a, Tensor)}
-        ctx._next = tuple(edge_of(a) if n else (None, 0) for a, n in zip(args, needs))
+        ctx._next = tuple([edge_of(a) if n else (None, 0) for a, n in zip(args, needs)])
         # next_functions shows the tensor arguments only (PyTorch: non-tensors are not edges)
         ctx._edge_pos = cls.edge_args if builtin and cls.edge_args is not None else tuple(
             i for i, a in enumerate(args) if isinstance(a, Tensor))
-        ctx._input_meta = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args)
+        ctx._input_meta = tuple([(a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args])
         new_outs = []
         for i, o in enumerate(outs):
             if isinstance(o, Tensor):
@@ -308,7 +321,7 @@ class Function(metaclass=_FunctionMeta):
                     "`tgrad.inference_mode()`.")
             # Outputs are saved by what produced them: a later in-place change is reported as
             # "output 0 of Exp" even after the tensor's own grad_fn moved on.
-            producer = _op_name(ctx)
+            producer = _op_name_of(ctx)
             ctx._saved = tuple(None if t is None else
                                _Saved(new_outs[out_ids[id(t)]], producer) if id(t) in out_ids else _Saved(t)
                                for t in to_save)
