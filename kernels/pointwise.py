@@ -176,10 +176,10 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     (defaults to the first output's, widened from fp16/bf16 to fp32).
     """
     shape = tuple(shape)
-    bits = tuple(f64_bits(p) for p in params)
+    bits = tuple([f64_bits(p) for p in params]) if params else ()
     # what decides every argument but the addresses (launch_site): a site seen before launches from it
     site = (id(op), shape, tuple(out_dtypes), bits, compute,
-            tuple((t.dtype, t.shape, t.stride()) for t in inputs),
+            tuple([(t.dtype, t.shape, t.stride()) for t in inputs]),
             None if outs is None else tuple((o.dtype, o.stride()) for o in outs))
     if outs is None:
         strides = _layouts.get(site, _MISSING)

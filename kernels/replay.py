@@ -44,7 +44,11 @@ fallback_reasons: Counter = Counter()  # why a launch interpreted -> launches
 _config = {"enabled": os.environ.get("TGRAD_REPLAY", "1") != "0",
            "verify": os.environ.get("TGRAD_REPLAY_VERIFY", "0") not in ("", "0")}
 _lock = threading.Lock()  # cache updates
-_local = threading.local()  # .disabled: replay_disabled() depth of this thread
+class _Local(threading.local):
+    disabled = 0  # replay_disabled() depth of this thread (a class default: reading it never raises)
+
+
+_local = _Local()
 MAX_VARIANTS = 8  # traces per signature (guard outcomes) before it interprets for good
 KERNEL_BYTES = 64 << 20  # constants (offsets, masks, folded values) per kernel
 
