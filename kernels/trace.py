@@ -364,7 +364,7 @@ class _Emitter:
         mask = ins[2] if mask_node is not None else self.const(f"m{k}", np.ones(ptr.value.shape, bool))
         run = self.dynamic_run(ptr, dt, lines, ready) if value.value.dtype == dt else None
         if run is not None:
-            return f"_run_store({run[0]}, {run[1]}, {mask}, {ins[1]}, {self.const(f'd{k}', dt)})"
+            return f"_run_store({run[0]}, {run[1]}, {mask}, {ins[1]}, {ptr.value.shape!r}, {self.const(f'd{k}', dt)})"
         return f"native.store({ins[0]}, {ins[1]}, {mask})"
 
     def view_access(self, ptr, mask_node, dt, kind, unique=False):
@@ -432,10 +432,9 @@ def _run_load(base, start, mask, filled, other, dt):
     return out
 
 
-def _run_store(base, start, mask, value, dt):
-    """A masked store to ``base + start + i * size`` (the interpreter's ``native.store``): a
-    prefix of live lanes is one copy into that run of memory."""
-    shape = np.shape(mask)
+def _run_store(base, start, mask, value, shape, dt):
+    """A masked store to ``base + start + i * size`` over a block of ``shape`` (the interpreter's
+    ``native.store``): a prefix of live lanes is one copy into that run of memory."""
     live = _prefix(mask, shape)
     if live is None:
         return native.store(_run_pointers(base, start, shape, dt.itemsize), value, mask)
