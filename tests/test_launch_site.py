@@ -12,6 +12,7 @@ import tgrad
 import tgrad.kernels as K
 from tgrad.kernels import replay
 from tgrad.kernels.launch import launch_observers, launch_site
+from tgrad.kernels.pointwise import pointwise_kernel
 
 
 @pytest.fixture(autouse=True)
@@ -123,3 +124,18 @@ def test_a_planned_site_replays_without_building():
         assert torch.equal(out, 2 * x)
     assert len(builds) == 3  # first sighting, recording, the first replay (which plans the site)
     assert replay.run_site(_twice, ("twice", 6), [out, x])
+
+
+def test_verify_mode_catches_a_plan_that_binding_disagrees_with():
+    x, y = _t(torch.randn(6)), _t(torch.randn(6))
+    for _ in range(4):
+        x + y  # plans the site
+    state = pointwise_kernel.__dict__["_tgrad_replay"]
+    (site, (key, A, slots, options)), = state.sites.items()
+    state.sites[site] = (key, A, tuple((s, (i + 1) % 3) for s, i in slots), options)  # addresses shuffled
+    K.set_replay(verify=True)
+    try:
+        with pytest.raises(replay.ReplayMismatch, match="launch_site plan"):
+            x + y
+    finally:
+        K.clear_replay_cache()
