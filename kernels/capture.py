@@ -118,7 +118,7 @@ class Recording:
     def replay(self):
         if self._mode is not None:
             raise RuntimeError("a graph cannot be replayed while it is being captured")
-        graph_step = _launch._executor().graph_step
+        graph_step = _launch._executor().graph_stepper()
         with np.errstate(all="ignore"):  # numpy warns on inf/nan arithmetic; the results are torch's
             for step in self.steps:
                 if step[0] == "launch":

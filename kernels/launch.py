@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import torch
 from triton.runtime.jit import JITFunction
 
-__all__ = ["launch", "launch_counts", "count_launches", "launch_observers"]
+__all__ = ["launch", "launch_site", "launch_counts", "count_launches", "launch_observers"]
 
 _lock = threading.RLock()
 launch_counts: Counter = Counter()  # kernel name -> launches since import (or since reset)
@@ -53,6 +53,10 @@ def launch(kernel: JITFunction, grid, *args, keep_alive=(), **meta):
 
     ``keep_alive``: tensors the kernel reaches through addresses stored in another tensor (a
     pointer table); a graph recording holds them, as it holds the arguments, for its replays."""
+    return _launch(kernel, grid, args, meta, keep_alive)
+
+
+def _launch(kernel, grid, args, meta, keep_alive=(), site=None):
     launch_counts[kernel.__name__] += 1
     for observe in launch_observers:
         observe(kernel, grid, args, meta)
@@ -68,7 +72,7 @@ def launch(kernel: JITFunction, grid, *args, keep_alive=(), **meta):
         if recording is not None:
             recording.paused = True
         try:
-            step = _executor().run(kernel, grid, args, meta, keep_alive, recording is not None)
+            step = _executor().run(kernel, grid, args, meta, keep_alive, recording is not None, site)
         finally:
             if recording is not None:
                 recording.paused = False
@@ -80,6 +84,28 @@ def launch(kernel: JITFunction, grid, *args, keep_alive=(), **meta):
                            "work of one device; capture CUDA work with a CUDA graph (tgrad.cuda.CUDAGraph)")
     with torch.cuda.device(device):
         return kernel[grid](*args, **meta)
+
+
+def launch_site(kernel: JITFunction, site, tensors, build):
+    """``launch(kernel, grid, *args, **meta)`` with ``(grid, args, meta) = build()``, for a call site
+    that knows its launch's arguments from less: ``site`` (hashable) must determine every argument
+    except the addresses of ``tensors`` (so it includes their dtypes and whatever shapes, strides
+    and scalars the arguments derive from), and every tensor argument must be one of ``tensors``.
+    On the CPU a site seen before then replays its trace without building or binding arguments
+    (``kernels/replay.py``); anything out of the ordinary (a graph capture, an observer, verify
+    mode, guards, a first sighting) builds the arguments and launches as ``launch`` does."""
+    if not launch_observers and not _recorders and not _cuda_captures and tensors[0].is_cpu:
+        ids = [id(t) for t in tensors]
+        if len(set(ids)) != len(ids):  # the same tensor twice (x * x): which positions alias is part of the site
+            site = (site, tuple(ids.index(i) for i in ids))
+        executor = _executor()
+        if executor.run_site(kernel, site, tensors):
+            launch_counts[kernel.__name__] += 1
+            return None
+        grid, args, meta = build()
+        return _launch(kernel, grid, args, meta, (), (site, tensors))
+    grid, args, meta = build()
+    return _launch(kernel, grid, args, meta)
 
 
 @contextmanager

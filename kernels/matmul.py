@@ -26,7 +26,7 @@ import triton.language as tl
 from . import math_ops
 from .capture import is_capturing
 from .dtypes import accumulate_dtype, compute_dtype
-from .launch import launch
+from .launch import launch, launch_site
 from .layout import cdiv, collapse, next_pow2
 from .reduce import reduce
 
@@ -316,6 +316,19 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
                    EVEN_M=M % bm == 0, EVEN_N=N % bn == 0, EVEN_K=K > 0 and K % bk == 0, ROWSUM=rowsum,
                    num_warps=warps, num_stages=stages)
 
+    if not cuda:  # one launch, decided by what the site names
+        site = (a.dtype, a.shape, a.stride(), b.shape, b.stride(), out.dtype, out.stride(), preact.stride(),
+                None if bias is None else (bias.dtype, bias.stride()), None if sums is None else sums.stride(), activation,
+                return_preact, rowsum, allow_tf32)
+
+        def arguments():
+            got = []
+            run(_config(a.dtype, M, N, K, a.device, allow_tf32),
+                lambda kernel, grid, *args, **meta: got.append((grid, args, meta)))
+            return got[0]
+        launch_site(matmul_kernel, site, [a, b, out, preact, out if bias is None else bias,
+                                          out if sums is None else sums], arguments)
+        return result
     config = _config(a.dtype, M, N, K, a.device, allow_tf32)
     candidates = _TENSOR_CORE_CANDIDATES.get(a.element_size() if a.dtype != torch.float32 or tf32 else 0)
     if cuda and candidates and 2 * nbatch * M * N * K >= TUNE_MIN_FLOPS:

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from .dtypes import compute_dtype
-from .launch import launch
+from .launch import launch_site
 from .layout import block_for, cdiv, collapse, element_offset
 from .scalars import as_f64, f64_bits
 
@@ -164,6 +164,10 @@ def output_strides(shape, inputs, views):
     return tuple(out)
 
 
+_layouts: dict = {}  # call site -> the strides of fresh outputs (None: contiguous)
+_MISSING = object()
+
+
 def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None):
     """Run ``op`` elementwise over ``inputs`` (torch tensors broadcastable to ``shape``).
 
@@ -172,32 +176,49 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     (defaults to the first output's, widened from fp16/bf16 to fp32).
     """
     shape = tuple(shape)
-    device = inputs[0].device
-    views = [t.expand(shape) for t in inputs]
+    bits = tuple([f64_bits(p) for p in params]) if params else ()
+    # what decides every argument but the addresses (launch_site): a site seen before launches from it
+    site = (id(op), shape, tuple(out_dtypes), bits, compute,
+            tuple([(t.dtype, t.shape, t.stride()) for t in inputs]),
+            None if outs is None else tuple((o.dtype, o.stride()) for o in outs))
     if outs is None:
-        strides = output_strides(shape, inputs, views)
+        strides = _layouts.get(site, _MISSING)
+        if strides is _MISSING:
+            strides = output_strides(shape, inputs, [t.expand(shape) for t in inputs])
+            if len(_layouts) > 4096:
+                _layouts.clear()
+            _layouts[site] = strides
+        device = inputs[0].device
         outs = [torch.empty(shape, dtype=dt, device=device) if strides is None else
                 torch.empty_strided(shape, strides, dtype=dt, device=device) for dt in out_dtypes]
-    numel = math.prod(shape)
-    if numel == 0:
+    if math.prod(shape) == 0:
         return outs
+    launch_site(pointwise_kernel, site, list(outs) + list(inputs),
+                lambda: _arguments(op, inputs, shape, out_dtypes, bits, outs, compute))
+    return outs
+
+
+def _arguments(op, inputs, shape, out_dtypes, bits, outs, compute):
+    """(grid, args, meta) of the pointwise launch; every tensor argument is one of ``outs`` or
+    ``inputs`` (the kernel reaches a broadcast input through its strides, not through a view)."""
+    views = [t.expand(shape) for t in inputs]
+    numel = math.prod(shape)
     cshape, cstrides = collapse(shape, [o.stride() for o in outs[:1]] + [v.stride() for v in views])
     if any(o.stride() != outs[0].stride() for o in outs[1:]):
         raise ValueError("the outputs of a multi-output pointwise op must share strides")
     in_strides = cstrides[1:] + [cstrides[1]] * (MAX_INPUTS - len(views))
-    ptrs = views + [views[0]] * (MAX_INPUTS - len(views))
+    ptrs = list(inputs) + [inputs[0]] * (MAX_INPUTS - len(inputs))
     out_ptrs = list(outs) + [outs[0]] * (MAX_OUTPUTS - len(outs))
-    block = block_for(numel, device)
+    block = block_for(numel, outs[0].device)
     compute = compute or compute_dtype(out_dtypes[0] if out_dtypes else outs[0].dtype)
-    bits = [f64_bits(p) for p in params] + [0] * (2 - len(params))
+    n_params, bits = len(bits), list(bits) + [0] * (2 - len(bits))
     linear = (1,) if len(cshape) == 1 else None  # only a 1-d collapse can be contiguous
     modes = [_mode(st, linear) for st in cstrides]
     # an output is never a broadcast; one element is at offset 0 whatever its strides
     modes[0] = LINEAR if modes[0] == LINEAR or numel == 1 else STRIDED
     modes += [modes[-1]] * (1 + MAX_INPUTS - len(modes))
     grid = cdiv(numel, block)
-    launch(pointwise_kernel, (grid,), *out_ptrs, *ptrs, *bits, numel, cshape,
-           cstrides[0], *in_strides, OP=op, N_IN=len(inputs), N_OUT=len(outs), N_PARAMS=len(params),
-           NDIM=len(cshape), MODE_OUT=modes[0], MODE0=modes[1], MODE1=modes[2], MODE2=modes[3], MODE3=modes[4],
-           COMPUTE=compute, ONE_PROGRAM=grid == 1, MASKED=numel % block != 0, BLOCK=block, num_warps=4)
-    return outs
+    return (grid,), (*out_ptrs, *ptrs, *bits, numel, cshape, cstrides[0], *in_strides), dict(
+        OP=op, N_IN=len(inputs), N_OUT=len(outs), N_PARAMS=n_params,
+        NDIM=len(cshape), MODE_OUT=modes[0], MODE0=modes[1], MODE1=modes[2], MODE2=modes[3], MODE3=modes[4],
+        COMPUTE=compute, ONE_PROGRAM=grid == 1, MASKED=numel % block != 0, BLOCK=block, num_warps=4)

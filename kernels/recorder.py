@@ -326,7 +326,8 @@ def _transpose_replay(self):
 _BASE_ATTRS = frozenset(InterpreterBuilder().__dict__) | {"grid_idx", "grid_dim"}
 
 
-_MEMORY_METHODS = [(name, InterpreterBuilder.__dict__[name]) for name in sorted(LOADS | STORES | ATOMICS)]
+_MEMORY_NAMES = tuple(sorted(LOADS | STORES | ATOMICS))
+_MEMORY_METHODS = tuple(InterpreterBuilder.__dict__[name] for name in _MEMORY_NAMES)
 
 
 def builder_instrumented() -> bool:
@@ -335,8 +336,7 @@ def builder_instrumented() -> bool:
     keys = interpreter_builder.__dict__.keys()
     if not keys <= _BASE_ATTRS and any(k not in _BASE_ATTRS and k != "create_dot" for k in keys):
         return True
-    methods = InterpreterBuilder.__dict__
-    return any(methods.get(name) is not fn for name, fn in _MEMORY_METHODS)
+    return tuple(map(InterpreterBuilder.__dict__.get, _MEMORY_NAMES)) != _MEMORY_METHODS  # functions: by identity
 
 
 class recording:

@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 
 from .dtypes import compute_dtype
-from .launch import launch
+from .launch import launch, launch_site
 from .layout import block_shape_2d, cdiv, collapse, element_offset, next_pow2
 from .logsumexp import online_logsumexp
 
@@ -348,48 +348,62 @@ def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
     value_dtype = torch.int64 if op in _ARG else (out_dtype or x.dtype)
     out = torch.empty(out_shape, dtype=value_dtype, device=x.device)
     idx = torch.empty(out_shape, dtype=torch.int64, device=x.device) if op in ("max", "min") else None
-    if n_rows > 0:
-        kept_shape, (kept_strides,) = collapse(out_shape, [[x.stride(d) for d in kept]])
-        red_shape, (red_strides,) = collapse(tuple(x.shape[d] for d in dims),
-                                              [[x.stride(d) for d in dims]])
-        if n_cols == 0:  # the column loop never runs; keep element_offset's modulus non-zero regardless
-            red_shape, red_strides = (1,), (0,)
-        acc_dtype = _accumulate_dtype(x.dtype, value_dtype, op)
-        row = REDUCTIONS[op]
-        is_max = row.is_max
-        if acc_dtype.is_floating_point:
-            fill = float("-inf") if is_max else float("inf")
-        else:
-            fill = -(2 ** 63) if is_max else 2 ** 63 - 1
-        divisor = float(n_cols if op == "mean" else max(0, n_cols - correction))
-        block_r, block_c, warps = block_shape_2d(n_rows, n_cols, x.device)
-        sum_like = op in _SUM_LIKE  # the other ops build on the row mask
-        grid = cdiv(n_rows, block_r)
-        if FORCE_SPLITS and op in SPLITTABLE:  # tests: chunks small enough for the split to happen
-            block_c = max(2, min(block_c, next_pow2(cdiv(n_cols, 2 * FORCE_SPLITS))))
-        splits = _splits(op, grid, n_cols, block_c, x.device)
-        common = dict(FOLD=row.fold, IS_MAX=row.is_max, NK=len(kept_shape), COMPUTE=compute_dtype(acc_dtype), FILL=fill,
-                      INTERPRETED=x.device.type == "cpu", ONE_PROGRAM=grid == 1,
-                      EVEN_R=sum_like and n_rows % block_r == 0, BLOCK_R=block_r, num_warps=warps)
-        if splits == 1:
-            launch(reduce_kernel, (grid,), x, out, out if idx is None else idx, n_rows, n_cols, kept_shape,
-                   kept_strides, red_shape, red_strides, divisor, 0, 1, TERM=row.term, FINISH=row.finish,
-                   STORE_INDEX=row.store_index, STAGE=0,
-                   NR=len(red_shape), ONE_CHUNK=n_cols <= block_c, EVEN_C=n_cols > 0 and n_cols % block_c == 0,
-                   BLOCK_C=block_c, **common)
-        else:
-            span = cdiv(cdiv(n_cols, splits), block_c) * block_c  # whole chunks per split
-            splits = cdiv(n_cols, span)
-            partial = torch.empty((n_rows, splits), dtype=acc_dtype, device=x.device)
-            launch(reduce_kernel, (grid, splits), x, partial, partial, n_rows, n_cols, kept_shape, kept_strides,
-                   red_shape, red_strides, divisor, span, splits, TERM=row.term, FINISH=None, STORE_INDEX=False, STAGE=1,
-                   NR=len(red_shape), ONE_CHUNK=False, EVEN_C=n_cols % block_c == 0, BLOCK_C=block_c, **common)
-            # the partials, a contiguous (n_rows, splits) matrix, reduced along its rows
-            block_c2 = min(next_pow2(splits), block_c)
-            launch(reduce_kernel, (grid,), partial, out, out, n_rows, splits, kept_shape, _row_major(kept_shape, splits),
-                   (splits,), (1,), divisor, 0, 1, TERM=None, FINISH=row.finish, STORE_INDEX=False, STAGE=2,
-                   NR=1, ONE_CHUNK=splits <= block_c2, EVEN_C=splits % block_c2 == 0, BLOCK_C=block_c2, **common)
+    if n_rows > 0 and x.is_cpu and not FORCE_SPLITS:  # one launch, decided by what the site names
+        site = (op, dims, x.dtype, x.shape, x.stride(), value_dtype, correction)
+
+        def arguments():
+            got = []
+            _launch(x, dims, kept, out_shape, n_rows, n_cols, op, value_dtype, correction, out, idx,
+                    lambda kernel, grid, *args, **meta: got.append((grid, args, meta)))
+            return got[0]
+        launch_site(reduce_kernel, site, [x, out, out if idx is None else idx], arguments)
+    elif n_rows > 0:
+        _launch(x, dims, kept, out_shape, n_rows, n_cols, op, value_dtype, correction, out, idx, launch)
     return (out, idx) if idx is not None else out
+
+
+def _launch(x, dims, kept, out_shape, n_rows, n_cols, op, value_dtype, correction, out, idx, launch):
+    """The launches of ``reduce`` (one, or a split's two), through ``launch``."""
+    kept_shape, (kept_strides,) = collapse(out_shape, [[x.stride(d) for d in kept]])
+    red_shape, (red_strides,) = collapse(tuple(x.shape[d] for d in dims),
+                                          [[x.stride(d) for d in dims]])
+    if n_cols == 0:  # the column loop never runs; keep element_offset's modulus non-zero regardless
+        red_shape, red_strides = (1,), (0,)
+    acc_dtype = _accumulate_dtype(x.dtype, value_dtype, op)
+    row = REDUCTIONS[op]
+    is_max = row.is_max
+    if acc_dtype.is_floating_point:
+        fill = float("-inf") if is_max else float("inf")
+    else:
+        fill = -(2 ** 63) if is_max else 2 ** 63 - 1
+    divisor = float(n_cols if op == "mean" else max(0, n_cols - correction))
+    block_r, block_c, warps = block_shape_2d(n_rows, n_cols, x.device)
+    sum_like = op in _SUM_LIKE  # the other ops build on the row mask
+    grid = cdiv(n_rows, block_r)
+    if FORCE_SPLITS and op in SPLITTABLE:  # tests: chunks small enough for the split to happen
+        block_c = max(2, min(block_c, next_pow2(cdiv(n_cols, 2 * FORCE_SPLITS))))
+    splits = _splits(op, grid, n_cols, block_c, x.device)
+    common = dict(FOLD=row.fold, IS_MAX=row.is_max, NK=len(kept_shape), COMPUTE=compute_dtype(acc_dtype), FILL=fill,
+                  INTERPRETED=x.device.type == "cpu", ONE_PROGRAM=grid == 1,
+                  EVEN_R=sum_like and n_rows % block_r == 0, BLOCK_R=block_r, num_warps=warps)
+    if splits == 1:
+        launch(reduce_kernel, (grid,), x, out, out if idx is None else idx, n_rows, n_cols, kept_shape,
+               kept_strides, red_shape, red_strides, divisor, 0, 1, TERM=row.term, FINISH=row.finish,
+               STORE_INDEX=row.store_index, STAGE=0,
+               NR=len(red_shape), ONE_CHUNK=n_cols <= block_c, EVEN_C=n_cols > 0 and n_cols % block_c == 0,
+               BLOCK_C=block_c, **common)
+    else:
+        span = cdiv(cdiv(n_cols, splits), block_c) * block_c  # whole chunks per split
+        splits = cdiv(n_cols, span)
+        partial = torch.empty((n_rows, splits), dtype=acc_dtype, device=x.device)
+        launch(reduce_kernel, (grid, splits), x, partial, partial, n_rows, n_cols, kept_shape, kept_strides,
+               red_shape, red_strides, divisor, span, splits, TERM=row.term, FINISH=None, STORE_INDEX=False, STAGE=1,
+               NR=len(red_shape), ONE_CHUNK=False, EVEN_C=n_cols % block_c == 0, BLOCK_C=block_c, **common)
+        # the partials, a contiguous (n_rows, splits) matrix, reduced along its rows
+        block_c2 = min(next_pow2(splits), block_c)
+        launch(reduce_kernel, (grid,), partial, out, out, n_rows, splits, kept_shape, _row_major(kept_shape, splits),
+               (splits,), (1,), divisor, 0, 1, TERM=None, FINISH=row.finish, STORE_INDEX=False, STAGE=2,
+               NR=1, ONE_CHUNK=splits <= block_c2, EVEN_C=splits % block_c2 == 0, BLOCK_C=block_c2, **common)
 
 
 SPLITTABLE = _SUM_LIKE + ("amax", "amin", "norminf")  # partials that combine with the same kind of op

@@ -44,7 +44,11 @@ fallback_reasons: Counter = Counter()  # why a launch interpreted -> launches
 _config = {"enabled": os.environ.get("TGRAD_REPLAY", "1") != "0",
            "verify": os.environ.get("TGRAD_REPLAY_VERIFY", "0") not in ("", "0")}
 _lock = threading.Lock()  # cache updates
-_local = threading.local()  # .disabled: replay_disabled() depth of this thread
+class _Local(threading.local):
+    disabled = 0  # replay_disabled() depth of this thread (a class default: reading it never raises)
+
+
+_local = _Local()
 MAX_VARIANTS = 8  # traces per signature (guard outcomes) before it interprets for good
 KERNEL_BYTES = 64 << 20  # constants (offsets, masks, folded values) per kernel
 
@@ -285,9 +289,62 @@ class _Launch:
         return None
 
 
-def run(kernel, grid, args, meta, keep_alive=(), capturing=False):
+def _site_plan(state, site, tensors, bound):
+    """What ``run_site`` needs to replay the site without binding: the signature, the replay inputs
+    with the scalars filled in, and which input slots are which of ``tensors``' addresses."""
+    key, A, bound_tensors = bound
+    slots = []
+    for s, t in enumerate(bound_tensors):
+        if t is not None:
+            index = next((i for i, u in enumerate(tensors) if u is t), None)
+            if index is None:  # a tensor argument the site did not name: no plan
+                return
+            slots.append((s, index))
+    if len(state.sites) > 8 * MAX_ENTRIES:
+        state.sites.clear()
+    state.sites[site] = (key, list(A), tuple(slots), id(interpreter_builder.options))
+
+
+def _site_inputs(plan, tensors):
+    """(signature, replay inputs) of a planned site for these tensors; inputs None when the plan
+    does not apply (other interpreter options, a tensor off the CPU)."""
+    key, A, slots, options = plan
+    if options != id(interpreter_builder.options):
+        return key, None
+    A = A.copy()
+    for s, i in slots:
+        t = tensors[i]
+        if not t.is_cpu:
+            return key, None
+        A[s] = t.data_ptr()
+    return key, A
+
+
+def run_site(kernel, site, tensors) -> bool:
+    """Replay a launch of a call site seen before (``launch.launch_site``) from its tensors'
+    addresses alone; False (nothing run) when it needs the general path: a site not planned yet, a
+    trace with guards or not recorded yet, verify mode, replay off, an instrumented builder."""
+    state = kernel.__dict__.get("_tgrad_replay")
+    plan = state.sites.get(site) if state is not None else None
+    if plan is None or not _config["enabled"] or _config["verify"] or getattr(_local, "disabled", 0):
+        return False
+    key, A = _site_inputs(plan, tensors)
+    if A is None or builder_instrumented():
+        return False
+    with _lock:
+        entry = state.entries.get(key)
+        if entry is None or not entry.variants or entry.variants[0].guards is not None:
+            return False
+        state.entries.move_to_end(key)
+    replay_counts["replayed"] += 1
+    _replay(entry.variants[0], A)
+    return True
+
+
+def run(kernel, grid, args, meta, keep_alive=(), capturing=False, site=None):
     """Run one CPU launch (``launch()`` calls this). In a graph capture, returns the bound launch
-    the graph replays (recorded now, so replays run no Triton frontend)."""
+    the graph replays (recorded now, so replays run no Triton frontend). ``site``: (site key,
+    tensors) of a ``launch_site`` call, planned here for ``run_site`` once its trace replays."""
     state = _state(kernel)
     grid = tuple(grid) + (1,) * (3 - len(grid))
     if not _config["enabled"] or getattr(_local, "disabled", 0) or builder_instrumented():
@@ -299,6 +356,15 @@ def run(kernel, grid, args, meta, keep_alive=(), capturing=False):
         entry = state.entries.get(bound[0]) if bound is not None else None
         if entry is not None:
             state.entries.move_to_end(bound[0])
+            if site is not None and entry.variants:
+                plan = state.sites.get(site[0])
+                if plan is None:
+                    _site_plan(state, site[0], site[1], bound)
+                elif _config["verify"] and plan[0] == bound[0]:  # the plan must be what binding finds
+                    planned = _site_inputs(plan, site[1])[1]
+                    if planned is not None and planned != bound[1]:
+                        raise ReplayMismatch(f"verify mode: {kernel.__name__}: a launch_site plan gives other "
+                                             "replay inputs than binding the launch's arguments")
     if entry is not None and not capturing and entry.variants and not _config["verify"]:
         variant = entry.variants[0]
         if variant.guards is None:  # the common case, without building a _Launch: one trace, no guards
@@ -307,6 +373,21 @@ def run(kernel, grid, args, meta, keep_alive=(), capturing=False):
     launch = _Launch(kernel, state, grid, args, dict(meta), tuple(keep_alive), bound)
     launch.run(force_record=capturing)
     return launch if capturing else None
+
+
+def graph_stepper():
+    """``graph_step`` for one replay of a CPU graph, with the executor's switches (replay on, verify
+    mode, an instrumented builder) read once for the whole replay instead of once per launch."""
+    if not _config["enabled"] or _config["verify"] or getattr(_local, "disabled", 0) or builder_instrumented():
+        return graph_step
+
+    def step(launch: _Launch):
+        variant = launch.variant
+        if variant is None or variant.guards is not None or launch.key is None:
+            return graph_step(launch)
+        replay_counts["replayed"] += 1
+        return variant.run(launch.A)  # the graph's replay runs under np.errstate(all="ignore")
+    return step
 
 
 def graph_step(launch: _Launch):

@@ -61,6 +61,7 @@ class KernelState:
 
     def clear(self):
         self.plans: dict = {}  # _fast_key -> (signature, where the replay inputs are)
+        self.sites: dict = {}  # launch_site key -> (signature, replay inputs, tensor slots, options id)
         self.contexts: dict = {}  # static part of a signature -> (distinct values per scalar position, varying)
         self.entries: OrderedDict = OrderedDict()  # signature -> _Entry
         self.seen: set = set()

@@ -17,6 +17,8 @@ the launch stores anything; the replay runs only if it returns the recorded deci
 from __future__ import annotations
 
 import ctypes
+import math
+import re
 
 import numpy as np
 import triton.language as tl
@@ -129,11 +131,13 @@ class CompiledLaunch:
 class _Emitter:
     def __init__(self, record: LaunchRecord):
         self.record = record
-        self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps,
+        self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": _fill,
+                   "_run_load": _run_load, "_run_store": _run_store, "_run_range": _run_range, "_gather": _gather,
                    "address_range": address_range}
         self.nbytes = 0
         self.slot_of = record.slot_of  # node id -> input slot (arguments that are replay inputs)
         self.arrays_used: set = set()
+        self.acting: set = set()  # indices of the lines of ops with effects (kept whatever they compute)
 
     def slot_array(self, slot):
         """An input as the interpreter holds it (a 1-element array), made once per run if needed."""
@@ -215,11 +219,14 @@ class _Emitter:
         elif name == "create_addptr" and isinstance(in_nodes[0].dtype, tl.pointer_type):
             elem = in_nodes[0].dtype.element_ty
             width = max(1, elem.primitive_bitwidth // 8)
-            line = f"{ins[0]} + {width} * {ins[1]}.astype(np.uint64)"
+            if in_nodes[1].op is None and in_nodes[1].tag <= PID:  # constant offsets: scaled once, here
+                line = f"{ins[0]} + {self.const(f'c{k}', width * in_nodes[1].value.astype(np.uint64))}"
+            else:
+                line = f"{ins[0]} + {width} * {ins[1]}.astype(np.uint64)"
         elif name in ("create_masked_load", "create_load"):
             line = self.load(op, ins, in_nodes, out_node, lines, ready)
         elif name in ("create_masked_store", "create_store"):
-            line = self.store(k, op, ins, in_nodes)
+            line = self.store(k, op, ins, in_nodes, lines, ready)
         elif name == "create_splat":
             line = f"np.full({tuple(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
         elif name in ("create_int_to_ptr", "create_ptr_to_int"):
@@ -232,6 +239,8 @@ class _Emitter:
             line = f"{call}({', '.join(ins[j] for j in range(len(op.ins)))})"
         for o, v in zip(op.outs, outs):
             ready[o] = v
+        if name in SIDE_EFFECTS or name in ATOMICS or not outs:
+            self.acting.add(len(lines))
         lines.append(f"    {target}{line}")
 
     def live_addresses(self, op, lines, ready):
@@ -239,9 +248,23 @@ class _Emitter:
         ptr, mask = _access(op)
         p = self.expr(ptr, lines, ready) if self.record.nodes[ptr].op is None else ready[ptr]
         if mask is None:
-            return f"np.ravel({p})"
+            return f"{p}.reshape(-1)"
         m = self.expr(mask, lines, ready) if self.record.nodes[mask].op is None else ready[mask]
         return f"np.broadcast_to({p}, np.shape({p}))[np.broadcast_to({m}, np.shape({p}))]"
+
+    def store_range(self, op, lines, ready):
+        """An expression: (addresses, lowest, highest) of a store's live lanes, for ``overlaps``;
+        a store to a run of memory whose live lanes are a prefix is its interval alone."""
+        ptr, mask = _access(op)
+        if op.name in ("create_store", "create_masked_store"):
+            dt = get_np_dtype(self.record.nodes[ptr].dtype.element_ty)
+            run = self.dynamic_run(self.record.nodes[ptr], dt, lines, ready)
+            if run is not None:
+                m = self.expr(mask, lines, ready) if mask is not None and self.record.nodes[mask].op is None else \
+                    ready[mask] if mask is not None else self.const("m_all", np.ones(self.record.nodes[ptr].value.shape,
+                                                                                     bool))
+                return f"_run_range({run[0]}, {run[1]}, {m}, {self.record.nodes[ptr].value.shape!r}, {dt.itemsize})"
+        return f"address_range({self.live_addresses(op, lines, ready)})"
 
     def load(self, op, ins, in_nodes, out_node, lines, ready):
         k = op.outs[0]
@@ -264,30 +287,84 @@ class _Emitter:
             if contiguous:
                 if live is None:
                     return f"{v}.reshape({shape!r}).copy()"
+                # the live lanes read the view in order: the masked lanes' values, then the view into them
+                filled = np.ascontiguousarray(np.broadcast_to(other_node.value if other_node is not None
+                                                              else np.zeros(shape, dt), shape))
+                where = contiguous if contiguous is not True else live
+                return f"_fill({self.const(f'z{k}', filled)}, {self.const(f'm{k}', where)}, {v})"
             idx = self.const(f"i{k}", index)
             if live is None:
                 return f"{v}[{idx}]"
             return f"np.where({self.const(f'm{k}', live)}, {v}[{idx}], {other})"
         mask = ins[1] if mask_node is not None else self.const(f"m{k}", np.ones(shape, bool))
+        whole = self.view_access(ptr, None, dt, "load") if out_node.value.flags.c_contiguous and \
+            mask_node is not None and mask_node.tag > PID and mask_node.value.shape == shape and \
+            mask_node.value.dtype == np.bool_ and (other_node is None or other_node.value.dtype == dt) else None
+        if whole is not None:  # a mask from data over fixed offsets: the live lanes read from a view
+            slot, start, nbytes, index, _, _ = whole
+            v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{k}', dt)})"
+            if other_node is None or other_node.tag <= PID:
+                filled = self.const(f"z{k}", np.ascontiguousarray(np.broadcast_to(
+                    other_node.value if other_node is not None else np.zeros(shape, dt), shape)))
+            else:
+                filled = f"np.broadcast_to({other}, {shape!r})"
+            return f"_gather({v}, {self.const(f'i{k}', index)}, {mask}, {filled})"
+        run = self.dynamic_run(ptr, dt, lines, ready) if out_node.value.flags.c_contiguous else None
+        if run is not None and (other_node is None or other_node.value.dtype == dt):
+            base, start = run
+            if other_node is None or other_node.tag <= PID:
+                filled = self.const(f"z{k}", np.ascontiguousarray(np.broadcast_to(
+                    other_node.value if other_node is not None else np.zeros(shape, dt), shape)))
+            else:
+                filled = f"np.broadcast_to({other}, {shape!r})"
+            return f"_run_load({base}, {start}, {mask}, {filled}, {other}, {self.const(f'd{k}', dt)})"
         return f"native.load({ins[0]}, {mask}, {other}, {self.const(f'd{k}', dt)})"
 
-    def store(self, k, op, ins, in_nodes):
+    def dynamic_run(self, ptr, dt, lines, ready):
+        """(expression of a scalar address, first byte) when ``ptr`` is that address splat over the
+        block plus constant offsets that walk ``dt`` elements in C order (a pointer read from a
+        table, plus ``tl.arange``): a prefix of live lanes is then a run of memory found at replay."""
+        nodes, ops = self.record.nodes, self.record.ops
+        if ptr.op is None or ops[ptr.op].name != "create_addptr":
+            return None
+        add = ops[ptr.op]
+        base_node, off_node = nodes[add.ins[0]], nodes[add.ins[1]]
+        if off_node.op is not None or off_node.tag > PID or base_node.op is None \
+                or ops[base_node.op].name != "create_splat" or off_node.value.shape != ptr.value.shape:
+            return None
+        width = max(1, base_node.dtype.element_ty.primitive_bitwidth // 8)
+        offsets = off_node.value.astype(np.int64).reshape(-1) * width
+        if width != dt.itemsize or offsets.size == 0 or \
+                not np.array_equal(offsets - offsets[0], np.arange(offsets.size, dtype=np.int64) * width):
+            return None
+        scalar = ops[base_node.op].ins[0]
+        return self.expr(scalar, lines, ready), int(offsets[0])
+
+    def store(self, k, op, ins, in_nodes, lines, ready):
         op_key = k
         ptr, value = in_nodes[0], in_nodes[1]
         mask_node = in_nodes[2] if op.name == "create_masked_store" else None
-        dt = get_np_dtype(ptr.dtype)
+        dt = get_np_dtype(ptr.dtype.element_ty)  # the interpreter stores the value's bytes: views need equal dtypes
         if value.value.dtype == dt:
             view = self.view_access(ptr, mask_node, dt, "store", unique=True)
             if view is not None:
                 slot, start, nbytes, index, live, contiguous = view
                 v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{op_key}', dt)})"
+                full = ins[1] if value.value.shape == ptr.value.shape else \
+                    f"np.broadcast_to({ins[1]}, {ptr.value.shape!r})"
                 if live is None and contiguous:
-                    return f"{v}.__setitem__(slice(None), np.broadcast_to({ins[1]}, {ptr.value.shape!r}).reshape(-1))"
+                    return f"{v}.__setitem__(slice(None), {full}.reshape(-1))"
+                if contiguous:  # the live lanes, in order, are the view's elements in order
+                    where = self.const(f"m{k}", contiguous if contiguous is not True else live)
+                    return f"{v}.__setitem__(slice(None), {full}[{where}])"
                 if live is None:
                     return f"{v}.__setitem__({self.const(f'i{k}', index)}, {ins[1]})"
                 sel = self.const(f"i{k}", index[live])
                 return f"{v}.__setitem__({sel}, np.broadcast_to({ins[1]}, {live.shape!r})[{self.const(f'm{k}', live)}])"
         mask = ins[2] if mask_node is not None else self.const(f"m{k}", np.ones(ptr.value.shape, bool))
+        run = self.dynamic_run(ptr, dt, lines, ready) if value.value.dtype == dt else None
+        if run is not None:
+            return f"_run_store({run[0]}, {run[1]}, {mask}, {ins[1]}, {ptr.value.shape!r}, {self.const(f'd{k}', dt)})"
         return f"native.store({ins[0]}, {ins[1]}, {mask})"
 
     def view_access(self, ptr, mask_node, dt, kind, unique=False):
@@ -317,8 +394,69 @@ class _Emitter:
         if unique and np.unique(index if live is None else index[live]).size != (index.size if live is None
                                                                                    else int(live.sum())):
             return None  # repeated addresses: the interpreter's in-order writes decide
-        contiguous = live is None and np.array_equal(index.reshape(-1), np.arange(index.size))
+        if live is None:
+            contiguous = np.array_equal(index.reshape(-1), np.arange(index.size))
+        else:  # True: the live lanes in C order are the view's elements in order; a slice when a flat prefix
+            n = int(live.sum())
+            contiguous = np.array_equal(index[live], np.arange(n))
+            if contiguous and live.ndim == 1 and live[:n].all():
+                contiguous = slice(0, n)
         return ptr.base, lo, hi - lo + size, index, live, contiguous
+
+
+def _prefix(mask, shape):
+    """How many leading lanes (C order) of a block of ``shape`` are live, when exactly those are."""
+    if np.shape(mask) != shape:
+        return None
+    flat = mask.reshape(-1)
+    live = int(np.count_nonzero(flat))
+    return live if live == flat.size or not flat[live:].any() else None
+
+
+def _run_pointers(base, start, shape, size):
+    """The pointers ``base + start + i * size`` of a block, as the interpreter computed them."""
+    first = np.uint64((int(base.reshape(-1)[0]) + start) % (1 << 64))
+    with np.errstate(over="ignore"):
+        return (first + np.arange(math.prod(shape), dtype=np.uint64) * np.uint64(size)).reshape(shape)
+
+
+def _run_load(base, start, mask, filled, other, dt):
+    """A masked load of ``base + start + i * size`` (the interpreter's ``native.load`` on those
+    pointers): when the live lanes are a prefix, one copy of that run of memory."""
+    live = _prefix(mask, filled.shape)
+    if live is None:
+        return native.load(_run_pointers(base, start, filled.shape, dt.itemsize), mask, other, dt)
+    out = np.array(filled, dtype=dt)  # a C-ordered copy, as the interpreter returns
+    if live:
+        out.reshape(-1)[:live] = memory_view(int(base.reshape(-1)[0]) + start, live * dt.itemsize, dt)
+    return out
+
+
+def _run_store(base, start, mask, value, shape, dt):
+    """A masked store to ``base + start + i * size`` over a block of ``shape`` (the interpreter's
+    ``native.store``): a prefix of live lanes is one copy into that run of memory."""
+    live = _prefix(mask, shape)
+    if live is None:
+        return native.store(_run_pointers(base, start, shape, dt.itemsize), value, mask)
+    if live:
+        memory_view(int(base.reshape(-1)[0]) + start, live * dt.itemsize, dt)[:] = \
+            np.broadcast_to(value, shape).reshape(-1)[:live]
+    return None
+
+
+def _gather(view, index, mask, filled):
+    """A load through fixed offsets under a mask computed from data: the masked lanes' values,
+    then the live lanes read from the view (only those: a masked lane's offset may lie outside)."""
+    out = np.array(filled)
+    out[mask] = view[index[mask]]
+    return out
+
+
+def _fill(filled, where, view):
+    """A masked load whose live lanes read ``view`` in order: the masked lanes' values, then the view."""
+    out = filled.copy()
+    out[where] = view
+    return out
 
 
 def _bf16(src_dtype, dst_type):
@@ -353,10 +491,11 @@ def compile_launch(record: LaunchRecord, expected_guards) -> CompiledLaunch:
     lines, ready = [], {}
     for k in _needed(record, effects):
         em.emit(k, lines, ready)
+    lines = _live_lines(lines, em.acting)
     source = "def _run(A):\n" + em.header() + "\n".join(lines) + ("\n" if lines else "") + "    return None\n"
     guard_source = ""
     if record.guards:
-        em.arrays_used = set()
+        em.arrays_used, em.acting = set(), set()
         glines, gready = ["    S = []"], {}
         chain, stores = _hoisted(record)
         store_width = max((_width(record.nodes[record.ops[k].ins[0]]) for k in stores), default=1)
@@ -365,7 +504,7 @@ def compile_launch(record: LaunchRecord, expected_guards) -> CompiledLaunch:
             if op.name in ATOMICS or op.name in STORES:
                 if k in chain:
                     raise Refused("a guard that needs an atomic's result")
-                glines.append(f"    S.append(address_range({em.live_addresses(op, glines, gready)}))")
+                glines.append(f"    S.append({em.store_range(op, glines, gready)})")
                 continue
             if op.event is not None and any(record.ops[j].event < op.event for j in stores):
                 # hoisted above a store: it reads what the interpreter read if no earlier store wrote there
@@ -377,9 +516,30 @@ def compile_launch(record: LaunchRecord, expected_guards) -> CompiledLaunch:
         for node_id, kind, _, _, _ in record.guards:
             e = em.expr(node_id, glines, gready)
             values.append(f"bool({e})" if kind == "bool" else f"int({e}.squeeze())")
-        guard_source = "def _guards(A):\n" + em.header() + "\n".join(glines) + "\n" + \
-            f"    return ({', '.join(values)}{',' if len(values) == 1 else ''})\n"
+        glines.append(f"    return ({', '.join(values)}{',' if len(values) == 1 else ''})")
+        glines = _live_lines(glines, em.acting)
+        guard_source = "def _guards(A):\n" + em.header() + "\n".join(glines) + "\n"
     return CompiledLaunch(record, source, guard_source, em.ns, tuple(expected_guards), em.nbytes)
+
+
+_NAMES = re.compile(r"\b[vpa]\d+\b")
+
+
+def _live_lines(lines, acting):
+    """The lines that act (``acting``: indices of stores, atomics and other side effects) or whose
+    value a kept line uses: a value only a replaced access read (a pointer block that a run load
+    no longer needs) is not computed."""
+    used, kept = set(), []
+    for k in range(len(lines) - 1, -1, -1):
+        line = lines[k]
+        if k not in acting:
+            target, sep, _ = line.partition(" = ")
+            names = _NAMES.findall(target) if sep and "(" not in target else None
+            if names and not any(n in used for n in names):
+                continue
+        used.update(_NAMES.findall(line))
+        kept.append(line)
+    return kept[::-1]
 
 
 def _width(ptr_node) -> int:
@@ -425,13 +585,38 @@ def address_range(addresses):
     return addresses, int(addresses.min()), int(addresses.max())
 
 
+def _run_range(base, start, mask, shape, size):
+    """``address_range`` of a store to ``base + start + i * size``: with a prefix of live lanes,
+    (None, lowest, highest) (every address between, a step of ``size`` apart), no address array."""
+    live = _prefix(mask, shape)
+    if live is None:
+        return address_range(_run_pointers(base, start, shape, size)[np.broadcast_to(mask, shape)])
+    if live == 0:
+        return np.zeros(0, np.uint64), 1, 0
+    lo = int(base.reshape(-1)[0]) + start
+    return None, lo, lo + (live - 1) * size
+
+
 def overlaps(loads, load_width, stores, store_width) -> bool:
     """Whether any byte range [load, load + load_width) meets a [store, store + store_width) of the
     stores so far: first by address range (a table read after stores to other tensors), then exactly."""
     if not stores or loads.size == 0:
         return False
+    if loads.size == 1:  # one table entry read after stores: compared in Python ints
+        a = int(loads.reshape(-1)[0])
+        for s, s_lo, s_hi in stores:
+            if s_lo < a + load_width and a < s_hi + store_width:
+                if s is None or bool(((s < np.uint64(a + load_width)) & (s + np.uint64(store_width) >
+                                                                           np.uint64(a))).any()):
+                    return True
+        return False
     lo, hi = int(loads.min()), int(loads.max()) + load_width
-    near = [s for s, s_lo, s_hi in stores if s_lo < hi and lo < s_hi + store_width]
+    near = [(s, s_lo, s_hi) for s, s_lo, s_hi in stores if s_lo < hi and lo < s_hi + store_width]
+    for s, s_lo, s_hi in near:  # a run of memory: every byte from its lowest to its highest store
+        if s is None and bool(((loads < np.uint64(s_hi + store_width)) & (loads + np.uint64(load_width) >
+                                                                          np.uint64(s_lo))).any()):
+            return True
+    near = [s for s, _, _ in near if s is not None]
     if not near:
         return False
     s = np.sort(np.concatenate(near))

@@ -236,9 +236,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         while ready:
             _, _, node = heapq.heappop(ready)
             grads = buffers.pop(node, None) or [None] * node._num_outputs
-            for nr in range(len(grads)):
-                if grads[nr] is not None:
-                    if not isinstance(node, AccumulateGrad):
+            if (node._tensor_hooks or node._retained) and not isinstance(node, AccumulateGrad):
+                for nr in range(len(grads)):
+                    if grads[nr] is not None:
                         grads[nr] = _run_tensor_hooks(node, nr, grads[nr])
                         _retain(node, nr, grads[nr], create_graph)
             if targets is not None:
@@ -278,8 +278,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
 
 
 def _materialize(node, grads):
-    if not getattr(node, "_materialize_grads", True):
-        return grads
+    if all(g is not None for g in grads) or not getattr(node, "_materialize_grads", True):
+        return grads  # (by identity: a tensor compared to None with == would be an op)
     out = list(grads)
     for i, g in enumerate(out):
         if g is None and i < len(node._output_meta) and node._output_meta[i] is not None:

@@ -12,7 +12,7 @@ import inspect
 import itertools
 import weakref
 
-from ..modes import _inference_mode_enabled, is_anomaly_enabled, is_grad_enabled, no_grad
+from ..modes import _inference_mode_enabled, _set as _set_grad_enabled, is_anomaly_enabled, is_grad_enabled
 from ..tensor import Tensor, check_inplace
 from . import anomaly_mode
 
@@ -119,6 +119,19 @@ class _Saved:
         return t
 
 
+_OP_NAMES: dict = {}  # node class -> its op name (a node's name is its class's)
+
+
+def _op_name_of(node):
+    cls = type(node)
+    name = _OP_NAMES.get(cls)
+    if name is None:
+        name = _op_name(node)
+        if cls.name is Node.name:  # the class's name, not one a subclass computes
+            _OP_NAMES[cls] = name
+    return name
+
+
 def _op_name(node):
     """PyTorch's name of the op in saved-variable errors: ExpBackward0 -> Exp, PowBackward1 -> Pow1."""
     n = node.name()
@@ -202,7 +215,7 @@ class BackwardNode(Node, FunctionCtx):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def _release(self):
-        if getattr(self, "_saved", None) is not None:
+        if self.__dict__.get("_saved") is not None:
             self._saved = _FREED
 
 
@@ -248,32 +261,38 @@ class Function(metaclass=_FunctionMeta):
         if kwargs and not builtin:  # keyword arguments count as forward arguments (needs_input_grad, grads)
             bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
             args, kwargs = bound.args[1:], bound.kwargs
-        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
         # inference mode records no graph even under a nested enable_grad()
         track = any(needs) and is_grad_enabled() and not _inference_mode_enabled()
         # a graph node only when something is recorded; otherwise forward gets a plain context
         ctx = cls._backward_cls() if track else FunctionCtx()
         ctx.needs_input_grad = needs
-        with no_grad():
+        enabled = is_grad_enabled()
+        _set_grad_enabled(False)  # no_grad(), without building a context manager per op
+        try:
             outputs = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _set_grad_enabled(enabled)
+        # what forward set on ctx, read from its __dict__: a node's __getattr__ raises for a missing name
+        marks = ctx.__dict__
         if not track:
             if builtin:
                 return outputs
             # a user's Function hands back a new tensor for an input returned unchanged, graph or not
-            ids, dirty = {id(a) for a in args if isinstance(a, Tensor)}, getattr(ctx, "_dirty", ())
+            ids, dirty = {id(a) for a in args if isinstance(a, Tensor)}, marks.get("_dirty", ())
             fresh = tuple(o._alias() if isinstance(o, Tensor) and id(o) in ids and id(o) not in dirty else o
                           for o in (outputs if isinstance(outputs, tuple) else (outputs,)))
             return fresh if isinstance(outputs, tuple) else fresh[0]
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        non_diff = getattr(ctx, "_non_differentiable", ())
-        dirty = getattr(ctx, "_dirty", ())
+        non_diff = marks.get("_non_differentiable", ())
+        dirty = marks.get("_dirty", ())
         inputs_by_id = {id(a) for a in args if isinstance(a, Tensor)}
-        ctx._next = tuple(edge_of(a) if n else (None, 0) for a, n in zip(args, needs))
+        ctx._next = tuple([edge_of(a) if n else (None, 0) for a, n in zip(args, needs)])
         # next_functions shows the tensor arguments only (PyTorch: non-tensors are not edges)
         ctx._edge_pos = cls.edge_args if builtin and cls.edge_args is not None else tuple(
             i for i, a in enumerate(args) if isinstance(a, Tensor))
-        ctx._input_meta = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args)
+        ctx._input_meta = tuple([(a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args])
         new_outs = []
         for i, o in enumerate(outs):
             if isinstance(o, Tensor):
@@ -293,7 +312,7 @@ class Function(metaclass=_FunctionMeta):
         ctx._output_meta = tuple((o.shape, o.dtype, o.device, id(outs[i]) in non_diff)
                                  if isinstance(o, Tensor) else None for i, o in enumerate(new_outs))
         out_ids = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
-        to_save = getattr(ctx, "_to_save", None)
+        to_save = marks.get("_to_save")
         if to_save is not None:
             if any(t is not None and t._is_inference for t in to_save):  # only when saved (a + t is fine)
                 raise RuntimeError(
@@ -303,7 +322,7 @@ class Function(metaclass=_FunctionMeta):
                     "`tgrad.inference_mode()`.")
             # Outputs are saved by what produced them: a later in-place change is reported as
             # "output 0 of Exp" even after the tensor's own grad_fn moved on.
-            producer = _op_name(ctx)
+            producer = _op_name_of(ctx)
             ctx._saved = tuple(None if t is None else
                                _Saved(new_outs[out_ids[id(t)]], producer) if id(t) in out_ids else _Saved(t)
                                for t in to_save)
