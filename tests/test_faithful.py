@@ -564,3 +564,12 @@ def test_backward_through_a_bool_operand_raises_where_pytorch_does(fn, bool_firs
 def test_powers_by_python_numbers_and_bools(exponent):
     """PyTorch takes x ** False through its general formula (0 * x^-1: NaN at 0), x ** 0 to zeros."""
     same(grads(lambda L, F, x: x ** exponent, [-2.75, -0.0, 0.0, 3.0]))
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape_dtype", [((0,), "int64"), ((2, 0), "int64"), ((0,), "bool"), ((3,), "int64"),
+                                         ((2, 3), "int64")])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_softmax_of_integers_and_empty_tensors(fn, shape_dtype, dim):
+    shape, dtype = shape_dtype
+    same(lambda L, F: getattr(L.zeros(*shape, dtype=getattr(L, dtype)), fn)(dim))

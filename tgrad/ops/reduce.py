@@ -522,18 +522,24 @@ def _softmax_args(x, dim, dtype, what):
         raise TypeError(f"{what}() missing required argument 'dim' (tgrad, like PyTorch 2, needs it explicitly)")
     d = x._dim(dim)  # a 0-d tensor takes dim 0 or -1
     dtype = _dtype.as_dtype(dtype) if dtype is not None else None
-    if not (dtype or x.dtype).is_floating_point:
-        raise NotImplementedError(f'"{what}" not implemented for \'{(dtype or x.dtype).scalar_type}\'')
+    if not (dtype or x.dtype).is_floating_point and x.numel():  # (PyTorch returns an empty input as is)
+        kernel = f"{what}_lastdim_kernel_impl" if d == x.ndim - 1 or x.ndim == 0 or dtype is not None else \
+            f"{what}_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{x.dtype.scalar_type}\'')
     return d, dtype
 
 
 def softmax(x, dim=None, dtype=None):
     d, dtype = _softmax_args(x, dim, dtype, "softmax")
+    if x.numel() == 0 and not (dtype or x.dtype).is_floating_point:
+        return x.clone()
     return Softmax.apply(x, d, dtype)
 
 
 def log_softmax(x, dim=None, dtype=None):
     d, dtype = _softmax_args(x, dim, dtype, "log_softmax")
+    if x.numel() == 0 and not (dtype or x.dtype).is_floating_point:
+        return x.clone()
     return LogSoftmax.apply(x, d, dtype)
 
 
