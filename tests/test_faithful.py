@@ -573,3 +573,32 @@ def test_powers_by_python_numbers_and_bools(exponent):
 def test_softmax_of_integers_and_empty_tensors(fn, shape_dtype, dim):
     shape, dtype = shape_dtype
     same(lambda L, F: getattr(L.zeros(*shape, dtype=getattr(L, dtype)), fn)(dim))
+
+
+def test_only_what_a_needed_gradient_reads_is_saved():
+    """fmod/remainder's input gradient is g alone, lerp's needs only the weight: changing the other
+    operands in place afterwards does not break backward (PyTorch saves only what it reads)."""
+    def fmod_divisor_changed(L, F):
+        a, b = L.tensor([1.5, 2.0]), L.tensor([2.5, 0.7], requires_grad=True)
+        y = L.fmod(b, a) + L.remainder(b, a)
+        a.abs_()
+        y.sum().backward()
+        return b.grad
+    same(fmod_divisor_changed)
+
+    def lerp_end_changed(L, F):
+        x, e = L.tensor([0.25, 0.5], requires_grad=True), L.tensor([1.0, 2.0])
+        y = L.lerp(x, e, L.tensor([0.3, 0.6]))
+        e.mul_(2)
+        y.sum().backward()
+        a = x * 1.0
+        a.lerp_(a, 0.3)
+        a.sum().backward()
+        return x.grad
+    same(lerp_end_changed)
+
+
+def test_a_bool_exponent_refuses_the_base_gradient():
+    for build in (lambda L, F, x: x ** L.tensor([True, False]), lambda L, F, x: L.tensor([True, False]) ** x,
+                  lambda L, F, x: L.pow(x, L.tensor(True))):
+        same(grads(build, [0.5, 2.0]))

@@ -50,6 +50,9 @@ class RowFunction(BuiltinFunction):
         y = fused(row.forward, operands, out_dtype, ctx.params)
         if row.derivative is not None:
             saved = operands if row.saves in ("x", "xy") else [y] if row.saves == "y" else []
+            if row.reads is not None and row.saves in ("x", "xy"):  # only what a needed gradient reads
+                read = {k for i, need in enumerate(ctx.needs_input_grad[:n]) if need for k in row.reads[i]}
+                saved = [t if i in read else None for i, t in enumerate(operands)]
             # the result too where PyTorch's formula reads it (hypot), or in place where its node is
             # computed from the result (EluBackward1): changing it later breaks backward, as in PyTorch
             ctx.save_for_backward(*saved, *((y,) if cls._saves_result_too() else ()))
@@ -64,7 +67,7 @@ class RowFunction(BuiltinFunction):
         if cls.row.derivative is None:  # zero almost everywhere (sign, floor, ...)
             grads = (wrap(torch.zeros(g._data.shape, dtype=g._data.dtype, device=g.device)),) * n
         else:
-            grads = fused(cls.row.derivative, [*cls._saved_for_formula(ctx), g], g.dtype, ctx.params, n_out=n)
+            grads = fused(cls.row.derivative, [*cls._saved_for_formula(ctx, g), g], g.dtype, ctx.params, n_out=n)
             grads = grads if n > 1 else (grads,)
         return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
 
@@ -73,16 +76,20 @@ class RowFunction(BuiltinFunction):
         return cls.row.saves == "xy" or cls.saves_result and cls.row.saves == "x"
 
     @classmethod
-    def _saved_for_formula(cls, ctx):
+    def _saved_for_formula(cls, ctx, g):
+        """The formula's inputs: what was saved, with g standing in for an input no needed gradient
+        reads (any tensor of a broadcastable shape: the outputs that read it are dropped)."""
         saved = ctx.saved_tensors
-        return saved[:-1] if cls._saves_result_too() else saved
+        saved = saved[:-1] if cls._saves_result_too() else saved
+        return [g if t is None else t for t in saved]
 
     @classmethod
     def differentiable_backward(cls, ctx, g):
         if cls.row.derivative is None or getattr(ctx, "bool_error", None):
             return cls.backward(ctx, g)
         n, needs = 1 + len(cls.row.operands), ctx.needs_input_grad
-        grads = traced_backward(cls.row.derivative, cls._saved_for_formula(ctx), g, ctx.params, cls.row.zero_edges)
+        grads = traced_backward(cls.row.derivative, cls._saved_for_formula(ctx, g), g, ctx.params,
+                                cls.row.zero_edges)
         grads = grads if n > 1 else (grads,)
         return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
 

@@ -19,6 +19,7 @@ from tgrad.kernels import math_integer as I
 from tgrad.kernels import math_ops as M
 from .common import as_operand, check_runnable, result_type, wrap
 from .formula import fused, traced_backward
+from .table import BOOL_SUB
 
 
 # ----------------------------------------------------------------------------- binary
@@ -177,7 +178,23 @@ def int_pow(a: Tensor, b: Tensor, dtype):
 
 class Pow(_Binary):
     node_name, formula = "PowBackward1", M.pow_
-    backward, differentiable_backward = _fused_pair(M.pow_bwd)
+    _backward, _differentiable_backward = _fused_pair(M.pow_bwd)
+
+    @staticmethod
+    def _refuse_bool_exponent(ctx):
+        # PyTorch's gradient for the base computes exponent - 1, which a bool exponent refuses
+        if getattr(ctx, "bool_exponent", False) and ctx.needs_input_grad[0]:
+            raise RuntimeError(BOOL_SUB[1])
+
+    @classmethod
+    def backward(cls, ctx, g):
+        cls._refuse_bool_exponent(ctx)
+        return cls._backward(ctx, g)
+
+    @classmethod
+    def differentiable_backward(cls, ctx, g):
+        cls._refuse_bool_exponent(ctx)
+        return cls._differentiable_backward(ctx, g)
 
     @classmethod
     def prepare(cls, a, b):
@@ -190,6 +207,7 @@ class Pow(_Binary):
         ta, tb, dtype = cls.prepare(a, b)
         if not dtype.is_floating_point:
             return int_pow(ta, tb, dtype)
+        ctx.bool_exponent = isinstance(b, Tensor) and b.dtype is _dtype.bool
         y = fused(cls.formula, [ta, tb], dtype, (alpha,))
         # PyTorch's PowBackward1 also saves the result when the exponent needs a gradient (its formula
         # reads it), so an in-place change to the result then breaks backward there too

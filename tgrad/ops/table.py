@@ -33,6 +33,9 @@ Fields
 - ``no_ints``: PyTorch has no integer (or bool) kernel: such inputs raise its NotImplementedError,
   naming this kernel (``"silu_cpu" not implemented for 'Long'``).
 - ``no_bool``: ``(exception type, message)`` PyTorch raises for a bool input.
+- ``reads``: for each input's gradient, the inputs its formula reads (``fmod``: the input's gradient
+  is g alone); an input is saved only when a gradient that is needed reads it, as PyTorch saves
+  (so changing an unread one in place does not break backward). None: every gradient reads all.
 - ``bool_backward``: ``(operand positions, (exception type, message))``: PyTorch computes the op with
   a bool operand at one of those positions, but its backward formula then negates or subtracts it
   and raises (``logaddexp(x, mask)``): so does tgrad's backward.
@@ -71,6 +74,7 @@ class Row:
     no_ints: str = None
     no_bool: tuple = None
     bool_backward: tuple = None
+    reads: tuple = None
     inplace_node: str = None
     inplace_derivative: bool = True
     inplace: bool = True
@@ -187,11 +191,13 @@ ROWS = (
            domain=((-2.0, 2.0), (0.2, 3.0))),
     binary("logaddexp", "LogaddexpBackward0", E.logaddexp, E.logaddexp_bwd, inplace=False, no_ints="logaddexp_cpu",
            domain=((-2.0, 2.0), (-2.0, 2.0)), bool_backward=((0, 1), BOOL_SUB)),
-    binary("fmod", "FmodBackward1", E.fmod, E.fmod_bwd, numbers={1: "FmodBackward0"}, dtypes="keep",
+    binary("fmod", "FmodBackward1", E.fmod, E.fmod_bwd, numbers={1: "FmodBackward0"}, dtypes="keep", reads=((), (0, 1)),
            domain=((-3.0, 3.0), (0.7, 1.3))),
     binary("remainder", "RemainderBackward1", E.remainder, E.remainder_bwd, numbers={1: "RemainderBackward0"},
+           reads=((), (0, 1)),
            dtypes="keep", domain=((-3.0, 3.0), (0.7, 1.3))),
     Row(("lerp",), "LerpBackward1", E.lerp, E.lerp_bwd, operands=("end", "weight"), numbers={2: "LerpBackward0"},
+        reads=((2,), (2,), (0, 1)),
         no_ints="lerp_kernel_tensor", domain=((-2.0, 2.0), (-2.0, 2.0), (-0.5, 1.5))),
 )
 
