@@ -602,3 +602,16 @@ def test_a_bool_exponent_refuses_the_base_gradient():
     for build in (lambda L, F, x: x ** L.tensor([True, False]), lambda L, F, x: L.tensor([True, False]) ** x,
                   lambda L, F, x: L.pow(x, L.tensor(True))):
         same(grads(build, [0.5, 2.0]))
+
+
+def test_in_place_on_a_reshaped_copy_is_not_a_view():
+    """reshape of what cannot be viewed is a copy (PyTorch's _unsafe_view, no base): an in-place op
+    on it, here giving NaN, does not spill NaN into the gradient of the region it replaced."""
+    def program(L, F):
+        leaf = L.tensor([[[1.0, 2.25], [-0.75, 2.0]]], requires_grad=True)
+        y = leaf.permute(0, 2, 1).flatten()
+        y.clamp_(max=1.5)
+        y.acos_()
+        y.backward(L.ones(4))
+        return y.detach(), leaf.grad, y._base is None
+    same(program)

@@ -16,6 +16,7 @@ from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from .common import wrap
 from .formula import fused
+from .pointwise import Where
 
 
 def make_view(x: Tensor, data: torch.Tensor) -> Tensor:
@@ -118,8 +119,14 @@ class View(BuiltinFunction):
 
 
 class UnsafeView(View):
-    """reshape of a tensor that could not be viewed: a view of its fresh copy."""
+    """reshape of a tensor that could not be viewed: its fresh copy, reshaped. Not a view (PyTorch's
+    _unsafe_view): nothing else sees the copy, so an in-place op on it is an ordinary one."""
     node_name = "UnsafeViewBackward0"
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x.shape
+        return Tensor._wrap(x._data.view(shape))
 
 
 class ReshapeAlias(View):
@@ -318,10 +325,10 @@ class CopySlices(Node):
         # part for the op's result, the rest (g times a mask that is 0 on the region) for the base
         size, stride, offset = self.geometry
         g = in_storage_order(g, self.order)
-        mask = torch.ones(tuple(g.shape), dtype=g._data.dtype, device=g.device)
-        mask.as_strided(size, stride, offset).fill_(0)
-        inverse = _inverse(self.order)
-        return (g * wrap(mask)).permute(*inverse), AsStrided.apply(g, size, stride, offset)
+        outside = torch.ones(tuple(g.shape), dtype=torch.bool, device=g.device)
+        outside.as_strided(size, stride, offset).fill_(False)
+        inverse = _inverse(self.order)  # selected, not multiplied: a NaN in the region stays there
+        return Where.apply(wrap(outside), g, 0.0).permute(*inverse), AsStrided.apply(g, size, stride, offset)
 
 
 def rebase_history(t: Tensor, result: Tensor):
