@@ -222,8 +222,7 @@ def hypot(a, b, p):            # sqrt(a^2 + b^2) scaled by the larger, inf if ei
     return tl.where((aa == float("inf")) | (ab == float("inf")), float("inf"), r)
 
 @triton.jit
-def hypot_bwd(a, b, g, p):     # da: a/r, db: b/r
-    r = hypot(a, b, p)
+def hypot_bwd(a, b, r, g, p):  # da: a/r, db: b/r, from the saved result r (as PyTorch)
     return g * a / r, g * b / r
 
 @triton.jit
@@ -231,8 +230,10 @@ def xlogy(x, y, p):            # x ln y, 0 where x = 0 (unless y is NaN)
     return tl.where((x == 0.0) & (y == y), 0.0, x * tl.log(y))
 
 @triton.jit
-def xlogy_bwd(x, y, g, p):     # dx: ln y (0 where x = 0 and y <= 0, as PyTorch), dy: x/y
-    return tl.where((x == 0.0) & (y <= 0.0), 0.0, g * tl.log(y)), g * x / y  # 0 even for an infinite g
+def xlogy_bwd(x, y, g, p):     # dx: ln y (0 where x = 0 and y <= 0, or y NaN for a number y: p[0]), dy: x/y
+    number_y = (tl.zeros_like(y) + p[0]) != 0.0
+    masked = (x == 0.0) & ((y <= 0.0) | (number_y & (y != y)))
+    return tl.where(masked, 0.0, g * tl.log(y)), g * x / y  # 0 even for an infinite g
 
 @triton.jit
 def logaddexp(a, b, p):        # ln(e^a + e^b) = max + log1p(e^-|a-b|)

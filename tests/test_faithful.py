@@ -615,3 +615,18 @@ def test_in_place_on_a_reshaped_copy_is_not_a_view():
         y.backward(L.ones(4))
         return y.detach(), leaf.grad, y._base is None
     same(program)
+
+
+def test_xlogy_by_a_number_and_hypot_saves():
+    for y in (NAN, 0.0, -1.0, 2.0, INF):
+        same(grads(lambda L, F, x: L.xlogy(x, y), [0.0, 1.0, NAN]))
+        same(grads(lambda L, F, x: L.xlogy(x, L.tensor(y, dtype=x.dtype)), [0.0, 1.0, NAN]))
+
+    def hypot_other_changed(L, F):  # only b needs a gradient: PyTorch saves b and the result
+        a, b = L.tensor([1.5, 2.0]), L.tensor([2.5, 0.7], requires_grad=True)
+        z = L.hypot(a, b)
+        a.abs_()
+        z.sum().backward()
+        return b.grad
+    same(hypot_other_changed)
+    same(grads(lambda L, F, x, y: L.hypot(x, y), [0.0, 3.0, INF, 1e-30], [0.0, 4.0, 1.0, 1e-30]))

@@ -46,15 +46,16 @@ class RowFunction(BuiltinFunction):
         operands = [as_operand(a, ref, dtype) for a in args[:n]]
         operands = [a.to(out_dtype) if a.dtype is _dtype.bool and out_dtype is not _dtype.bool else a for a in operands]
         check_runnable(*operands)
-        ctx.params = args[n:] + row.constants
+        ctx.params = args[n:] + row.node_constants.get(cls.node_name, row.constants)
         y = fused(row.forward, operands, out_dtype, ctx.params)
         if row.derivative is not None:
-            saved = operands if row.saves in ("x", "xy") else [y] if row.saves == "y" else []
+            saved = operands + [y] if row.saves == "xy" else operands if row.saves == "x" else \
+                [y] if row.saves == "y" else []
             if row.reads is not None and row.saves in ("x", "xy"):  # only what a needed gradient reads
                 read = {k for i, need in enumerate(ctx.needs_input_grad[:n]) if need for k in row.reads[i]}
-                saved = [t if i in read else None for i, t in enumerate(operands)]
-            # the result too where PyTorch's formula reads it (hypot), or in place where its node is
-            # computed from the result (EluBackward1): changing it later breaks backward, as in PyTorch
+                saved = [t if i in read else None for i, t in enumerate(saved)]
+            # in place, a node PyTorch computes from its result (EluBackward1) saves it too: changing
+            # it later breaks backward, as in PyTorch
             ctx.save_for_backward(*saved, *((y,) if cls._saves_result_too() else ()))
         return y
 
@@ -73,7 +74,7 @@ class RowFunction(BuiltinFunction):
 
     @classmethod
     def _saves_result_too(cls):
-        return cls.row.saves == "xy" or cls.saves_result and cls.row.saves == "x"
+        return cls.saves_result and cls.row.saves == "x"
 
     @classmethod
     def _saved_for_formula(cls, ctx, g):

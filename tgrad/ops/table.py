@@ -22,8 +22,8 @@ Fields
 - ``params``: ``((name, default), ...)`` number parameters, passed to the formulas as ``p``.
 - ``constants``: fixed values appended to ``p`` (relu6 is hardtanh with (0, 6)).
 - ``saves``: ``"x"`` the derivative reads the inputs (``f_bwd(x, ..., g, p)``), ``"y"`` the output
-  (``f_bwd(y, g, p)``), ``""`` nothing (``f_bwd(g, p)``); ``"xy"`` reads the inputs, and the output
-  is saved too because PyTorch's formula reads it (so changing it in place breaks backward there).
+  (``f_bwd(y, g, p)``), ``""`` nothing (``f_bwd(g, p)``); ``"xy"`` the inputs and the output
+  (``f_bwd(x, ..., y, g, p)``, as PyTorch's hypot: changing the output in place breaks backward).
 - ``zero_edges``: PyTorch's backward is a function of the saved input with derivative zero
   (``threshold_backward`` and its kin): differentiating the gradient gives zeros there, not the
   "unused input" error that an op whose derivative only compares the input gives (clamp).
@@ -33,8 +33,10 @@ Fields
 - ``no_ints``: PyTorch has no integer (or bool) kernel: such inputs raise its NotImplementedError,
   naming this kernel (``"silu_cpu" not implemented for 'Long'``).
 - ``no_bool``: ``(exception type, message)`` PyTorch raises for a bool input.
-- ``reads``: for each input's gradient, the inputs its formula reads (``fmod``: the input's gradient
-  is g alone); an input is saved only when a gradient that is needed reads it, as PyTorch saves
+- ``node_constants``: node name -> the constants that node's formulas get instead of ``constants``
+  (PyTorch's XlogyBackward2, for a number ``y``, zeroes the gradient at x = 0 when y is NaN too).
+- ``reads``: for each input's gradient, the inputs its formula reads, the output counting as one
+  more for ``saves="xy"`` (``fmod``: the input's gradient is g alone); an input is saved only when a gradient that is needed reads it, as PyTorch saves
   (so changing an unread one in place does not break backward). None: every gradient reads all.
 - ``bool_backward``: ``(operand positions, (exception type, message))``: PyTorch computes the op with
   a bool operand at one of those positions, but its backward formula then negates or subtracts it
@@ -75,6 +77,7 @@ class Row:
     no_bool: tuple = None
     bool_backward: tuple = None
     reads: tuple = None
+    node_constants: dict = field(default_factory=dict)
     inplace_node: str = None
     inplace_derivative: bool = True
     inplace: bool = True
@@ -185,10 +188,10 @@ ROWS = (
     # ------------------------------------------------------------------- binary
     binary(("atan2", "arctan2"), "Atan2Backward0", E.atan2, E.atan2_bwd, domain=((-2.0, 2.0), (-2.0, 2.0)),
            bool_backward=((0,), BOOL_NEG)),
-    binary("hypot", "HypotBackward0", E.hypot, E.hypot_bwd, saves="xy", domain=((-2.0, 2.0), (0.5, 2.0)),
+    binary("hypot", "HypotBackward0", E.hypot, E.hypot_bwd, saves="xy", reads=((0, 2), (1, 2)), domain=((-2.0, 2.0), (0.5, 2.0)),
            no_ints="hypot_cpu"),
     binary("xlogy", "XlogyBackward0", E.xlogy, E.xlogy_bwd, numbers={0: "XlogyBackward1", 1: "XlogyBackward2"},
-           domain=((-2.0, 2.0), (0.2, 3.0))),
+           constants=(0.0,), node_constants={"XlogyBackward2": (1.0,)}, domain=((-2.0, 2.0), (0.2, 3.0))),
     binary("logaddexp", "LogaddexpBackward0", E.logaddexp, E.logaddexp_bwd, inplace=False, no_ints="logaddexp_cpu",
            domain=((-2.0, 2.0), (-2.0, 2.0)), bool_backward=((0, 1), BOOL_SUB)),
     binary("fmod", "FmodBackward1", E.fmod, E.fmod_bwd, numbers={1: "FmodBackward0"}, dtypes="keep", reads=((), (0, 1)),
