@@ -630,3 +630,13 @@ def test_xlogy_by_a_number_and_hypot_saves():
         return b.grad
     same(hypot_other_changed)
     same(grads(lambda L, F, x, y: L.hypot(x, y), [0.0, 3.0, INF, 1e-30], [0.0, 4.0, 1.0, 1e-30]))
+
+
+@pytest.mark.parametrize("args", [
+    "L.tensor([3]), L.tensor([5]), L.tensor(0.5)", "L.tensor(3), L.tensor(5.0), L.tensor(0.5)",
+    "L.tensor([3.0]), L.tensor([5.0]), L.tensor(0.5, dtype=L.float64)", "L.tensor(3.0), L.tensor(5.0), L.tensor(0.5, dtype=L.float64)",
+    "L.tensor([3.0]), L.tensor([5.0], dtype=L.float64), L.tensor(0.5)", "L.tensor(3), L.tensor(5), L.tensor(True)",
+    "L.tensor([1.0, 2.0]), L.tensor([3.0, 5.0]), L.tensor(2)", "L.tensor([1.0]), L.tensor([3.0]), L.tensor([0.25], dtype=L.float64)",
+])
+def test_lerp_promotes_with_a_zero_dim_weight(args):
+    same(lambda L, F: eval(f"L.lerp({args})"))

@@ -203,18 +203,23 @@ registry.register(lambda a, b: shift("l", a, b), "bitwise_left_shift")
 registry.register(lambda a, b: shift("r", a, b), "bitwise_right_shift")
 
 
-def _same_dtype_lerp(fn):
-    """lerp: PyTorch computes in the input's dtype and refuses an end or weight of another, except
-    a 0-d weight, which it takes as a number (cast to the input's dtype)."""
+def _same_dtype_lerp(fn, inplace):
+    """lerp: PyTorch refuses an end of another dtype than the input, and a weight of another unless
+    it is 0-d; a 0-d weight takes part in the type promotion (all 0-d int, int, float computes in
+    float), or in place is cast to the input's dtype."""
     def op(input, end, weight):  # noqa: A002
-        if isinstance(weight, Tensor) and weight.dim() == 0 and weight.dtype is not input.dtype:
-            weight = weight.to(input.dtype)
-        for name, t in (("end", end), ("weight", weight)):
-            if isinstance(t, Tensor) and t.dtype is not input.dtype:
-                raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `{name}` but got dtype "
-                                   f"{_c_name(t.dtype)}")
         if not isinstance(end, Tensor):
             raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
+        if end.dtype is not input.dtype:
+            raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `end` but got dtype {_c_name(end.dtype)}")
+        if isinstance(weight, Tensor) and weight.dim() == 0:
+            dtype = input.dtype if inplace else result_type(input, end, weight)
+            if dtype is not input.dtype:
+                input, end = input.to(dtype), end.to(dtype)
+            weight = weight.to(dtype) if weight.dtype is not dtype else weight
+        elif isinstance(weight, Tensor) and weight.dtype is not input.dtype:
+            raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `weight` but got dtype "
+                               f"{_c_name(weight.dtype)}")
         if not input.dtype.is_floating_point:  # before any cast check (PyTorch's weight is no operand)
             kind = "tensor" if isinstance(weight, Tensor) else "scalar"
             raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for \'{input.dtype.scalar_type}\'')
@@ -228,5 +233,5 @@ def _c_name(dtype):
             "int32": "int", "bool": "bool"}.get(dtype.name, dtype.name)
 
 
-registry.register(_same_dtype_lerp(registry.FUNCTIONS["lerp"]), "lerp")
-registry.register(_same_dtype_lerp(registry.METHODS["lerp_"]), "lerp_", function=False)
+registry.register(_same_dtype_lerp(registry.FUNCTIONS["lerp"], inplace=False), "lerp")
+registry.register(_same_dtype_lerp(registry.METHODS["lerp_"], inplace=True), "lerp_", function=False)
