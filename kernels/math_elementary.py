@@ -23,8 +23,9 @@ HALF_PI = 1.5707963267948966
 def atan(x):
     """atan x. |x| > 1 uses atan x = pi/2 - atan(1/x); three halvings atan t = 2 atan(t / (1 +
     sqrt(1 + t^2))) bring t under tan(pi/32) ~ 0.1, where the odd series to t^17 is exact to
-    double precision. atan(+-0) keeps its sign."""
-    a = tl.abs(x)
+    double precision (computed in fp64: the halvings cost a float32 result ~3 ulps, and tan(acos 0)
+    would show them). atan(+-0) keeps its sign."""
+    a = tl.abs(x).to(tl.float64)
     inv = a > 1.0
     t = tl.where(inv, 1.0 / a, a)
     t = t / (1.0 + tl.sqrt(1.0 + t * t))
@@ -40,7 +41,7 @@ def atan(x):
     s = 1.0 / 5.0 + t2 * s
     s = -1.0 / 3.0 + t2 * s
     r = 8.0 * (t + t * t2 * s)
-    r = tl.where(inv, 1.5707963267948966 - r, r)
+    r = tl.where(inv, 1.5707963267948966 - r, r).to(x.dtype)
     return tl.where(x == 0.0, x, tl.where(x < 0, -r, r))
 
 
@@ -118,7 +119,8 @@ def tan_bwd(y, g, p):
 
 @triton.jit
 def asin(x, p):                # y = asin x              dy/dx = 1/sqrt(1 - x^2)
-    return atan(x / tl.sqrt((1.0 - x) * (1.0 + x)))
+    w = x.to(tl.float64)  # (fp64 throughout: a correctly rounded float32 result)
+    return atan(w / tl.sqrt((1.0 - w) * (1.0 + w))).to(x.dtype)
 
 @triton.jit
 def asin_bwd(x, g, p):
@@ -126,7 +128,8 @@ def asin_bwd(x, g, p):
 
 @triton.jit
 def acos(x, p):                # y = acos x = 2 atan sqrt((1-x)/(1+x))      dy/dx = -1/sqrt(1 - x^2)
-    return 2.0 * atan(tl.sqrt((1.0 - x) / (1.0 + x)))
+    w = x.to(tl.float64)
+    return (2.0 * atan(tl.sqrt((1.0 - w) / (1.0 + w)))).to(x.dtype)
 
 @triton.jit
 def acos_bwd(x, g, p):
