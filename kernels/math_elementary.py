@@ -236,7 +236,7 @@ def xlogy(x, y, p):            # x ln y, 0 where x = 0 (unless y is NaN)
 def xlogy_bwd(x, y, g, p):     # dx: ln y (0 where x = 0 and y <= 0, or y NaN for a number y: p[0]), dy: x/y
     number_y = (tl.zeros_like(y) + p[0]) != 0.0
     masked = (x == 0.0) & ((y <= 0.0) | (number_y & (y != y)))
-    return tl.where(masked, 0.0, g * tl.log(y)), g * x / y  # 0 even for an infinite g
+    return tl.where(masked, 0.0, xlogy(g, y, p)), g * x / y  # PyTorch's xlogy(g, y): 0 for g = 0 too
 
 @triton.jit
 def logaddexp(a, b, p):        # ln(e^a + e^b) = max + log1p(e^-|a-b|)
