@@ -645,3 +645,14 @@ def test_xlogy_by_a_number_and_hypot_saves():
 ])
 def test_lerp_promotes_with_a_zero_dim_weight(args):
     same(lambda L, F: eval(f"L.lerp({args})"))
+
+
+def test_a_view_sees_the_history_its_base_took_in_place():
+    def program(L, F):
+        a = L.tensor(0.25, requires_grad=True)
+        b = L.tensor([0.5, 2.0])
+        s, whole = b[1:], b.squeeze()
+        b.fmod_(a)
+        (s.sum() + whole.sum()).backward()
+        return s.requires_grad, s.is_leaf, whole.requires_grad, a.grad
+    same(program)

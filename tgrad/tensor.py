@@ -173,6 +173,8 @@ class Tensor:
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
+        if self._base is not None:  # a view whose base took a history in place requires grad now
+            self._refresh_view()
         return self._requires_grad
 
     @requires_grad.setter
@@ -205,6 +207,8 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        if self._base is not None:
+            self._refresh_view()
         return self._grad_fn is None
 
     @property

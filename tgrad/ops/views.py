@@ -52,14 +52,16 @@ def refresh_view(t: Tensor):
     current history (``AsStridedBackward0``), as PyTorch regenerates it. Without this the view
     would keep pointing at the base's old history and miss the in-place write's gradient."""
     recorded = t.__dict__.get("_view_version")
-    if recorded is None or recorded == t._version.value or t._grad_fn is None:
+    if recorded is None or recorded == t._version.value:
         return
     base = t._base
+    if t._grad_fn is None and base._grad_fn is None:  # no history then, none now (a leaf's view)
+        return
     if storage_order(base) is None:  # see rebase_history: such bases never reach here with a history
         return
     with enable_grad():
         again = AsStrided.apply(base, *_geometry(t, base))
-    t._grad_fn, t._output_nr = again._grad_fn, 0
+    t._grad_fn, t._output_nr, t._requires_grad = again._grad_fn, 0, True
     t._view_version = t._version.value
 
 
