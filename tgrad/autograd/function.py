@@ -77,6 +77,12 @@ def accumulator_of(t) -> AccumulateGrad:
     return node
 
 
+def _view_requires_grad(t):
+    """A view that did not require grad may since have taken its base's history, gained in place."""
+    t._refresh_view()
+    return t._requires_grad
+
+
 def edge_of(t):
     """Where the gradient of tensor ``t`` enters the graph."""
     if t._base is not None:  # a view whose base changed in place takes a fresh history first
@@ -261,7 +267,8 @@ class Function(metaclass=_FunctionMeta):
         if kwargs and not builtin:  # keyword arguments count as forward arguments (needs_input_grad, grads)
             bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
             args, kwargs = bound.args[1:], bound.kwargs
-        needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+        needs = tuple([isinstance(a, Tensor) and (a._requires_grad or a._base is not None and _view_requires_grad(a))
+                       for a in args])
         # inference mode records no graph even under a nested enable_grad()
         track = any(needs) and is_grad_enabled() and not _inference_mode_enabled()
         # a graph node only when something is recorded; otherwise forward gets a plain context
