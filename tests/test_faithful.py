@@ -656,3 +656,15 @@ def test_a_view_sees_the_history_its_base_took_in_place():
         (s.sum() + whole.sum()).backward()
         return s.requires_grad, s.is_leaf, whole.requires_grad, a.grad
     same(program)
+
+
+@pytest.mark.parametrize("expr", ["x.add_(x.t())", "x.add_(x)", "x[0].add_(x[1])", "x[:, 0].add_(x[:, 0])",
+                                  "x.reshape(-1)[:2].add_(x.reshape(-1)[1:3])", "x.mul_(x.view(2, 2))", "x.copy_(x.t())",
+                                  "x[0].copy_(x[0].flip(0))", "x[:1, :1].remainder_(x[:1, :1].t())"])
+def test_in_place_reading_a_partly_overlapping_operand(expr):
+    same(lambda L, F: (eval(expr, {"x": L.arange(4.0).reshape(2, 2)}), None)[1])
+    def program(L, F):
+        x = L.arange(4.0).reshape(2, 2)
+        eval(expr, {"x": x})
+        return x
+    same(program)

@@ -6,7 +6,7 @@ from ..modes import is_grad_enabled
 from ..tensor import Tensor, check_inplace
 from .common import as_operand, broadcast_shapes, check_runnable, result_type
 from .formula import fused
-from .views import rebase_history
+from .views import rebase_history, storage_order
 
 
 def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
@@ -16,6 +16,9 @@ def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
     (``fill=True``) may write into a tensor whose elements share memory (an expanded one)."""
     if not fill:
         check_no_internal_overlap(t)
+    for o in others:
+        if isinstance(o, Tensor):
+            check_no_partial_overlap(t, o)
     check_inplace(t)
     record = is_grad_enabled() and (t._requires_grad or any(isinstance(o, Tensor) and o._requires_grad
                                                           for o in others))
@@ -36,6 +39,22 @@ def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
                            f"{list(result.shape)}")
     rebase_history(t, result)
     return t
+
+
+def check_no_partial_overlap(t: Tensor, other: Tensor):
+    """PyTorch's refusal to read an operand that shares some, but not exactly all, of the memory
+    written (``x.add_(x.t())``; the same tensor, or the same layout, is fine), for dense layouts."""
+    a, b = t._data, other._data
+    if a is b or not a.numel() or not b.numel() or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return
+    if storage_order(t) is None or storage_order(other) is None:  # PyTorch: too hard to tell, allowed
+        return
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    if (a0, a1) == (b0, b1) and a.stride() == b.stride() or a1 <= b0 or b1 <= a0:
+        return
+    raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor refer to "
+                       "a single memory location. Please clone() the tensor before performing the operation.")
 
 
 def check_no_internal_overlap(t: Tensor):
