@@ -668,3 +668,13 @@ def test_in_place_reading_a_partly_overlapping_operand(expr):
         eval(expr, {"x": x})
         return x
     same(program)
+
+
+def test_rounded_division_saves_its_operands():
+    def program(L, F):
+        a, b = L.tensor(7.0), L.tensor(2.0, requires_grad=True)
+        y = L.div(a, b, rounding_mode="floor")
+        a += 1
+        y.backward()
+        return b.grad
+    same(program)

@@ -72,10 +72,13 @@ class _RoundedDiv(BuiltinFunction):
     @classmethod
     def forward(cls, ctx, a, b, run):
         ctx.meta = [(x.shape, x.dtype) if isinstance(x, Tensor) else None for x in (a, b)]
+        # PyTorch's formula names both operands, so it saves them: an in-place change then breaks backward
+        ctx.save_for_backward(*(x for x in (a, b) if isinstance(x, Tensor)))
         return run(a, b)
 
     @classmethod
     def backward(cls, ctx, g):
+        ctx.saved_tensors  # noqa: B018  (their version check)
         return tuple(fused(M.fill, [g], g.dtype, (0.0,)) if m is not None else None for m in ctx.meta) + (None,)
 
 
