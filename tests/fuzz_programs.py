@@ -121,7 +121,7 @@ def _row_inplace(row):
 
 # Ops whose PyTorch CPU gradient at NaN depends on where the element falls (the vectorized body of
 # the loop gives 0, its scalar tail passes g; README): the fuzzer gives them no NaN.
-NAN_GRADIENT_BY_POSITION = ("hardtanh", "relu6", "elu", "selu", "celu")
+NAN_GRADIENT_BY_POSITION = ("hardtanh", "relu6", "elu", "selu", "celu", "hardswish")
 
 
 def _without_nan(op):

@@ -678,3 +678,9 @@ def test_rounded_division_saves_its_operands():
         y.backward()
         return b.grad
     same(program)
+
+
+def test_integer_valued_exponents_multiply_exactly():
+    same(lambda L, F: L.tensor([2.0, 3.0, -2.0, 0.5, -0.0], dtype=L.float64) ** L.tensor([3.0, 5.0, 3.0, -3.0, -3.0],
+                                                                                         dtype=L.float64), signed_zeros=True)
+    same(lambda L, F: (L.tensor([2.0, 3.0]) ** L.tensor([3.0, 2.0])).remainder(0.25))
