@@ -684,3 +684,21 @@ def test_integer_valued_exponents_multiply_exactly():
     same(lambda L, F: L.tensor([2.0, 3.0, -2.0, 0.5, -0.0], dtype=L.float64) ** L.tensor([3.0, 5.0, 3.0, -3.0, -3.0],
                                                                                          dtype=L.float64), signed_zeros=True)
     same(lambda L, F: (L.tensor([2.0, 3.0]) ** L.tensor([3.0, 2.0])).remainder(0.25))
+
+
+def test_number_to_a_power_saves_its_result_and_a_lerp_weight_aliasing_the_target():
+    def pow2(L, F):
+        x = L.tensor(0.5, requires_grad=True)
+        y = 2.0 ** x
+        y.remainder_(0.3)
+        y.backward()
+        return x.grad
+    same(pow2)
+
+    def lerp_weight_is_target(L, F):
+        e = L.tensor(2.0, dtype=L.float64, requires_grad=True)
+        t = L.tensor(1.0, dtype=L.float64) * 1
+        t.lerp_(e, t)
+        t.backward()
+        return e.grad
+    same(lerp_weight_is_target)

@@ -228,16 +228,17 @@ class PowScalarBase(BuiltinFunction):
         check_runnable(tc, x)
         if not dtype.is_floating_point:
             return int_pow(tc, x, dtype)
-        ctx.save_for_backward(tc, x)
-        return fused(M.pow_, [tc, x], dtype)
+        y = fused(M.pow_, [tc, x], dtype)
+        ctx.save_for_backward(tc, x, y)  # the result too: PyTorch's PowBackward2 reads it
+        return y
 
     @staticmethod
     def backward(ctx, g):
-        return fused(M.pow_bwd, [*ctx.saved_tensors, g], g.dtype, n_out=2)[1], None
+        return fused(M.pow_bwd, [*ctx.saved_tensors[:2], g], g.dtype, n_out=2)[1], None
 
     @staticmethod
     def differentiable_backward(ctx, g):
-        return traced_backward(M.pow_bwd, ctx.saved_tensors, g, ())[1], None
+        return traced_backward(M.pow_bwd, ctx.saved_tensors[:2], g, ())[1], None
 
 
 class Maximum(_Binary):

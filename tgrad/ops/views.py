@@ -337,11 +337,11 @@ def rebase_history(t: Tensor, result: Tensor):
     """``t`` takes ``result``'s value (copied into its storage) and, if recorded, its history."""
     node = result._grad_fn
     saved = list(getattr(node, "_saved", None) or ())
-    # As PyTorch's in-place ops save: the op's own input (the first slot holding ``t``) keeps its
-    # value before the write; ``t`` saved again as another operand (``a.mul_(a)``) is the tensor
+    # As PyTorch's in-place ops save: the op's own input (slot 0, its first operand) keeps its value
+    # before the write; ``t`` saved as another operand (``a.mul_(a)``, a lerp weight) is the tensor
     # being written, so backward then reports the in-place change; a saved result is ``t`` after it.
     results = []
-    own = next((i for i, s in enumerate(saved) if s is not None and s.tensor is t), None)
+    own = 0 if saved and saved[0] is not None and saved[0].tensor is t else None
     for i, s in enumerate(saved):
         if i == own:
             old = Tensor._wrap(t._data.clone(memory_format=torch.contiguous_format))
