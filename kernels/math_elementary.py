@@ -69,7 +69,7 @@ def log1p_bwd(x, g, p):
 
 @triton.jit
 def expm1_(x, p):              # y = e^x - 1             dy/dx = y + 1
-    return expm1(x)
+    return expm1(x.to(tl.float64)).to(x.dtype)  # (fp64 inside, here and below: float32 results as exact as PyTorch's)
 
 @triton.jit
 def expm1_bwd(y, g, p):
@@ -111,7 +111,8 @@ def erf_bwd(x, g, p):
 
 @triton.jit
 def tan(x, p):                 # y = tan x               dy/dx = 1 + y^2
-    return tl.sin(x) / tl.cos(x)
+    w = x.to(tl.float64)
+    return (tl.sin(w) / tl.cos(w)).to(x.dtype)
 
 @triton.jit
 def tan_bwd(y, g, p):
@@ -147,6 +148,10 @@ def atan_bwd(x, g, p):
 
 @triton.jit
 def sinh(x, p):                # y = sinh x              dy/dx = cosh x
+    return _sinh(x.to(tl.float64)).to(x.dtype)
+
+@triton.jit
+def _sinh(x):
     a = tl.abs(x)
     u = expm1(a)               # near 0: (e^a - e^-a)/2 = (u + u/(u+1))/2 without cancellation
     e = _big_exp(a)
@@ -160,8 +165,8 @@ def sinh_bwd(x, g, p):
 
 @triton.jit
 def cosh(x, p):                # y = cosh x = e^a/2 + e^-a/2                dy/dx = sinh x
-    e = _big_exp(tl.abs(x))
-    return e + 0.25 / e
+    e = _big_exp(tl.abs(x).to(tl.float64))
+    return (e + 0.25 / e).to(x.dtype)
 
 @triton.jit
 def cosh_bwd(x, g, p):
@@ -169,9 +174,9 @@ def cosh_bwd(x, g, p):
 
 @triton.jit
 def asinh(x, p):               # y = asinh x = log1p(a + a^2/(1 + sqrt(1 + a^2))), a = |x|
-    a = tl.abs(x)
+    a = tl.abs(x).to(tl.float64)
     small = log1p(a + a * a / (1.0 + tl.sqrt(1.0 + a * a)))
-    r = tl.where(a > 1e8, tl.log(a) + 0.6931471805599453, small)   # a^2 would overflow
+    r = tl.where(a > 1e8, tl.log(a) + 0.6931471805599453, small).to(x.dtype)   # a^2 would overflow
     return tl.where(x == 0.0, x, tl.where(x < 0, -r, r))
 
 @triton.jit
@@ -180,8 +185,9 @@ def asinh_bwd(x, g, p):        # dy/dx = 1/sqrt(x^2 + 1)
 
 @triton.jit
 def acosh(x, p):               # y = acosh x = log1p((x-1) + sqrt((x-1)(x+1))), x >= 1
-    r = log1p((x - 1.0) + tl.sqrt((x - 1.0) * (x + 1.0)))
-    return tl.where(x > 1e8, tl.log(x) + 0.6931471805599453, r)
+    w = x.to(tl.float64)
+    r = log1p((w - 1.0) + tl.sqrt((w - 1.0) * (w + 1.0)))
+    return tl.where(w > 1e8, tl.log(w) + 0.6931471805599453, r).to(x.dtype)
 
 @triton.jit
 def acosh_bwd(x, g, p):        # dy/dx = 1/sqrt(x^2 - 1)
@@ -189,7 +195,8 @@ def acosh_bwd(x, g, p):        # dy/dx = 1/sqrt(x^2 - 1)
 
 @triton.jit
 def atanh(x, p):               # y = atanh x = log1p(2x/(1-x)) / 2          dy/dx = 1/(1 - x^2)
-    return 0.5 * tl.where(x == 1.0, float("inf"), log1p(2.0 * x / (1.0 - x)))
+    w = x.to(tl.float64)
+    return (0.5 * tl.where(w == 1.0, float("inf"), log1p(2.0 * w / (1.0 - w)))).to(x.dtype)
 
 @triton.jit
 def atanh_bwd(x, g, p):

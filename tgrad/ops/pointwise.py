@@ -209,9 +209,9 @@ class Pow(_Binary):
             return int_pow(ta, tb, dtype)
         ctx.bool_exponent = isinstance(b, Tensor) and b.dtype is _dtype.bool
         y = fused(cls.formula, [ta, tb], dtype, (alpha,))
-        # PyTorch's PowBackward1 also saves the result when the exponent needs a gradient (its formula
-        # reads it), so an in-place change to the result then breaks backward there too
-        ctx.save_for_backward(ta, tb, y if ctx.needs_input_grad[1] else None)
+        # PyTorch's PowBackward1 also saves the result (the exponent's formula reads it; outputs are
+        # saved whichever input needs a gradient), so changing it in place breaks backward there too
+        ctx.save_for_backward(ta, tb, y)
         return y
 
 
