@@ -74,23 +74,28 @@ def _close(got, want, dtype):
                                rtol=rtol, atol=atol * max(1.0, scale)))
 
 
-def no_less_accurate(got, want, ref):
-    """tgrad at least as close (within 2x, or 1 ulp-ish) to the float64 reference as PyTorch in the
-    same low precision is: ill-conditioned results (a layer norm over two nearly equal numbers)
-    differ from the reference in both libraries."""
+def no_less_accurate(got, want, ref, dtype="float32"):
+    """tgrad at least as close (within 2x) to the float64 reference as PyTorch in the same low
+    precision is. Elements where PyTorch's own result is off the reference by more than the
+    tolerance are ill-conditioned in that precision (a layer norm over two nearly equal numbers,
+    tan of a large float32 number) and are not compared."""
     g, w, r = _np(got), _np(want), _np(ref)
     if tuple(g.shape) != tuple(r.shape) or not (g.dtype.is_floating_point and w.dtype.is_floating_point):
         return False
     if not torch.equal(torch.isnan(g), torch.isnan(r)):
         return False
     finite = torch.isfinite(r)
-    if not torch.equal(g[~finite], r[~finite]):
+    infinite = torch.isinf(r)
+    if not torch.equal(g[infinite], r[infinite]):
         return False
     if not finite.any():
         return True
-    err_got = (g[finite] - r[finite]).abs().max()
-    err_want = (w[finite] - r[finite]).nan_to_num(float("inf")).abs().max()
-    return bool(err_got <= 2 * err_want + 1e-12)
+    rtol, atol = TOL.get(dtype, TOL["float64"])
+    gf, wf, rf = g[finite], w[finite], r[finite]
+    tol = atol * max(1.0, float(rf.abs().max())) + rtol * rf.abs()
+    err_got, err_want = (gf - rf).abs(), (wf - rf).nan_to_num(float("inf")).abs()
+    ill = err_want > tol
+    return bool(((err_got <= torch.maximum(2 * err_want, tol) + 1e-12) | ill).all())
 
 
 def _same_kind(got, want):
@@ -134,7 +139,7 @@ def check(program):
         ref_all = list(ref[0]) + list(ref[1])
         j = i if i < len(pool) else len(ref[0]) + i - len(pool)
         assert j < len(ref_all) and ref_all[j] is not None and isinstance(ref_all[j], torch.Tensor) and \
-            (_close(got, ref_all[j], dtype) or no_less_accurate(got, want, ref_all[j])), \
+            (_close(got, ref_all[j], dtype) or no_less_accurate(got, want, ref_all[j], dtype)), \
             f"{where}: values differ\n tgrad {got}\n torch {want}"
 
 

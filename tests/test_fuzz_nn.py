@@ -157,7 +157,7 @@ def check(case, dtype_name):
         if ref is None:  # float32: PyTorch in float64 on the same numbers is the value reference
             ref = _run(torch, TF, case, "float64")[0] or []
         assert dtype_name != "float64" and i < len(ref) and ref[i] is not None and \
-            (_close(g, ref[i], dtype_name) or no_less_accurate(g, w, ref[i])), \
+            (_close(g, ref[i], dtype_name) or no_less_accurate(g, w, ref[i], dtype_name)), \
             f"output {i} (0 forward, 1 input grad, then params):\n tgrad {g}\n torch {w}"
 
 
