@@ -716,3 +716,18 @@ def test_float32_elementary_functions_as_exact_as_pytorchs(fn):
     err = lambda r: ((r - ref).abs() / ref.abs())[finite].max().item()  # noqa: E731
     assert err(ours) <= 1.5 * err(theirs) + 1e-9
     assert torch.equal(ours.isnan(), theirs.isnan())
+
+
+def test_division_edges_found_last():
+    for expr in ("L.zeros(0, dtype=L.long) // 0", "L.zeros(0, dtype=L.long) % 0", "L.zeros(0, dtype=L.long).fmod(0)",
+                 "5 % L.zeros(0, dtype=L.long)", "L.div(L.zeros(0, dtype=L.long), 0, rounding_mode='trunc')"):
+        same(lambda L, F: eval(expr))
+
+    def floor_by_a_number_saves_nothing(L, F):
+        x = L.tensor(0.25, requires_grad=True)
+        a = x + x
+        q = a // 3.0
+        a %= q + 1
+        a.backward()
+        return x.grad
+    same(floor_by_a_number_saves_nothing)

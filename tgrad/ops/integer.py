@@ -34,8 +34,11 @@ def _not_for(kernel, dtype):
     return NotImplementedError(f'"{kernel}" not implemented for \'{dtype.scalar_type}\'')
 
 
-def refuse_zero_division(divisor):
-    """PyTorch's integer division by zero: ``RuntimeError: ZeroDivisionError``."""
+def refuse_zero_division(divisor, dividend=None):
+    """PyTorch's integer division by zero: ``RuntimeError: ZeroDivisionError`` (nothing to divide in
+    an empty dividend)."""
+    if isinstance(dividend, Tensor) and dividend.numel() == 0:
+        return
     if isinstance(divisor, Tensor):
         if divisor.numel() and bool(fused(I.any_zero, [divisor], _dtype.bool, compute=divisor.dtype).any()):
             raise RuntimeError("ZeroDivisionError")
@@ -67,13 +70,14 @@ class _RemainderNode(_NoDerivative):
 
 class _RoundedDiv(BuiltinFunction):
     """``div(a, b, rounding_mode=...)`` of floats: PyTorch's DivBackward1/2, a zero gradient."""
-    node_name = "DivBackward1"
+    node_name, saves_operands = "DivBackward1", True
 
     @classmethod
     def forward(cls, ctx, a, b, run):
         ctx.meta = [(x.shape, x.dtype) if isinstance(x, Tensor) else None for x in (a, b)]
-        # PyTorch's formula names both operands, so it saves them: an in-place change then breaks backward
-        ctx.save_for_backward(*(x for x in (a, b) if isinstance(x, Tensor)))
+        # PyTorch's DivBackward1 formula names both operands, so it saves them (an in-place change then
+        # breaks backward); DivBackward2's (a number divisor) names none
+        ctx.save_for_backward(*(x for x in (a, b) if isinstance(x, Tensor) and cls.saves_operands))
         return run(a, b)
 
     @classmethod
@@ -83,7 +87,7 @@ class _RoundedDiv(BuiltinFunction):
 
 
 class _RoundedDivScalar(_RoundedDiv):
-    node_name = "DivBackward2"
+    node_name, saves_operands = "DivBackward2", False
 
 
 def _divide(a, b, mode):
@@ -94,7 +98,7 @@ def _divide(a, b, mode):
     if dtype.is_floating_point:
         formula = I.floor_divide_float if mode == "floor" else I.trunc_divide_float
     else:
-        refuse_zero_division(b)
+        refuse_zero_division(b, a)
         formula = I.floor_divide_int if mode == "floor" else I.trunc_divide_int
     return fused(formula, [ta, tb], dtype, compute=dtype)
 
@@ -118,7 +122,7 @@ def remainder_int(a, b):
     dtype = result_type(a, b)
     if dtype is _dtype.bool:
         raise _not_for("remainder_cpu", dtype)
-    refuse_zero_division(b)
+    refuse_zero_division(b, a)
     return fused(I.remainder_int, _operands(a, b, dtype), dtype, compute=dtype)
 
 
@@ -169,7 +173,7 @@ def _guard_zero(fn, kernel):
         if dtype is _dtype.bool:
             raise _not_for(kernel, dtype)
         if not dtype.is_floating_point:
-            refuse_zero_division(b)
+            refuse_zero_division(b, a)
         return fn(a, b, *args, **kwargs)
     op.__name__ = op.__qualname__ = fn.__name__
     op.__doc__ = fn.__doc__
