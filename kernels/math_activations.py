@@ -33,8 +33,9 @@ def square_bwd(x, g, p):
 # ----------------------------------------------------------------------------- clamps
 
 @triton.jit
-def clamp_min_t(x, lo, p):     # y = max(x, lo), NaN kept; the bound where equal (PyTorch's signed zeros)
-    return tl.where((x != x) | (x > lo), x, lo)
+def clamp_min_t(x, lo, p):     # y = max(x, lo), NaN kept; on a tie the bound, or x for p[0] = 1 (signed zeros)
+    keep_x = (tl.zeros_like(x) + p[0]) != 0.0
+    return tl.where((x != x) | (x > lo) | (keep_x & (x == lo)), x, lo)
 
 @triton.jit
 def clamp_min_t_bwd(x, lo, g, p):
@@ -42,7 +43,8 @@ def clamp_min_t_bwd(x, lo, g, p):
 
 @triton.jit
 def clamp_max_t(x, hi, p):     # y = min(x, hi)          dy/dx = [x <= hi], dy/dhi = [x > hi]
-    return tl.where((x != x) | (x < hi), x, hi)
+    keep_x = (tl.zeros_like(x) + p[0]) != 0.0
+    return tl.where((x != x) | (x < hi) | (keep_x & (x == hi)), x, hi)
 
 @triton.jit
 def clamp_max_t_bwd(x, hi, g, p):

@@ -731,3 +731,9 @@ def test_division_edges_found_last():
         a.backward()
         return x.grad
     same(floor_by_a_number_saves_nothing)
+
+
+def test_clamp_by_a_number_keeps_x_on_a_signed_zero_tie():
+    for expr in ("L.clamp_min(L.tensor([-0.0, 0.0]), 0.0)", "L.clamp_min(L.tensor([-0.0, 0.0]), -0.0)",
+                 "L.clamp_max(L.tensor([-0.0, 0.0]), 0.0)", "L.tensor([-0.0]).clamp_min_(0.0)", "L.tensor([0.0]).clamp_max_(-0.0)"):
+        same(lambda L, F: eval(expr), signed_zeros=True)

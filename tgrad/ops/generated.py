@@ -238,7 +238,7 @@ def make_inplace(row, op):
         if row.inplace_node is not None and cls is function_class(row):
             cls = _inplace_class(row)
         return write_inplace(self, lambda t, *o: cls.apply(t, *o, *params), *others, formula=row.forward,
-                       params=tuple(params) + row.constants)
+                             params=tuple(params) + row.node_constants.get(cls.node_name, row.constants))
 
     op_.__name__ = op_.__qualname__ = row.name + "_"
     return op_

@@ -167,10 +167,13 @@ ROWS = (
     unary(("trunc", "fix"), "TruncBackward0", A.trunc, dtypes="floor", no_bool=bool_kernel("trunc_vml_cpu")),
     unary("frac", "FracBackward0", A.frac, A.pass_bwd, saves="", no_ints="frac_cpu"),
     # ------------------------------------------------------------------- clamps
+    # a number bound keeps x on a tie (-0.0 vs 0.0), a tensor bound gives the bound (PyTorch's kernels)
     unary("clamp_min", "ClampMinBackward1", A.clamp_min_t, A.clamp_min_t_bwd, operands=("min",),
-          numbers={1: "ClampMinBackward0"}, dtypes="keep", domain=((-2.0, 2.0), (-1.0, 1.0))),
+          numbers={1: "ClampMinBackward0"}, dtypes="keep", domain=((-2.0, 2.0), (-1.0, 1.0)),
+          constants=(0.0,), node_constants={"ClampMinBackward0": (1.0,)}),
     unary("clamp_max", "ClampMaxBackward1", A.clamp_max_t, A.clamp_max_t_bwd, operands=("max",),
-          numbers={1: "ClampMaxBackward0"}, dtypes="keep", domain=((-2.0, 2.0), (-1.0, 1.0))),
+          numbers={1: "ClampMaxBackward0"}, dtypes="keep", domain=((-2.0, 2.0), (-1.0, 1.0)),
+          constants=(0.0,), node_constants={"ClampMaxBackward0": (1.0,)}),
     unary("hardtanh", "HardtanhBackward0", A.hardtanh, A.hardtanh_bwd, zero_edges=True,
           params=(("min_val", -1.0), ("max_val", 1.0)), dtypes="keep", where=F_ONLY, no_bool=BOOL_HARDTANH),
     unary("relu6", "HardtanhBackward0", A.hardtanh, A.hardtanh_bwd, zero_edges=True,
