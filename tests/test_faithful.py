@@ -560,6 +560,22 @@ def test_backward_through_a_bool_operand_raises_where_pytorch_does(fn, bool_firs
     same(program)
 
 
+@pytest.mark.parametrize("weight", [True, False, 3, 0.25])
+@pytest.mark.parametrize("needs", ["input", "end", "both"])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_lerp_backward_with_a_0d_bool_weight_raises_only_for_the_input(weight, needs, inplace):
+    """PyTorch's LerpBackward1 computes the input's gradient as g * (1 - weight): a bool weight
+    raises there, while the end's gradient (g * weight) is computed."""
+    def program(L, F):
+        x = L.tensor([0.5, -1.0], dtype=L.float64, requires_grad=needs != "end")
+        end = L.tensor(2.0, dtype=L.float64, requires_grad=needs != "input")
+        w = L.tensor(weight)
+        y = (x * 1.0).lerp_(end, w) if inplace else L.lerp(x, end, w)
+        y.backward(L.tensor([0.75, -2.0], dtype=L.float64))
+        return y.detach(), x.grad, end.grad
+    same(program)
+
+
 @pytest.mark.parametrize("exponent", [0, 0.0, False, True, 1, 2, 0.5, -1])
 def test_powers_by_python_numbers_and_bools(exponent):
     """PyTorch takes x ** False through its general formula (0 * x^-1: NaN at 0), x ** 0 to zeros."""

@@ -39,7 +39,9 @@ class RowFunction(BuiltinFunction):
         ref = next(a for a in args[:n] if isinstance(a, Tensor))
         if row.bool_backward is not None and any(isinstance(args[i], Tensor) and args[i].dtype is _dtype.bool
                                                  for i in row.bool_backward[0]):
-            ctx.bool_error = row.bool_backward[1]
+            raising = row.bool_backward[2] if len(row.bool_backward) > 2 else range(n)
+            if any(ctx.needs_input_grad[i] for i in raising):
+                ctx.bool_error = row.bool_backward[1]
         dtype = result_type(*args[:n])
         out_dtype = _float(dtype) if row.dtypes == "float" else dtype
         # the kernel keeps bool operands bool (masks): a formula on numbers needs them cast first

@@ -223,7 +223,8 @@ def _same_dtype_lerp(fn, inplace):
             dtype = input.dtype if inplace else result_type(input, end, weight)
             if dtype is not input.dtype:
                 input, end = input.to(dtype), end.to(dtype)
-            weight = weight.to(dtype) if weight.dtype is not dtype else weight
+            # a bool weight stays bool: the row casts it for the formula and knows its backward raises
+            weight = weight.to(dtype) if weight.dtype not in (dtype, _dtype.bool) else weight
         elif isinstance(weight, Tensor) and weight.dtype is not input.dtype:
             raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `weight` but got dtype "
                                f"{_c_name(weight.dtype)}")

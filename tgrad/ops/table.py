@@ -38,9 +38,10 @@ Fields
 - ``reads``: for each input's gradient, the inputs its formula reads, the output counting as one
   more for ``saves="xy"`` (``fmod``: the input's gradient is g alone); an input is saved only when a gradient that is needed reads it, as PyTorch saves
   (so changing an unread one in place does not break backward). None: every gradient reads all.
-- ``bool_backward``: ``(operand positions, (exception type, message))``: PyTorch computes the op with
-  a bool operand at one of those positions, but its backward formula then negates or subtracts it
-  and raises (``logaddexp(x, mask)``): so does tgrad's backward.
+- ``bool_backward``: ``(operand positions, (exception type, message)[, gradients])``: PyTorch computes
+  the op with a bool operand at one of those positions, but its backward formula then negates or
+  subtracts it and raises (``logaddexp(x, mask)``): so does tgrad's backward, when one of those
+  gradients (default: any) is needed (``lerp``'s ``1 - weight`` is in the input's gradient only).
 - ``inplace_node``: PyTorch's node name for the in-place form, where it has its own
   (``leaky_relu_`` records LeakyReluBackward1); ``inplace_derivative=False`` where PyTorch has no
   derivative for it (``asinh_``): its backward raises PyTorch's NotImplementedError.
@@ -105,6 +106,8 @@ BOOL_NEG = (RuntimeError, "Negation, the `-` operator, on a bool tensor is not s
             "mask, use the `~` or `logical_not()` operator instead.")
 BOOL_SUB = (RuntimeError, "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
             "invert a mask, use the `~` or `logical_not()` operator instead.")
+BOOL_SUB_TWO = (RuntimeError, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                "`logical_xor()` operator instead.")
 BOOL_HARDTANH = (RuntimeError, "Bool inputs not supported for hardtanh")
 HAND_WRITTEN = ()
 F_ONLY = ("F",)          # activations PyTorch has only in torch.nn.functional
@@ -203,7 +206,7 @@ ROWS = (
            reads=((), (0, 1)),
            dtypes="keep", domain=((-3.0, 3.0), (0.7, 1.3))),
     Row(("lerp",), "LerpBackward1", E.lerp, E.lerp_bwd, operands=("end", "weight"), numbers={2: "LerpBackward0"},
-        reads=((2,), (2,), (0, 1)),
+        reads=((2,), (2,), (0, 1)), bool_backward=((2,), BOOL_SUB_TWO, (0,)),
         no_ints="lerp_kernel_tensor", domain=((-2.0, 2.0), (-2.0, 2.0), (-0.5, 1.5))),
 )
 
