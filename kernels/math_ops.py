@@ -216,8 +216,11 @@ def clamp_t_x(x, lo, hi, p):   # where dy/dx = 1
     return (x >= lo) & (x <= hi)
 
 @triton.jit
-def clamp_t_lo(x, lo, hi, p):  # where dy/dlo = 1 (PyTorch: below a minimum that is under the maximum)
-    return (x < lo) & (lo < hi)
+def clamp_t_lo(x, lo, hi, p):  # where dy/dlo = 1 (PyTorch: below a minimum that is under the maximum;
+    r = x < lo                  # with no maximum, p[0] = 1, below any minimum, +inf too)
+    if p[0] == 0.0:
+        r = r & (lo < hi)
+    return r
 
 @triton.jit
 def clamp_t_hi(x, lo, hi, p):  # where dy/dhi = 1 (above the maximum, or everywhere once max < min)

@@ -255,9 +255,12 @@ def _operand(L, pool, x, kind, seed, upcast):
     return L.tensor(data, dtype=getattr(L, dtype))
 
 
-def execute(L, F, program, upcast=False):
+def execute(L, F, program, upcast=False, round_to=None):
     """(values, grads, error): every value made (the pool), the leaves' gradients, and the
-    exception the program stopped at (None)."""
+    exception the program stopped at (None). ``round_to`` (with ``upcast``): the dtype each pool
+    value has in the program's own precision; each step's float64 result is rounded to it in place
+    (the float64 computation on the intermediates a float32 run holds: where that moves a value
+    beyond the tolerance, the value is ill-conditioned in that precision)."""
     leaves_spec, steps, grad_seed = program
     leaves, pool = [], []
     try:
@@ -281,6 +284,13 @@ def execute(L, F, program, upcast=False):
             # written part of it before raising, as for x //= x with a zero in x): not compared
             pool = [v for v in pool if not _shares_storage(v, x)]
             break
+        if round_to is not None and isinstance(out, L.Tensor) and len(pool) < len(round_to) and \
+                out.dtype == L.float64 and round_to[len(pool)] in (L.float32, L.float16):
+            try:
+                with L.no_grad():
+                    out.copy_(out.to(round_to[len(pool)]))
+            except RuntimeError:  # an expanded result (memory written through many elements) stays
+                pass
         pool.append(out)
     grads = []
     if error is None:

@@ -560,6 +560,22 @@ def test_backward_through_a_bool_operand_raises_where_pytorch_does(fn, bool_firs
     same(program)
 
 
+@pytest.mark.parametrize("bounds", ["min", "max", "both"])
+@pytest.mark.parametrize("bound", [INF, -INF, 1.0, float("nan")])
+def test_clamp_by_infinite_tensor_bounds_sends_the_gradient_to_the_bound(bounds, bound):
+    """PyTorch's ClampBackward0 with only a minimum sends g to it wherever x < min, min = +inf
+    too; with both, only where min < max."""
+    def program(L, F):
+        x = L.tensor([0.25, -INF, INF, 2.0], dtype=L.float64, requires_grad=True)
+        b = L.tensor(bound, dtype=L.float64, requires_grad=True)
+        other = L.tensor(INF, dtype=L.float64, requires_grad=True)
+        lo, hi = {"min": (b, None), "max": (None, b), "both": (b, other)}[bounds]
+        y = L.clamp(x, min=lo, max=hi)
+        y.backward(L.tensor([0.5, -1.5, 2.0, 3.0], dtype=L.float64))
+        return y.detach(), x.grad, b.grad, other.grad
+    same(program)
+
+
 @pytest.mark.parametrize("weight", [True, False, 3, 0.25])
 @pytest.mark.parametrize("needs", ["input", "end", "both"])
 @pytest.mark.parametrize("inplace", [False, True])

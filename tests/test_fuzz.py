@@ -48,10 +48,10 @@ programs = st.tuples(st.lists(leaf, min_size=1, max_size=3), st.lists(step, min_
                      st.integers(0, 2 ** 16))
 
 
-def _run(L, F, program, upcast=False):
+def _run(L, F, program, upcast=False, round_to=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return execute(L, F, program, upcast)
+        return execute(L, F, program, upcast, round_to)
 
 
 def _np(t):
@@ -74,28 +74,36 @@ def _close(got, want, dtype):
                                rtol=rtol, atol=atol * max(1.0, scale)))
 
 
-def no_less_accurate(got, want, ref, dtype="float32"):
+def no_less_accurate(got, want, ref, dtype="float32", rounded=None):
     """tgrad at least as close (within 2x) to the float64 reference as PyTorch in the same low
-    precision is. Elements where PyTorch's own result is off the reference by more than the
-    tolerance are ill-conditioned in that precision (a layer norm over two nearly equal numbers,
-    tan of a large float32 number) and are not compared."""
+    precision is. Elements that are ill-conditioned in that precision are not compared: where
+    PyTorch's own result is off the reference by more than the tolerance (a layer norm over two
+    nearly equal numbers, tan of a large float32 number), or where rounding the intermediates to
+    that precision (``rounded``: the reference computed so) moves the reference that far
+    (``exp(exp(exp(x))).sin()``: one ulp of the float32 argument changes the sine); there tgrad's
+    result is only to be NaN or infinite where PyTorch's is."""
     g, w, r = _np(got), _np(want), _np(ref)
     if tuple(g.shape) != tuple(r.shape) or not (g.dtype.is_floating_point and w.dtype.is_floating_point):
         return False
+    rtol, atol = TOL.get(dtype, TOL["float64"])
+    finite_r = r[torch.isfinite(r)]
+    tol = atol * max(1.0, float(finite_r.abs().max()) if finite_r.numel() else 1.0) + rtol * r.abs()
+    ill = ((w - r).abs() > tol) | (torch.isnan(w) != torch.isnan(r))
+    if rounded is not None:
+        q = _np(rounded)
+        ill |= ((q - r).abs() > tol) | (torch.isnan(q) != torch.isnan(r))
+    if not torch.equal(torch.isnan(g[ill]), torch.isnan(w[ill])) or \
+            not torch.equal(torch.isinf(g[ill]), torch.isinf(w[ill])):
+        return False
+    g, w, r = g[~ill], w[~ill], r[~ill]
     if not torch.equal(torch.isnan(g), torch.isnan(r)):
         return False
-    finite = torch.isfinite(r)
-    infinite = torch.isinf(r)
+    finite, infinite = torch.isfinite(r), torch.isinf(r)
     if not torch.equal(g[infinite], r[infinite]):
         return False
-    if not finite.any():
-        return True
-    rtol, atol = TOL.get(dtype, TOL["float64"])
-    gf, wf, rf = g[finite], w[finite], r[finite]
-    tol = atol * max(1.0, float(rf.abs().max())) + rtol * rf.abs()
-    err_got, err_want = (gf - rf).abs(), (wf - rf).nan_to_num(float("inf")).abs()
-    ill = err_want > tol
-    return bool(((err_got <= torch.maximum(2 * err_want, tol) + 1e-12) | ill).all())
+    err_got = (g[finite] - r[finite]).abs()
+    err_want = (w[finite] - r[finite]).abs()
+    return bool((err_got <= torch.maximum(2 * err_want, tol[~ill][finite]) + 1e-12).all())
 
 
 def _same_kind(got, want):
@@ -136,10 +144,14 @@ def check(program):
             continue
         if ref is None:  # values: PyTorch on float64 leaves is the reference
             ref = _run(torch, TF, program, upcast=True)
+            round_to = [v.dtype if isinstance(v, torch.Tensor) else None for v in want_pool]
+            rounded = _run(torch, TF, program, upcast=True, round_to=round_to)[0]
         ref_all = list(ref[0]) + list(ref[1])
         j = i if i < len(pool) else len(ref[0]) + i - len(pool)
+        rounded_j = rounded[j] if j < len(rounded) and i < len(pool) and isinstance(rounded[j], torch.Tensor) and \
+            tuple(rounded[j].shape) == tuple(want.shape) else None
         assert j < len(ref_all) and ref_all[j] is not None and isinstance(ref_all[j], torch.Tensor) and \
-            (_close(got, ref_all[j], dtype) or no_less_accurate(got, want, ref_all[j], dtype)), \
+            (_close(got, ref_all[j], dtype) or no_less_accurate(got, want, ref_all[j], dtype, rounded_j)), \
             f"{where}: values differ\n tgrad {got}\n torch {want}"
 
 
@@ -174,3 +186,14 @@ def test_the_fuzzer_catches_a_float32_answer_less_accurate_than_pytorchs(monkeyp
     monkeypatch.setattr(tgrad, "exp", lambda x: real(x) * 1.001)
     with pytest.raises(AssertionError, match="values differ"):
         check(program)
+
+
+def test_the_fuzzer_skips_values_that_float32_intermediates_make_ill_conditioned():
+    """exp(exp(exp(x))).sin() in float32: one ulp of the last exp changes the sine, and an exp that
+    overflows in float32 (finite in float64) makes it NaN; the reference with its intermediates
+    rounded to float32 shows those elements, which are not compared (a wrong answer elsewhere is:
+    the tests above)."""
+    program = ([([2, 2, 3], "float32", "contiguous", 0, False, False)],
+               [("row_:exp", 0, 0, 0, 0, 0), ("row_:exp", 0, 0, 0, 0, 0), ("row:exp", 0, 0, 0, 0, 0),
+                ("row:sin", 3, 0, 0, 0, 0)], 0)
+    check(program)

@@ -292,17 +292,17 @@ class ClampTensor(BuiltinFunction):
         dtype = result_type(*(t for t in (x, lo, hi) if t is not None))
         lowest, highest = (-math.inf, math.inf) if dtype.is_floating_point else (False, True) if \
             dtype is _dtype.bool else (torch.iinfo(dtype.torch).min, torch.iinfo(dtype.torch).max)
+        ctx.dtype, ctx.params = dtype, (1.0 if hi is None else 0.0,)  # no maximum: any minimum is below it
         lo = as_operand(lowest if lo is None else lo, x, dtype)
         hi = as_operand(highest if hi is None else hi, x, dtype)
         check_runnable(x, lo, hi)
-        ctx.dtype = dtype
         ctx.save_for_backward(x, lo, hi)
         return fused(M.clamp_t, [x, lo, hi], dtype)
 
     @staticmethod
     def backward(ctx, g):
         saved = ctx.saved_tensors
-        return tuple(Where.apply(fused(mask, list(saved), _dtype.bool, compute=ctx.dtype), g, 0.0) if needed else None
+        return tuple(Where.apply(fused(mask, list(saved), _dtype.bool, ctx.params, compute=ctx.dtype), g, 0.0) if needed else None
                      for mask, needed in zip((M.clamp_t_x, M.clamp_t_lo, M.clamp_t_hi), ctx.needs_input_grad))
 
 
