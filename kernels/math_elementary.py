@@ -53,8 +53,12 @@ def _negative(x):
 
 @triton.jit
 def _big_exp(a):
-    """e^a / 2 for a >= 0, without overflowing before the result does."""
-    return tl.exp(a - 0.6931471805599453)
+    """e^a / 2 for a >= 0, in float64, without overflowing before the result does: e^a * 0.5 (exact
+    halving), and (e^(a/2) / 2) e^(a/2) where e^a alone would overflow. (e^(a - ln 2) loses a
+    few ulps per unit of a: the argument's rounding error grows with a.)"""
+    a = a.to(tl.float64)
+    h = tl.exp(a * 0.5)
+    return tl.where(a < 709.78, tl.exp(a) * 0.5, (h * 0.5) * h)
 
 
 # ----------------------------------------------------------------------------- logs and exponentials
@@ -161,7 +165,7 @@ def _sinh(x):
 @triton.jit
 def sinh_bwd(x, g, p):
     e = _big_exp(tl.abs(x))
-    return g * (e + 0.25 / e)
+    return (g * (e + 0.25 / e)).to(g.dtype)
 
 @triton.jit
 def cosh(x, p):                # y = cosh x = e^a/2 + e^-a/2                dy/dx = sinh x
