@@ -576,6 +576,17 @@ def test_clamp_by_infinite_tensor_bounds_sends_the_gradient_to_the_bound(bounds,
     same(program)
 
 
+@pytest.mark.parametrize("fn", ["matmul", "mm", "bmm", "mv", "dot"])
+@pytest.mark.parametrize("shapes", [((1, 0), (0, 1)), ((2, 3), (3, 2)), ((0, 3), (3, 2)), ((2, 3), (3, 0)),
+                                    ((0,), (0,)), ((2, 0), (0,)), ((2, 3), (3,)), ((0,), (0, 2)), ((3,), (3, 2)),
+                                    ((2, 2, 0), (2, 0, 3)), ((0, 2, 3), (0, 3, 2)), ((2, 2, 3), (2, 3, 2)),
+                                    ((1, 2, 0), (0, 3))])
+def test_bool_matrix_products_are_false_when_empty_and_refused_otherwise(fn, shapes):
+    """PyTorch has no bool matmul kernel, but an empty product (no rows, columns or terms) is all
+    False before any kernel runs; dot refuses bools whatever their size."""
+    same(lambda L, F: getattr(L, fn)(L.ones(*shapes[0], dtype=L.bool), L.ones(*shapes[1], dtype=L.bool)))
+
+
 @pytest.mark.parametrize("weight", [True, False, 3, 0.25])
 @pytest.mark.parametrize("needs", ["input", "end", "both"])
 @pytest.mark.parametrize("inplace", [False, True])

@@ -7,6 +7,7 @@ dims, written with tgrad ops so they are differentiable in turn.
 from __future__ import annotations
 
 import math
+import torch
 
 from .. import backends
 from ..autograd.function import BuiltinFunction
@@ -64,8 +65,14 @@ class Bmm(Matmul):
 
 
 def _exact(a, b, kernel):
-    """A product of integers, exact in their dtype (PyTorch has no bool kernel: ``kernel`` names its)."""
+    """A product of integers, exact in their dtype. PyTorch has no bool kernel (``kernel`` names
+    its), but answers an empty matrix product (no rows, no columns or an empty sum) with False
+    before reaching one (not ``dot``, which always refuses)."""
     if a.dtype is _dtype.bool:
+        shape = a.shape[:-1] if b.ndim == 1 else \
+            broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        if kernel != "dot" and (a.shape[-1] == 0 or math.prod(shape) == 0):
+            return wrap(torch.zeros(shape, dtype=torch.bool, device=a.device))
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     return _integer_matmul(a, b)
 
