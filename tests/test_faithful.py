@@ -587,6 +587,22 @@ def test_bool_matrix_products_are_false_when_empty_and_refused_otherwise(fn, sha
     same(lambda L, F: getattr(L, fn)(L.ones(*shapes[0], dtype=L.bool), L.ones(*shapes[1], dtype=L.bool)))
 
 
+@pytest.mark.parametrize("view", ["expand0d", "expand_column", "expand_transposed"])
+def test_an_expanded_view_used_after_an_in_place_op_on_its_base_sums_its_gradient(view):
+    """The view's history, rebuilt after its base changed, scatters the gradient into the base: the
+    elements of an expanded dim share one storage element, whose gradient is their sum."""
+    def program(L, F):
+        x = L.tensor([[1.0, 2.0], [3.0, -4.0]], dtype=L.float64, requires_grad=True)
+        b = x * 1.0
+        v = {"expand0d": lambda: b[0, 0].expand(3), "expand_column": lambda: b[:, :1].expand(2, 3),
+             "expand_transposed": lambda: b.t().unsqueeze(0).expand(2, 2, 2)}[view]()
+        b.mul_(3.0)
+        y = v * 2.0
+        y.backward(L.tensor(np.random.RandomState(0).uniform(-1, 1, size=tuple(y.shape))))
+        return y.detach(), x.grad
+    same(program)
+
+
 @pytest.mark.parametrize("weight", [True, False, 3, 0.25])
 @pytest.mark.parametrize("needs", ["input", "end", "both"])
 @pytest.mark.parametrize("inplace", [False, True])

@@ -288,11 +288,30 @@ def in_storage_order(g: Tensor, order) -> Tensor:
 
 
 def _as_strided_scatter(g, shape, geometry, order):
-    """zeros(shape), laid out in storage ``order``, with g written at the strided region ``geometry``."""
+    """zeros(shape), laid out in storage ``order``, with g added at the strided region ``geometry``:
+    the elements of a broadcast dim (stride 0: an expanded view) are one storage element, whose
+    gradient is their sum."""
     z = _zeros(tuple(shape[d] for d in order), g)
     size, stride, offset = geometry
+    broadcast = tuple(d for d, (n, st) in enumerate(zip(size, stride)) if st == 0 and n > 1)
+    if broadcast:
+        g = g.sum(broadcast, keepdim=True)
+        size = tuple(1 if d in broadcast else n for d, n in enumerate(size))
+    if _overlaps(size, stride):
+        raise RuntimeError("tgrad: the gradient of as_strided through a view whose elements overlap in memory "
+                           f"(size {tuple(geometry[0])}, stride {tuple(stride)}) is not supported")
     fused(M.identity, [g], g.dtype, out=wrap(z._data.as_strided(size, stride, offset)), compute=g.dtype)
     return z.permute(*_inverse(order))
+
+
+def _overlaps(size, stride) -> bool:
+    """Whether two elements of the geometry share a storage element."""
+    extent = 0  # the storage span of the dims with smaller strides
+    for st, n in sorted((abs(st), n) for n, st in zip(size, stride) if n > 1):
+        if st <= extent:
+            return True
+        extent += (n - 1) * st
+    return False
 
 
 class AsStridedScatter(BuiltinFunction):
