@@ -258,9 +258,10 @@ def _operand(L, pool, x, kind, seed, upcast):
 def execute(L, F, program, upcast=False, round_to=None):
     """(values, grads, error): every value made (the pool), the leaves' gradients, and the
     exception the program stopped at (None). ``round_to`` (with ``upcast``): the dtype each pool
-    value has in the program's own precision; each step's float64 result is rounded to it in place
-    (the float64 computation on the intermediates a float32 run holds: where that moves a value
-    beyond the tolerance, the value is ill-conditioned in that precision)."""
+    value has in the program's own precision; each step's float64 result is rounded to it in place,
+    or moved by a few ulps where it is float64 (the computation on intermediates as inexact as that
+    precision holds them: where that moves a value beyond the tolerance, the value is
+    ill-conditioned in that precision: ``x.pow(x).pow(x) % 2``)."""
     leaves_spec, steps, grad_seed = program
     leaves, pool = [], []
     try:
@@ -285,10 +286,14 @@ def execute(L, F, program, upcast=False, round_to=None):
             pool = [v for v in pool if not _shares_storage(v, x)]
             break
         if round_to is not None and isinstance(out, L.Tensor) and len(pool) < len(round_to) and \
-                out.dtype == L.float64 and round_to[len(pool)] in (L.float32, L.float16):
+                out.dtype == L.float64 and round_to[len(pool)] in (L.float32, L.float16, L.float64):
             try:
                 with L.no_grad():
-                    out.copy_(out.to(round_to[len(pool)]))
+                    if round_to[len(pool)] == L.float64:  # a few ulps, up or down
+                        signs = np.random.RandomState(len(pool)).choice([-1.0, 1.0], size=tuple(out.shape))
+                        out.mul_(L.tensor(1.0 + 4 * np.finfo(np.float64).eps * signs, dtype=L.float64))
+                    else:
+                        out.copy_(out.to(round_to[len(pool)]))
             except RuntimeError:  # an expanded result (memory written through many elements) stays
                 pass
         pool.append(out)
