@@ -153,16 +153,6 @@ def take(input, index):  # noqa: A002
     return shape.reshape(input, (-1,))[index]
 
 
-def _overlaps(size, stride):
-    """True when two indices of the strided geometry reach one storage element."""
-    reach = 0
-    for n, st in sorted(((n, builtins.abs(st)) for n, st in zip(size, stride) if n > 1), key=lambda p: p[1]):
-        if st <= reach:
-            return True
-        reach += (n - 1) * st
-    return False
-
-
 @op("as_strided")
 def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     """A view of ``input``'s storage (PyTorch's geometry: strides and offset in storage elements).
@@ -184,7 +174,7 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
                            f"itemsize {input._data.element_size()} requiring a storage size of "
                            f"{(last + 1) * input._data.element_size()} are out of bounds for storage of size "
                            f"{storage * input._data.element_size()}")
-    if not _overlaps(size, stride):
+    if not views.overlaps(size, stride):
         return views.AsStrided.apply(input, size, stride, offset - start)
     if not input._data.is_contiguous() or offset < start:
         raise NotImplementedError("tgrad: as_strided with overlapping windows needs a contiguous input and an "

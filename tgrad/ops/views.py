@@ -297,15 +297,15 @@ def _as_strided_scatter(g, shape, geometry, order):
     if broadcast:
         g = g.sum(broadcast, keepdim=True)
         size = tuple(1 if d in broadcast else n for d, n in enumerate(size))
-    if _overlaps(size, stride):
+    if overlaps(size, stride):
         raise RuntimeError("tgrad: the gradient of as_strided through a view whose elements overlap in memory "
                            f"(size {tuple(geometry[0])}, stride {tuple(stride)}) is not supported")
     fused(M.identity, [g], g.dtype, out=wrap(z._data.as_strided(size, stride, offset)), compute=g.dtype)
     return z.permute(*_inverse(order))
 
 
-def _overlaps(size, stride) -> bool:
-    """Whether two elements of the geometry share a storage element."""
+def overlaps(size, stride) -> bool:
+    """Whether two indices of the strided geometry reach one storage element."""
     extent = 0  # the storage span of the dims with smaller strides
     for st, n in sorted((abs(st), n) for n, st in zip(size, stride) if n > 1):
         if st <= extent:
