@@ -603,6 +603,23 @@ def test_an_expanded_view_used_after_an_in_place_op_on_its_base_sums_its_gradien
     same(program)
 
 
+def test_a_backward_that_raises_has_already_accumulated_the_leaves_it_reached_first():
+    """PyTorch's engine runs a ready leaf's AccumulateGrad before other ready nodes: when a later
+    node raises (its saved result was modified in place), that leaf's .grad is already set."""
+    def program(L, F):
+        x = L.tensor(0.25, requires_grad=True)
+        w = L.tensor(0.5, requires_grad=True)
+        earlier = w * 2.0  # w's AccumulateGrad made before the norm's node
+        y = x.norm()
+        y += w
+        try:
+            y.backward()
+        except RuntimeError as exc:
+            return type(exc).__name__, x.grad, w.grad, earlier.detach()
+        return None, x.grad, w.grad, earlier.detach()
+    same(program)
+
+
 @pytest.mark.parametrize("weight", [True, False, 3, 0.25])
 @pytest.mark.parametrize("needs", ["input", "end", "both"])
 @pytest.mark.parametrize("inplace", [False, True])

@@ -17,6 +17,7 @@ from ..tensor import Tensor, check_inplace
 from . import anomaly_mode
 
 _sequence = itertools.count()
+_LAST = 2 ** 64 - 1  # PyTorch's UINT64_MAX: the sequence number of every AccumulateGrad
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -62,6 +63,9 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         super().__init__()
+        # PyTorch's engine runs a ready leaf's accumulation before any other ready node (its
+        # sequence number is the largest): a backward that raises later has already filled .grad
+        self._seq = _LAST
         self.variable = variable
         self._input_meta = ((variable.shape, variable.dtype, variable.device),)
 
