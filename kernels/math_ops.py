@@ -119,8 +119,8 @@ def cos_bwd(x, g, p):
     return -g * tl.sin(x)
 
 @triton.jit
-def tanh_(x, p):               # y = tanh x              dy/dx = 1 - y^2
-    return tanh(x)
+def tanh_(x, p):               # y = tanh x              dy/dx = 1 - y^2   (in fp64: rounded once, as PyTorch's)
+    return tanh(x.to(tl.float64)).to(x.dtype)
 
 @triton.jit
 def tanh_bwd(y, g, p):

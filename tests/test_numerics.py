@@ -217,3 +217,13 @@ def test_cosh_and_sinh_of_large_arguments_are_correctly_rounded_in_float64(op):
         finite = torch.isfinite(expected)
         rel = ((got[finite] - expected[finite]) / expected[finite]).abs()
         assert float(rel.max()) <= 2.3e-16, rel
+
+
+def test_float32_tanh_is_correctly_rounded():
+    """tanh in float32 is the float64 value rounded once (PyTorch's is within an ulp): one ulp
+    decides whether atanh(atanh(tanh(-1))) is -inf or NaN."""
+    xs = torch.linspace(-10, 10, 20001, dtype=torch.float32)
+    got = tgrad.tanh(tgrad.tensor(xs.numpy())).torch()
+    assert torch.equal(got, torch.tanh(xs.double()).float())
+    chain = tgrad.atanh(tgrad.atanh(tgrad.tanh(tgrad.tensor(-1.0))))
+    assert chain.item() == torch.atanh(torch.atanh(torch.tanh(torch.tensor(-1.0)))).item() == -INF
