@@ -255,6 +255,30 @@ def _operand(L, pool, x, kind, seed, upcast):
     return L.tensor(data, dtype=getattr(L, dtype))
 
 
+class UnspecifiedAlias(Exception):
+    """An in-place op on a gapped tensor reads a view of it (README: PyTorch's overlap check gives
+    up on gapped tensors and its result depends on its loop order): not compared."""
+
+
+def _gapped(t):
+    """Whether t's elements are spread over its storage with gaps (a slice with steps), not one
+    dense block (in any dim order) and not overlapping (expanded)."""
+    span = 1
+    for stride, size in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n > 1):
+        if stride < span:
+            return False  # overlapping: PyTorch refuses to write it, and so does tgrad
+        if stride > span:
+            return True
+        span *= size
+    return False
+
+
+def _reads_a_view_of_its_gapped_target(name, x, others):
+    in_place = name.startswith("row_:") or name.startswith("bin:i") or name == "bin:clamp_"
+    return in_place and hasattr(x, "stride") and _gapped(x) and any(
+        o is not x and hasattr(o, "stride") and _shares_storage(o, x) for o in others)
+
+
 def execute(L, F, program, upcast=False, round_to=None):
     """(values, grads, error): every value made (the pool), the leaves' gradients, and the
     exception the program stopped at (None). ``round_to`` (with ``upcast``): the dtype each pool
@@ -278,6 +302,8 @@ def execute(L, F, program, upcast=False, round_to=None):
         x = pool[src % len(pool)]
         try:
             others = [_operand(L, pool, x, kind, seed + i, upcast) for i in range(n)]
+            if _reads_a_view_of_its_gapped_target(name, x, others):
+                return pool, [], UnspecifiedAlias(name)
             out = fn(L, F, x, others, (seed, a, b))
         except Exception as exc:  # noqa: BLE001
             error = exc

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 import tgrad
 import tgrad.nn.functional as GF
-from fuzz_programs import DTYPES, LAYOUTS, OP_NAMES, execute
+from fuzz_programs import DTYPES, LAYOUTS, OP_NAMES, UnspecifiedAlias, execute
 
 EXAMPLES = int(os.environ.get("TGRAD_FUZZ_EXAMPLES", "200"))
 SEED = os.environ.get("TGRAD_FUZZ_SEED", "11")
@@ -116,6 +116,8 @@ def check(program):
     want_pool, want_grads, want_err = _run(torch, TF, program)
     if want_err is not None and "INTERNAL ASSERT FAILED" in str(want_err):
         return  # a PyTorch bug (``True ** x`` with x requiring grad), no behaviour to follow
+    if isinstance(want_err, UnspecifiedAlias):
+        return  # PyTorch's result depends on its loop order (README)
     pool, grads, err = _run(tgrad, GF, program)
     assert (err is None) == (want_err is None), f"torch: {want_err!r}\ntgrad: {err!r}"
     if err is not None:
@@ -205,3 +207,13 @@ def test_the_fuzzer_skips_float64_values_that_an_ulp_of_an_intermediate_changes(
     correct pow implementations) are the remainder's leading digits."""
     check(([([3, 5], "float64", "contiguous", 0, False, False)],
            [("bin:ipow", 0, 0, 0, 0, 0), ("bin:ipow", 0, 0, 0, 0, 0), ("bin:imod", 0, 1, 0, 0, 0)], 0))
+
+
+def test_the_fuzzer_leaves_in_place_ops_reading_views_of_their_gapped_target_uncompared():
+    """x.lerp_(e, x[0]) on a sliced x: PyTorch's overlap check gives up on gapped tensors and its
+    answer depends on its loop order (README); the program is not compared, and is recognized."""
+    program = ([([2], "float32", "sliced", 0, False, False)],
+               [("bin:add", 0, 0, 0, 0, 0), ("bin:add", 0, 0, 0, 0, 0), ("one:index", 0, 0, 0, 0, 0),
+                ("row_:lerp", 0, 0, 2, 0, 0)], 0)
+    assert isinstance(_run(torch, TF, program)[2], UnspecifiedAlias)
+    check(program)
