@@ -256,8 +256,8 @@ def _operand(L, pool, x, kind, seed, upcast):
 
 
 class UnspecifiedAlias(Exception):
-    """An in-place op on a gapped tensor reads a view of it (README: PyTorch's overlap check gives
-    up on gapped tensors and its result depends on its loop order): not compared."""
+    """An in-place op reads a view of the tensor it writes, one of the two gapped (README: PyTorch's
+    overlap check gives up on gapped tensors and its result depends on its loop order): not compared."""
 
 
 def _gapped(t):
@@ -275,8 +275,8 @@ def _gapped(t):
 
 def _reads_a_view_of_its_gapped_target(name, x, others):
     in_place = name.startswith("row_:") or name.startswith("bin:i") or name == "bin:clamp_"
-    return in_place and hasattr(x, "stride") and _gapped(x) and any(
-        o is not x and hasattr(o, "stride") and _shares_storage(o, x) for o in others)
+    return in_place and hasattr(x, "stride") and any(
+        o is not x and hasattr(o, "stride") and _shares_storage(o, x) and (_gapped(x) or _gapped(o)) for o in others)
 
 
 def execute(L, F, program, upcast=False, round_to=None):

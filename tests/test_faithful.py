@@ -620,6 +620,22 @@ def test_a_backward_that_raises_has_already_accumulated_the_leaves_it_reached_fi
     same(program)
 
 
+@pytest.mark.parametrize("data", [[1.0, 2.0], [1.0, INF], [INF, INF], [-INF, INF], [INF], [-INF], [float("nan")], [3.0]])
+@pytest.mark.parametrize("fn", ["var", "std"])
+@pytest.mark.parametrize("zero_d", [False, True])
+def test_var_gradient_with_no_degrees_of_freedom_left(data, fn, zero_d):
+    """Over everything with N - correction <= 0, PyTorch's gradient is g * (NaN where x == mean,
+    else inf): an infinite x equal to its (infinite) mean gives NaN."""
+    if zero_d and len(data) > 1:
+        pytest.skip("one element")
+    def program(L, F):
+        x = L.tensor(data[0] if zero_d else data, dtype=L.float64, requires_grad=True)
+        y = getattr(x, fn)(correction=len(data))
+        y.backward(L.tensor(0.5, dtype=L.float64))
+        return y.detach(), x.grad
+    same(program)
+
+
 @pytest.mark.parametrize("weight", [True, False, 3, 0.25])
 @pytest.mark.parametrize("needs", ["input", "end", "both"])
 @pytest.mark.parametrize("inplace", [False, True])

@@ -217,3 +217,7 @@ def test_the_fuzzer_leaves_in_place_ops_reading_views_of_their_gapped_target_unc
                 ("row_:lerp", 0, 0, 2, 0, 0)], 0)
     assert isinstance(_run(torch, TF, program)[2], UnspecifiedAlias)
     check(program)
+    # v += v[..., :1]: the operand is the gapped one
+    program = ([([2, 2], "float32", "contiguous", 0, False, False)],
+               [("bin:add", 0, 0, 0, 0, 0), ("one:view_mul_", 1, 0, 0, 0, 0), ("bin:iadd", 1, 0, 2, 0, 0)], 0)
+    assert isinstance(_run(torch, TF, program)[2], UnspecifiedAlias)

@@ -267,10 +267,11 @@ class Var(BuiltinFunction):
         shape, dims, keepdim = ctx.meta
         if ctx.op == "std":
             g = _where(std_out == 0, 0.0, g / (2.0 * std_out))
-        centered = x - mean(x, dims, True)
+        mu = mean(x, dims, True)
         ge = _expand_back(g, shape, dims, keepdim)
-        if ctx.whole and ctx.dof <= 0:
-            return ge * _where(centered == 0, math.nan, math.inf), None, None, None, None, None
+        if ctx.whole and ctx.dof <= 0:  # x == mean, not x - mean == 0: an infinite x equal to its mean gives NaN
+            return ge * _where(x == mu, math.nan, math.inf), None, None, None, None, None
+        centered = x - mu
         scale = 2.0 / ctx.dof if ctx.dof else math.inf
         return ge * centered * scale, None, None, None, None, None
 
