@@ -286,6 +286,16 @@ def execute(L, F, program, upcast=False, round_to=None):
     or moved by a few ulps where it is float64 (the computation on intermediates as inexact as that
     precision holds them: where that moves a value beyond the tolerance, the value is
     ill-conditioned in that precision: ``x.pow(x).pow(x) % 2``)."""
+    default = L.get_default_dtype()
+    if upcast:  # the reference computes an integer leaf's exp() in float64 too
+        L.set_default_dtype(L.float64)
+    try:
+        return _execute(L, F, program, upcast, round_to)
+    finally:
+        L.set_default_dtype(default)
+
+
+def _execute(L, F, program, upcast, round_to):
     leaves_spec, steps, grad_seed = program
     leaves, pool = [], []
     try:

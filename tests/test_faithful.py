@@ -636,6 +636,26 @@ def test_var_gradient_with_no_degrees_of_freedom_left(data, fn, zero_d):
     same(program)
 
 
+@pytest.mark.parametrize("divisor_needs_grad", [False, True])
+@pytest.mark.parametrize("changed", ["dividend", "divisor"])
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_rounded_division_saves_what_its_needed_gradients_read(divisor_needs_grad, changed, mode):
+    """PyTorch's DivBackward2 saves the divisor for either gradient and the dividend only for the
+    divisor's: changing the dividend in place breaks backward only when the divisor needs a gradient."""
+    def program(L, F):
+        a = L.tensor([1.5, 2.5], requires_grad=True)
+        b = L.tensor([2.0, -3.0], requires_grad=divisor_needs_grad)
+        x, d = a * 1.0, b * 1.0
+        y = L.div(x, d, rounding_mode=mode)
+        (x if changed == "dividend" else d).mul_(2.0)
+        try:
+            y.sum().backward()
+        except RuntimeError as exc:
+            return type(exc).__name__, y.grad_fn.name()
+        return a.grad, b.grad, y.grad_fn.name()
+    same(program)
+
+
 @pytest.mark.parametrize("weight", [True, False, 3, 0.25])
 @pytest.mark.parametrize("needs", ["input", "end", "both"])
 @pytest.mark.parametrize("inplace", [False, True])

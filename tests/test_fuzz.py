@@ -200,6 +200,9 @@ def test_the_fuzzer_skips_values_that_float32_intermediates_make_ill_conditioned
                [("row_:exp", 0, 0, 0, 0, 0), ("row_:exp", 0, 0, 0, 0, 0), ("row:exp", 0, 0, 0, 0, 0),
                 ("row:sin", 3, 0, 0, 0, 0)], 0)
     check(program)
+    # from an integer leaf: the reference computes its exp() in float64 (the default dtype there)
+    check(([([], "int64", "contiguous", 164, False, False)],
+           [("row:exp", 0, 0, 0, 0, 0), ("row_:exp", 1, 0, 0, 0, 0), ("row:sin", 1, 0, 0, 0, 0)], 0))
 
 
 def test_the_fuzzer_skips_float64_values_that_an_ulp_of_an_intermediate_changes():

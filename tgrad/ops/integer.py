@@ -69,25 +69,23 @@ class _RemainderNode(_NoDerivative):
 
 
 class _RoundedDiv(BuiltinFunction):
-    """``div(a, b, rounding_mode=...)`` of floats: PyTorch's DivBackward1/2, a zero gradient."""
-    node_name, saves_operands = "DivBackward1", True
+    """``div(a, b, rounding_mode=...)`` of floats: PyTorch's DivBackward2, a zero gradient. Its
+    formulas name the operands, so it saves what a needed gradient's formula reads: the divisor for
+    either gradient, the dividend for the divisor's (an in-place change of one then breaks backward)."""
+    node_name = "DivBackward2"
 
-    @classmethod
-    def forward(cls, ctx, a, b, run):
+    @staticmethod
+    def forward(ctx, a, b, run):
         ctx.meta = [(x.shape, x.dtype) if isinstance(x, Tensor) else None for x in (a, b)]
-        # PyTorch's DivBackward1 formula names both operands, so it saves them (an in-place change then
-        # breaks backward); DivBackward2's (a number divisor) names none
-        ctx.save_for_backward(*(x for x in (a, b) if isinstance(x, Tensor) and cls.saves_operands))
+        needs_a, needs_b = ctx.needs_input_grad[:2]
+        ctx.save_for_backward(a if needs_b and isinstance(a, Tensor) else None,
+                              b if (needs_a or needs_b) and isinstance(b, Tensor) else None)
         return run(a, b)
 
-    @classmethod
-    def backward(cls, ctx, g):
+    @staticmethod
+    def backward(ctx, g):
         ctx.saved_tensors  # noqa: B018  (their version check)
         return tuple(fused(M.fill, [g], g.dtype, (0.0,)) if m is not None else None for m in ctx.meta) + (None,)
-
-
-class _RoundedDivScalar(_RoundedDiv):
-    node_name, saves_operands = "DivBackward2", False
 
 
 def _divide(a, b, mode):
@@ -108,8 +106,7 @@ def rounded_div(a, b, rounding_mode):
     if rounding_mode not in ("floor", "trunc"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                            f"'{rounding_mode}'")
-    node = _RoundedDiv if isinstance(b, Tensor) and isinstance(a, Tensor) else _RoundedDivScalar
-    return node.apply(a, b, lambda x, y: _divide(x, y, rounding_mode))
+    return _RoundedDiv.apply(a, b, lambda x, y: _divide(x, y, rounding_mode))
 
 
 def floor_divide(a, b):
