@@ -15,7 +15,8 @@ with plain ``setattr``, helpers run without re-patching, and the grid loop calls
 kernel directly on the CPU tensors' memory. ``tl.dot`` is routed to BLAS: the interpreter's own
 ``np.matmul(a, b, dtype=acc)`` bypasses BLAS and runs ~10x slower. Interpreted ops run without
 Triton's integer-overflow sanitizer (its checks end in a device_assert that is a no-op without
-debug), and arguments convert from cached types.
+debug), binary ops skip the semantic's broadcast work where there is none to do, and arguments
+convert from cached types.
 
 This module is imported on the first CPU launch: it needs Triton's private interpreter names
 (``kernels/triton_private.py``, which checks the installed version).
@@ -34,7 +35,7 @@ import triton
 
 from .triton_private import (MISSING as _MISSING, InterpretedFunction, InterpreterError, JITFunction, TensorHandle,
                              get_np_dtype as _get_np_dtype, implicit_cvt as _implicit_cvt, interpreter_builder,
-                             module as _interpreter_module, normalize_ty as _normalize_ty,
+                             interpreter_semantic, module as _interpreter_module, normalize_ty as _normalize_ty,
                              patch_lang as _patch_lang, tuple_create as _tuple_create)
 
 _TENSOR = triton.language.tensor
@@ -125,6 +126,36 @@ def _blas_dot(a, b, acc, input_precision=None, max_num_imprecise_acc=None):
     return TensorHandle(np.matmul(a_data, b_data) + acc.data, acc.dtype.scalar)
 
 
+_broadcast_impl_value = type(interpreter_semantic).broadcast_impl_value
+_splat_types: dict = {}  # (block shape, scalar dtype name) -> (block type, its builder type)
+
+
+def _broadcast_value(lhs, rhs):
+    """The semantic's ``broadcast_impl_value`` (every binary op calls it), without its cost in the
+    two common cases: two blocks of one shape pass through (Triton compares the shapes as
+    ``tl.tuple``s, ~20 us), and a scalar beside a block is splat to a block type built once per
+    shape and dtype (Triton builds two per call). Anything else is Triton's own."""
+    lhs_type, rhs_type = lhs.type, rhs.type
+    if lhs_type.is_block():
+        if rhs_type.is_block():
+            if lhs_type.shape.values == rhs_type.shape.values:
+                return lhs, rhs
+        else:
+            return lhs, _splat(rhs, lhs_type)
+    elif rhs_type.is_block():
+        return _splat(lhs, rhs_type), rhs
+    return _broadcast_impl_value(interpreter_semantic, lhs, rhs)
+
+
+def _splat(scalar, like):
+    key = (tuple(like.shape.values), scalar.type.scalar.name)
+    types = _splat_types.get(key)
+    if types is None:
+        block = like.with_element_ty(scalar.type.scalar)
+        types = _splat_types[key] = (block, block.to_ir(interpreter_builder))
+    return interpreter_semantic.make_tensor(interpreter_builder.create_splat(types[1], scalar.handle), types[0])
+
+
 _lean_options: dict = {}
 
 
@@ -147,6 +178,7 @@ def _interpreting():
         for obj, name, _, new in table.attributes:
             setattr(obj, name, new)
         interpreter_builder.create_dot = _blas_dot  # an instance attribute, shadowing the method
+        interpreter_semantic.broadcast_impl_value = _broadcast_value  # likewise
         saved_options = interpreter_builder.options
         if not saved_options.debug and saved_options.sanitize_overflow:
             # The overflow sanitizer wraps every int32 add/sub/mul in ~9 more interpreted ops that
@@ -158,6 +190,7 @@ def _interpreting():
         finally:
             interpreter_builder.options = saved_options
             del interpreter_builder.create_dot
+            del interpreter_semantic.broadcast_impl_value
             for obj, name, original, _ in reversed(table.attributes):
                 if original is _MISSING:
                     delattr(obj, name)

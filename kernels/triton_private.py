@@ -39,7 +39,7 @@ try:
     from triton.runtime.interpreter import _get_np_dtype as get_np_dtype
     from triton.runtime.interpreter import _implicit_cvt as implicit_cvt
     from triton.runtime.interpreter import _patch_lang as patch_lang
-    from triton.runtime.interpreter import interpreter_builder
+    from triton.runtime.interpreter import interpreter_builder, interpreter_semantic
     from triton.runtime.jit import JITFunction
     from triton.runtime.jit import _normalize_ty as normalize_ty
 except ImportError as e:  # pragma: no cover - only on an untested Triton
@@ -47,4 +47,5 @@ except ImportError as e:  # pragma: no cover - only on an untested Triton
 
 __all__ = ["SUPPORTED", "native", "tuple_create", "module", "MISSING", "InterpretedFunction", "InterpreterBuilder",
            "InterpreterError", "TensorHandle", "get_np_dtype", "implicit_cvt", "patch_lang", "interpreter_builder",
+           "interpreter_semantic",
            "JITFunction", "normalize_ty"]

@@ -328,3 +328,33 @@ def test_a_patched_builder_class_also_disables_replay(monkeypatch):
         y = x * 3
     assert counts == {"interpreted": 1} and seen
     assert torch.equal(y._data, x._data * 3)
+
+
+
+def test_the_lean_broadcast_gives_tritons_operands_and_is_undone_after_the_launch():
+    # kernels/interpreter.py shortcuts the semantic's broadcast_impl_value for same-shape blocks
+    # and scalar splats; each case must give the types and values Triton's own gives
+    from triton.runtime.interpreter import TensorHandle, interpreter_semantic
+    from tgrad.kernels import interpreter as I
+
+    def block(shape, dtype=tl.float32):
+        data = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) - 2.5
+        return tl.tensor(TensorHandle(data, dtype), tl.block_type(dtype, list(shape)))
+
+    def scalar(value, dtype):
+        return tl.tensor(TensorHandle(np.array([value], dtype=np.float64 if dtype == tl.float64 else np.int32),
+                                      dtype), dtype)
+    cases = [(block((4, 8)), block((4, 8))), (block((4, 1)), block((1, 8))), (block((8,)), block((4, 8))),
+             (block((4, 8)), scalar(3, tl.int32)), (scalar(1.5, tl.float64), block((2, 4))),
+             (block((2, 1)), scalar(-0.0, tl.float64)), (scalar(2, tl.int32), scalar(1.5, tl.float64))]
+    with I._interpreting():
+        assert vars(interpreter_semantic)["broadcast_impl_value"] is I._broadcast_value
+        for lhs, rhs in cases:
+            got = I._broadcast_value(lhs, rhs)
+            want = I._broadcast_impl_value(interpreter_semantic, lhs, rhs)
+            for g, w in zip(got, want):
+                assert g.type == w.type and g.dtype == w.dtype
+                assert g.handle.data.dtype == w.handle.data.dtype
+                assert np.array_equal(np.signbit(g.handle.data), np.signbit(w.handle.data))
+                assert np.array_equal(g.handle.data, w.handle.data)
+    assert "broadcast_impl_value" not in vars(interpreter_semantic)  # compiled kernels see Triton's own
