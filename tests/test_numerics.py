@@ -204,14 +204,17 @@ def _ill_conditioned(x, dtype):
 @pytest.mark.parametrize("op", ["cosh", "sinh"])
 def test_cosh_and_sinh_of_large_arguments_are_correctly_rounded_in_float64(op):
     """e^a / 2 taken as e^(a - ln 2) is off by about a ulps (the argument's rounding); e^a * 0.5, and
-    two halves near overflow, keep cosh, sinh and their gradients within an ulp of PyTorch's."""
+    two halves near overflow, keep cosh, sinh and their gradients within an ulp of libm's (Python's
+    math, what PyTorch's scalar CPU path calls: its vectorized float64 kernels overflow to inf
+    above ~709.78 on some CPUs, so PyTorch's own results there depend on the host)."""
     xs = [20.0, 27.308232836016487, 100.0, 354.5, 700.0, 709.5, 709.9, 710.4, -27.5, -709.9]
     x = tgrad.tensor(xs, dtype=tgrad.float64, requires_grad=True)
-    ref = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
-    y, want = getattr(x, op)(), getattr(ref, op)()
+    y = getattr(x, op)()
     y.sum().backward()
-    want.sum().backward()
-    for got, expected in ((y.detach(), want.detach()), (x.grad, ref.grad)):
+    derivative = {"cosh": math.sinh, "sinh": math.cosh}[op]
+    want = torch.tensor([getattr(math, op)(v) for v in xs], dtype=torch.float64)
+    want_grad = torch.tensor([derivative(v) for v in xs], dtype=torch.float64)
+    for got, expected in ((y.detach(), want), (x.grad, want_grad)):
         got = got.torch()
         assert torch.equal(torch.isinf(got), torch.isinf(expected))
         finite = torch.isfinite(expected)
