@@ -1,14 +1,11 @@
-"""Timing helpers shared by the benchmarks: medians after warm-up, the same way for tgrad and torch;
-and making ``import tgrad`` work from a bare checkout (a GPU machine where nothing is installed)."""
+"""Timing helpers shared by the benchmarks: medians after warm-up, the same way for tgrad and torch.
+Importing it makes ``import tgrad`` work from a bare checkout (``bare_checkout``)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import statistics
-import sys
 import time
-from pathlib import Path
 
 # One BLAS thread unless told otherwise, set before numpy loads OpenBLAS (import this module
 # first): tgrad's interpreted tl.dot calls numpy's BLAS on small tiles, and on a busy 2-core
@@ -18,25 +15,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def ensure_tgrad_importable():
-    """Make ``import tgrad`` work without ``pip install``: the package maps ``tgrad.kernels`` to
-    ``kernels/`` and ``tgrad.nn``/``tgrad.optim``/``tgrad.utils`` to ``nn/``, ``nn/optim``,
-    ``nn/utils`` (pyproject's package-dir), so a bare checkout needs the same search path."""
-    try:
-        if importlib.util.find_spec("tgrad.kernels") is not None:
-            return
-    except ImportError:  # a bare checkout's tgrad/ found on the path fails at ``tgrad.kernels``
-        sys.modules.pop("tgrad", None)
-    spec = importlib.util.spec_from_file_location(
-        "tgrad", ROOT / "tgrad" / "__init__.py",
-        submodule_search_locations=[str(ROOT / "tgrad"), str(ROOT), str(ROOT / "nn")])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tgrad"] = module
-    spec.loader.exec_module(module)
-
+from bare_checkout import ROOT, ensure_tgrad_importable  # noqa: E402
 
 ensure_tgrad_importable()
 

@@ -1,11 +1,12 @@
 """The GPU run in one script: the issue's GPU benchmark against PyTorch, then the test suite on CUDA.
 
-    python benchmarks/gpu_check.py [--json PATH] [--tests cuda|all|none] [--budget-s 450]
+    python benchmarks/gpu_check.py [--json PATH] [--tests cuda|all|none] [--budget-s 450] [--only SECTIONS]
     python benchmarks/gpu_check.py --dry-run      # tiny sizes on the CPU: checks the script itself
 
 Installs nothing (a bare checkout with torch and triton is enough: ``common`` makes ``tgrad``
 importable) and keeps to ``--budget-s`` (default 450 s, under the 8 minutes allowed): each section
-is skipped once the budget it may use is spent, and the test run gets what is left.
+is skipped once the budget is spent. The JSON is rewritten after every section, so a run stopped
+from outside still returns what it measured.
 
 Sections, each a table and a ``targets`` entry in the JSON (ratios are tgrad / PyTorch time unless
 said otherwise; timings are ``triton.testing.do_bench`` medians):
@@ -18,9 +19,13 @@ said otherwise; timings are ``triton.testing.do_bench`` medians):
    memory at V = 32768 against PyTorch's (target: <= 0.5x).
 4. the MLP training step 784-1024-1024-10, batch 256, fp32 and bf16 (target: within 1.2x), and
    the same step captured once as a CUDA graph and replayed (target: <= 0.5x PyTorch eager).
-5. the per-op table (benchmarks/ops.py) at its GPU sizes, and the optimizer step.
-6. ``pytest tests -x -q`` on the GPU (``-k cuda`` by default: the CUDA-device tests; the CPU ones
-   run in CI), with the time left.
+5. the sequence models (benchmarks/sequence_models.py): the LSTM, attention and transformer
+   block steps, and attention's memory at L = 4096.
+6. the per-op table (benchmarks/ops.py) at its GPU sizes, and the optimizer step.
+7. ``pytest tests -q`` on the GPU (``-k cuda`` by default: the CUDA-device tests; the CPU ones
+   run in CI), every failure listed, in parallel processes (pytest-xdist) where installed. By
+   default the tests run first, within ``--test-budget-s``: they are compile-bound, and the
+   benchmarks' timings are then taken with the kernels compiled and the GPU otherwise idle.
 """
 from __future__ import annotations
 
@@ -65,6 +70,12 @@ def _pair(shape, dtype, device, grad=False, seed=0, scale=1.0):
     return base.clone().requires_grad_(grad), tgrad.from_torch(base.clone()).requires_grad_(grad)
 
 
+def _save(path):
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(RESULTS, indent=1))
+
+
 def _name(dtype):
     return str(dtype).replace("torch.", "")
 
@@ -90,6 +101,11 @@ def section_matmul(device, n):
         rows.append((f"matmul {n}^3", label, f"{t_ms:.3f}", f"{p_ms:.3f}", f"{flops / t_ms / 1e9:.1f}",
                      f"{flops / p_ms / 1e9:.1f}", f"{ratio:.2f}x", f"{err:.2e}"))
         _target(f"matmul {n}^3 {label} throughput vs cuBLAS", round(ratio, 3), ">= 0.9", ratio >= 0.9)
+        if tf32:  # wgmma reads tf32 K-major only: the same product with B stored K-major (column-major)
+            tb_k = tgrad.from_torch(b.t().contiguous()).t()
+            k_ms = time_ms(lambda: ta @ tb_k, device)
+            rows.append((f"matmul {n}^3", label + ", B K-major", f"{k_ms:.3f}", f"{p_ms:.3f}",
+                         f"{flops / k_ms / 1e9:.1f}", f"{flops / p_ms / 1e9:.1f}", f"{p_ms / k_ms:.2f}x", "-"))
     torch.backends.cuda.matmul.allow_tf32 = False
     tgrad.backends.cuda.matmul.allow_tf32 = False
     print(table(rows, ("op", "dtype", "tgrad ms", "cuBLAS ms", "tgrad TFLOP/s", "cuBLAS TFLOP/s",
@@ -215,6 +231,15 @@ def section_mlp(device, sizes, batch, dtypes):
     return rows
 
 
+def section_sequence(device):
+    import sequence_models
+    rows, header, mem_rows, mem_header, mem_title = sequence_models.bench(device, 20 if device == "cuda" else 2)
+    print(table(rows, header))
+    print(mem_title)
+    print(table(mem_rows, mem_header))
+    return rows + [[mem_title]] + mem_rows
+
+
 def section_ops_table(device, dtypes):
     import ops
     import optim_step
@@ -231,26 +256,56 @@ def section_ops_table(device, dtypes):
 
 # ----------------------------------------------------------------------------- 6. tests
 
-def run_tests(which, seconds):
+def _has(module):
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def _xdist_workers():
+    if not _has("xdist"):  # pytest-xdist: the GPU image has it; CI does not need it
+        return 0
+    return max(2, min(8, (os.cpu_count() or 2) - 2))
+
+
+def run_tests(which, seconds, log=None):
     if which == "none" or seconds < 30:
         print(f"# tests: skipped ({'asked' if which == 'none' else f'{seconds:.0f} s left'})")
         return {"skipped": True}
-    args = ["tests", "-x", "-q", "-p", "no:cacheprovider"] + (["-k", "cuda"] if which == "cuda" else [])
-    code = ("import sys; sys.path.insert(0, 'benchmarks'); import common; import pytest; "
-            f"sys.exit(pytest.main({args!r}))")
+    args = ["tests", "-v", "-p", "no:cacheprovider", "-rfE", "--maxfail=60"] + (["-k", "cuda"] if which == "cuda" else [])
+    workers = _xdist_workers()
+    if workers:
+        args += ["-n", str(workers)]
+    if _has("pytest_timeout"):
+        args += ["--timeout", "150"]
+    # every process (xdist's workers too) makes a bare checkout's tgrad importable first; only
+    # that module joins the path (train_examples/ has a ``common`` of its own)
+    args += ["-p", "bare_checkout"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "benchmarks"),
+                                                                    os.environ.get("PYTHONPATH")])))
     print(f"# tests: pytest {' '.join(args)} (time limit {seconds:.0f} s)", flush=True)
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                              timeout=seconds)
+        proc = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=seconds, env=env)
         out, rc, timed_out = proc.stdout + proc.stderr, proc.returncode, False
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         rc, timed_out = None, True
-    tail = "\n".join(out.strip().splitlines()[-25:])
-    print(tail)
+    if log:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        Path(log).write_text(out)
+    lines = out.strip().splitlines()
+    failed = list(dict.fromkeys(line for line in lines if line.startswith(("FAILED", "ERROR"))))
+    if timed_out:  # no summary was printed: the per-test lines say what failed so far
+        failed = [line for line in lines if " FAILED " in line or " ERROR " in line]
+    tail = "\n".join(lines[-25:])
+    print("\n".join(failed[:80]) if failed else "")
+    print(tail if not failed else "\n".join(lines[-3:]))
     summary = {"returncode": rc, "timed_out": timed_out, "seconds": round(time.perf_counter() - t0, 1),
-               "tail": tail}
+               "failed": failed, "tail": tail}
     _target(f"pytest {' '.join(args)}", "timed out" if timed_out else f"exit {rc}", "exit 0", rc == 0)
     return summary
 
@@ -263,7 +318,13 @@ def main(argv=None):
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--tests", default="cuda", choices=["cuda", "all", "none"])
     p.add_argument("--budget-s", type=float, default=450.0, help="whole-run time limit (default 450)")
-    p.add_argument("--bench-share", type=float, default=0.5, help="fraction of the budget the benchmarks may use")
+    p.add_argument("--bench-share", type=float, default=0.5, help="fraction of the budget the benchmarks may use "
+                   "(with --tests-last)")
+    p.add_argument("--test-budget-s", type=float, default=200.0, help="the tests' time limit when they run first")
+    p.add_argument("--tests-last", action="store_true", help="benchmarks first, tests with the time left")
+    p.add_argument("--test-log", default=None, help="the whole pytest output goes here")
+    p.add_argument("--only", default=None, help="comma-separated sections to run (matmul, bandwidth, rows, "
+                   "mlp_step, sequence, ops_table)")
     args = p.parse_args(argv)
     device = "cpu" if args.dry_run else "cuda"
     if device == "cuda" and not torch.cuda.is_available():
@@ -280,9 +341,17 @@ def main(argv=None):
                                       float_dtypes)),
         ("mlp_step", lambda: section_mlp(device, [32, 64, 64, 10] if dry else [784, 1024, 1024, 10],
                                          16 if dry else 256, float_dtypes)),
+        ("sequence", lambda: section_sequence(device)),
         ("ops_table", lambda: section_ops_table(device, float_dtypes)),
     ]
-    bench_budget = args.budget_s * args.bench_share
+    if args.only:
+        keep = set(args.only.split(","))
+        sections = [(name, run) for name, run in sections if name in keep]
+    tests = "none" if dry and args.tests == "cuda" else args.tests
+    if not args.tests_last:
+        RESULTS["tests"] = run_tests(tests, min(args.test_budget_s, args.budget_s - 60), args.test_log)
+        _save(args.json)
+    bench_budget = args.budget_s - 10 if not args.tests_last else args.budget_s * args.bench_share
     for name, run in sections:
         if elapsed() > bench_budget:
             print(f"# {name}: skipped, the benchmarks' {bench_budget:.0f} s are spent", flush=True)
@@ -299,16 +368,15 @@ def main(argv=None):
         if device == "cuda":
             torch.cuda.empty_cache()
         print(f"# {name}: {elapsed() - t0:.0f} s (total {elapsed():.0f} s)", flush=True)
-    left = args.budget_s - elapsed() - 10
-    RESULTS["tests"] = run_tests("none" if dry and args.tests == "cuda" else args.tests, left)
+        _save(args.json)
+    if args.tests_last:
+        RESULTS["tests"] = run_tests(tests, args.budget_s - elapsed() - 10, args.test_log)
     met = sum(t["met"] for t in RESULTS["targets"])
     print(f"# targets met: {met} / {len(RESULTS['targets'])}")
     for t in RESULTS["targets"]:
         print(f"  {'ok ' if t['met'] else 'MISS'} {t['target']}: {t['value']} (goal {t['goal']})")
     print(f"# total {elapsed():.0f} s")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(RESULTS, indent=1))
+    _save(args.json)
     return RESULTS
 
 

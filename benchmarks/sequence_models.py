@@ -130,18 +130,9 @@ def measure(make, device, repeats):
     return sum(counts.values()), t, p
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--repeats", type=int, default=None)
-    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads on the CPU (default 1: on a "
-                    "busy machine idle OpenMP workers make small calls far slower)")
-    args = ap.parse_args(argv)
-    dev, cuda = args.device, args.device == "cuda"
-    if not cuda:
-        torch.set_num_threads(args.threads)
-    repeats = args.repeats or (20 if cuda else 2)
-    print(machine())
+def bench(dev, repeats):
+    """The step table and the attention-memory table: (rows, header, mem_rows, mem_header, mem_title)."""
+    cuda = dev == "cuda"
     rows = []
     lstm = dict(vocab=65, hidden=128, seq=64, batch=32)  # the issue's character-level model, on both
     n, t, p = measure(lambda lib: lstm_step(lib, dev, **lstm), dev, repeats)
@@ -155,8 +146,7 @@ def main(argv=None):
     n, t, p = measure(lambda lib: block_step(lib, dev, **blk), dev, repeats)
     rows.append([f"Transformer block step (d {blk['d']}, heads {blk['heads']}, seq {blk['seq']}, "
                  f"batch {blk['batch']})", n, "-", f"{t:.2f}", f"{p:.2f}", f"{t / p:.1f}"])
-    print(table(rows, ["step", "tgrad launches", "launches per time step", "tgrad ms", "torch ms",
-                       "tgrad / torch"]))
+    header = ["step", "tgrad launches", "launches per time step", "tgrad ms", "torch ms", "tgrad / torch"]
 
     mem = dict(B=1, H=4, L=4096, E=64) if cuda else dict(B=1, H=2, L=512, E=16)
     mem_rows = []
@@ -175,10 +165,27 @@ def main(argv=None):
             peak = f"{(torch.cuda.max_memory_allocated() - base) / 2**20:.1f}"
         mem_rows.append(["naive (composed ops)" if composed else "fused kernel", f"{held / 2**20:.2f}", peak])
         del out
-    print(f"\nattention memory at B {mem['B']}, H {mem['H']}, L=S {mem['L']}, E {mem['E']} (fp32; the (L, S) "
-          f"weights alone are {mem['B'] * mem['H'] * mem['L'] ** 2 * 4 / 2**20:.0f} MiB)")
-    print(table(mem_rows, ["form", "MiB held by the graph for backward", "peak MiB fwd+bwd (CUDA)"]))
+    mem_title = (f"attention memory at B {mem['B']}, H {mem['H']}, L=S {mem['L']}, E {mem['E']} (fp32; the (L, S) "
+                 f"weights alone are {mem['B'] * mem['H'] * mem['L'] ** 2 * 4 / 2**20:.0f} MiB)")
+    mem_header = ["form", "MiB held by the graph for backward", "peak MiB fwd+bwd (CUDA)"]
+    return rows, header, mem_rows, mem_header, mem_title
 
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads on the CPU (default 1: on a "
+                    "busy machine idle OpenMP workers make small calls far slower)")
+    args = ap.parse_args(argv)
+    dev, cuda = args.device, args.device == "cuda"
+    if not cuda:
+        torch.set_num_threads(args.threads)
+    print(machine())
+    rows, header, mem_rows, mem_header, mem_title = bench(dev, args.repeats or (20 if cuda else 2))
+    print(table(rows, header))
+    print("\n" + mem_title)
+    print(table(mem_rows, mem_header))
 
 if __name__ == "__main__":
     main()
