@@ -265,8 +265,14 @@ def _upload(rows: list, device: torch.device, capturing: bool = False) -> tuple[
     if device.type == "cuda":
         if capturing:
             # Captured, a non-blocking copy becomes a graph node that re-reads ``host`` at every
-            # replay (the caller keeps it alive and unchanged). Pinning now would query the
-            # pinned-memory cache's events, which a stream capture forbids in some PyTorch versions.
+            # replay (the caller keeps it alive and unchanged). PyTorch refuses a captured copy from
+            # pageable memory (seen with 2.11 on an H200) and pins inside a capture since its host
+            # allocator learned graph pools; older releases refuse the pinning instead (it queries
+            # the pinned cache's events), and there the pageable copy is what is left.
+            try:
+                host = host.pin_memory()
+            except RuntimeError:
+                pass
             return host.to(device, non_blocking=True), host
         # Eagerly, a pageable upload makes PyTorch synchronise the stream (the host would wait for
         # the whole queued step). From pinned memory it is asynchronous; PyTorch's pinned-memory

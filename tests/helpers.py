@@ -28,9 +28,10 @@ def _torch_dtype(dtype) -> torch.dtype:
 
 
 def to_torch(t) -> torch.Tensor:
-    """A float64 torch copy of tgrad tensor ``t`` (or of a torch tensor), detached."""
+    """A float64 torch copy of tgrad tensor ``t`` (or of a torch tensor), detached, on the CPU
+    (where the float64 references are)."""
     data = t.torch() if isinstance(t, tgrad.Tensor) else t
-    return data.detach().to(torch.float64).clone()
+    return data.detach().to(device="cpu", dtype=torch.float64).clone()
 
 
 def uniform64(shape, low=-2.0, high=2.0, seed=0) -> torch.Tensor:

@@ -847,3 +847,17 @@ def test_clamp_by_a_number_keeps_x_on_a_signed_zero_tie():
     for expr in ("L.clamp_min(L.tensor([-0.0, 0.0]), 0.0)", "L.clamp_min(L.tensor([-0.0, 0.0]), -0.0)",
                  "L.clamp_max(L.tensor([-0.0, 0.0]), 0.0)", "L.tensor([-0.0]).clamp_min_(0.0)", "L.tensor([0.0]).clamp_max_(-0.0)"):
         same(lambda L, F: eval(expr), signed_zeros=True)
+
+
+@pytest.mark.parametrize("bounds", [(-0.7, 0.7), (0.7, -0.7), (-0.7, None), (None, 0.7), (float("nan"), 1.0)])
+def test_half_clamp_gradient_compares_x_with_the_bounds_rounded_to_its_dtype(bounds):
+    # fp16(0.7) = 0.7002 > 0.7: PyTorch's ClampBackward1 compares in fp16, so x == fp16(0.7) passes
+    # the gradient (first seen on an H200, where the CUDA tests compare half results with PyTorch's)
+    lo, hi = bounds
+
+    def clamp_half(L, F):
+        x = L.tensor([0.7002, -0.7002, 0.5, 0.71, -5.0, 0.6997], dtype=L.float16, requires_grad=True)
+        y = x.clamp(lo, hi)
+        y.backward(L.ones_like(y))
+        return y, x.grad
+    same(clamp_half)

@@ -40,21 +40,35 @@ def _pair(shape, dtype, seed=0, transpose=False):
     return x, data.to(torch.float64).requires_grad_()
 
 
-def _close(got, ref, dtype, scale=1.0):
+def _close(got, ref, dtype, scale=1.0, own=None):
+    """``got`` matches the float64 reference within ``dtype``'s tolerance. ``own`` is PyTorch's own
+    result in ``dtype`` on the GPU: where it too misses the reference beyond the tolerance, the
+    element is ill-conditioned in that precision (a cancelling sum of rounded terms) and ``got`` is
+    held to PyTorch's own value there instead (the fuzzers' rule, docs/testing.md)."""
     rtol, atol = TOL[dtype]
+    rtol, atol = rtol * scale, atol * scale
     assert got.device.type == "cuda"
-    torch.testing.assert_close(got.torch().double().cpu(), ref.detach().double(), rtol=rtol * scale,
-                               atol=atol * scale, equal_nan=True)
+    expected = ref.detach().double()
+    if own is not None:
+        own = own.detach().double().cpu()
+        ill = (own - expected).abs() > atol + rtol * expected.abs()
+        expected = torch.where(ill, own, expected)
+    torch.testing.assert_close(got.torch().double().cpu(), expected, rtol=rtol, atol=atol, equal_nan=True)
 
 
-def _check(fn_tgrad, fn_torch, inputs, refs, dtype, scale=1.0):
+def _check(fn_tgrad, fn_torch, inputs, refs, dtype, scale=1.0, grad_scale=None):
+    low = dtype in (torch.float16, torch.bfloat16)  # PyTorch's own GPU result decides ill-conditioning
+    owns = [r.detach().to(dtype).cuda().requires_grad_() for r in refs] if low else []
     y, yr = fn_tgrad(*inputs), fn_torch(*refs)
-    _close(y, yr, dtype, scale)
+    yo = fn_torch(*owns) if low else None
+    _close(y, yr, dtype, scale, yo)
     g = uniform64(tuple(y.shape), seed=7).to(dtype)
     y.backward(tgrad.from_torch(g.cuda()))
     yr.backward(g.double())
-    for x, r in zip(inputs, refs):
-        _close(x.grad, r.grad, dtype, scale)
+    if low:
+        yo.backward(g.cuda())
+    for i, (x, r) in enumerate(zip(inputs, refs)):
+        _close(x.grad, r.grad, dtype, grad_scale or scale, owns[i].grad if low else None)
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +98,9 @@ def test_activations_on_cuda(name, dtype):
 def test_binary_broadcast_on_cuda(name, dtype):
     a, ra = _pair((33, 1, 517), dtype, seed=1)
     b, rb = _pair((9, 517), dtype, seed=2)
-    _check(BINARY[name], BINARY[name], [a, b], [ra, rb], dtype, scale=4.0)
+    # each gradient sums 9 or 33 terms over the broadcast dims, every term rounded to ``dtype``
+    # first (PyTorch's too): the error grows with the count, as a matmul's with K
+    _check(BINARY[name], BINARY[name], [a, b], [ra, rb], dtype, scale=4.0, grad_scale=16.0)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import numbers
 
+import torch
+
 from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
@@ -53,7 +55,12 @@ def clamp(x, min=None, max=None):  # noqa: A002
     if isinstance(min, Tensor) or isinstance(max, Tensor) or dtype is not x.dtype or not dtype.is_floating_point:
         # the scalar kernel takes +-inf for an absent bound, which integers cannot hold
         return P.ClampTensor.apply(x, min, max)
-    return _Clamp.apply(x, -math.inf if min is None else min, math.inf if max is None else max)
+    lo, hi = -math.inf if min is None else min, math.inf if max is None else max
+    if x.dtype in (_dtype.float16, _dtype.bfloat16):
+        # PyTorch's ClampBackward1 compares x with the bounds in x's dtype (x == fp16(0.7) > 0.7
+        # passes the gradient); the forward is the same either way once rounded to x's dtype
+        lo, hi = torch.tensor([float(lo), float(hi)], dtype=torch.float64).to(x.dtype.torch).tolist()
+    return _Clamp.apply(x, lo, hi)
 
 
 def check_bool_clamp(min, max):  # noqa: A002
