@@ -300,11 +300,12 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
     tf32 = allow_tf32 and a.dtype == torch.float32
 
     def run(config, run_launch=launch):
-        bm, bn, bk, warps, stages = config
+        bm, bn, bk, warps, stages = config[:5]
+        a_, b_ = _k_major(a, b) if config[5:] == (True,) else (a, b)
         grid = (nbatch * cdiv(M, bm) * cdiv(N, bn),)
-        run_launch(matmul_kernel, grid, a, b, out, preact, out if bias is None else bias,
+        run_launch(matmul_kernel, grid, a_, b_, out, preact, out if bias is None else bias,
                    out if sums is None else sums, M, N, K,
-                   bshape, *bstrides, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                   bshape, *bstrides, a_.stride(-2), a_.stride(-1), b_.stride(-2), b_.stride(-1),
                    out.stride(-2), out.stride(-1), preact.stride(-2), preact.stride(-1),
                    0 if bias is None else bias.stride(0), 0 if sums is None else sums.stride(0),
                    BATCH_NDIM=len(bshape) if nbatch > 1 else 0, HAS_BIAS=bias is not None,
@@ -331,6 +332,10 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
         return result
     config = _config(a.dtype, M, N, K, a.device, allow_tf32)
     candidates = _TENSOR_CORE_CANDIDATES.get(a.element_size() if a.dtype != torch.float32 or tf32 else 0)
+    if tf32 and not batch and (a.stride(-1) != 1 or b.stride(-2) != 1):
+        # Hopper's wgmma reads tf32 operands K-major only; Triton falls back to the older, slower
+        # mma for any other layout. Copying an operand K-major first is tried as a candidate too.
+        candidates = candidates + [(*c, True) for c in candidates]
     if cuda and candidates and 2 * nbatch * M * N * K >= TUNE_MIN_FLOPS:
         # Timing runs write the same output (every store overwrites), straight through Triton:
         # they are not the caller's launches.
@@ -340,6 +345,15 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
                                is_capturing())
     run(config)
     return result
+
+
+def _k_major(a: torch.Tensor, b: torch.Tensor):
+    """``a`` (M, K) and ``b`` (K, N) with K the contiguous dim of each: copies where it is not."""
+    if a.stride(-1) != 1:
+        a = a.contiguous()
+    if b.stride(-2) != 1:
+        b = b.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return a, b
 
 
 def _direct_launch(kernel, grid, *args, **meta):

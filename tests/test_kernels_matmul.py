@@ -219,3 +219,18 @@ def test_tuned_cuda_product_matches_torch(monkeypatch):
         got = matmul(a, b)
     assert sum(launches.values()) == 1 and len(KM._tuned) == 1  # timing runs are not the caller's launches
     torch.testing.assert_close(got.double().cpu(), a.double().cpu() @ b.double().cpu(), rtol=2e-2, atol=2e-2)
+
+
+def test_k_major_copies_only_the_operands_whose_k_is_not_contiguous():
+    # tf32 candidates on a GPU stage operands K-major (Hopper's wgmma reads tf32 no other way)
+    from tgrad.kernels.matmul import _k_major
+    a = torch.randn(5, 7, dtype=torch.float64)
+    b = torch.randn(7, 3, dtype=torch.float64)
+    a_k, b_k = _k_major(a, b)
+    assert a_k is a and a_k.stride(-1) == 1  # already K-major: no copy
+    assert b_k.stride(-2) == 1 and torch.equal(b_k, b)
+    a_t = torch.randn(7, 5, dtype=torch.float64).t()  # (5, 7), K strided
+    b_t = torch.randn(3, 7, dtype=torch.float64).t()  # (7, 3), already K-major
+    a_k, b_k = _k_major(a_t, b_t)
+    assert a_k.stride(-1) == 1 and torch.equal(a_k, a_t) and b_k is b_t
+    torch.testing.assert_close(matmul(a_k, b_k), a_t @ b_t)
