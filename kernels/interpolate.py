@@ -36,7 +36,9 @@ MODES = {"nearest": 0, "nearest-exact": 1, "linear": 2}
 
 @triton.jit
 def _scale(L, O, scale_bits, HAS_SCALE, ALIGN: tl.constexpr, T: tl.constexpr):
-    """torch's area_pixel_compute_scale in dtype T."""
+    """torch's area_pixel_compute_scale in dtype T. The sizes go through ``tl.to_tensor``: a GPU
+    launch turns an int argument equal to 1 into a constant, which has no ``.to``."""
+    L, O, HAS_SCALE = tl.to_tensor(L), tl.to_tensor(O), tl.to_tensor(HAS_SCALE)
     if ALIGN:
         s = tl.where(O > 1, (L - 1).to(T) / tl.maximum(O - 1, 1).to(T), 0.0)
     else:

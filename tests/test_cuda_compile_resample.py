@@ -9,7 +9,7 @@ from triton.compiler import ASTSource
 import tgrad
 import tgrad.nn.functional as F
 from tgrad.kernels.launch import launch_observers
-from test_cuda_compile import _record
+from test_cuda_compile import _arg_type, _record
 
 NEW_KERNELS = {"pad_fwd_kernel", "pad_bwd_kernel", "adaptive_pool_fwd_kernel", "adaptive_pool_bwd_kernel",
                "interp_fwd_kernel", "interp_bwd_kernel", "im2col_kernel", "col2im_kernel", "conv_dgrad_kernel"}
@@ -56,3 +56,42 @@ def test_resample_kernels_compile_for_sm90():
         except Exception as e:  # collect all, report together
             failures.append(f"{name} {consts[:200]}: {type(e).__name__}: {str(e)[:300]}")
     assert not failures, "kernels that do not compile for sm_90:\n" + "\n".join(failures)
+
+
+def test_interpolate_of_size_one_compiles_as_a_gpu_launch_specialises_it():
+    """A GPU launch turns every int argument equal to 1 into a compile-time constant: an input or
+    output of height or width 1 must still compile (``.to()`` on such a constant failed)."""
+    seen = {}
+
+    def observe(kernel, grid, args, meta):
+        if kernel.__name__.startswith("interp_"):
+            names = kernel.arg_names
+            params = dict(zip(names, args), **{k: v for k, v in meta.items() if k in names})
+            constexprs = {names[i] for i in kernel.constexprs}
+            signature, constants = {}, {}
+            for name, value in params.items():
+                if name in constexprs or (type(value) is int and value == 1):  # as a GPU launch specialises
+                    signature[name], constants[name] = "constexpr", value
+                else:
+                    signature[name] = _arg_type(value)
+            options = {k: v for k, v in meta.items() if k in ("num_warps", "num_stages")}
+            seen.setdefault(repr((kernel.__name__, sorted(constants.items()))), (kernel, signature, constants, options))
+    launch_observers.append(observe)
+    try:
+        for shape in ((1, 2, 1, 5), (1, 2, 4, 1), (1, 1, 1, 1)):
+            x = tgrad.randn(*shape, requires_grad=True)
+            for kw in (dict(size=(1, 3)), dict(size=(3, 1), mode="bilinear"),
+                       dict(size=(1, 1), mode="bilinear", align_corners=True),
+                       dict(scale_factor=1, mode="nearest-exact")):
+                F.interpolate(x, **kw).sum().backward()
+    finally:
+        launch_observers.remove(observe)
+    target = GPUTarget("cuda", 90, 32)
+    failures = []
+    for kernel, signature, constants, options in seen.values():
+        try:
+            assert triton.compile(ASTSource(kernel, signature, constants), target=target, options=options).asm["cubin"]
+        except Exception as e:
+            failures.append(f"{kernel.__name__} {sorted(constants.items())}: {type(e).__name__}: {str(e)[:300]}")
+    assert len(seen) >= 4
+    assert not failures, "\n".join(failures)

@@ -58,3 +58,31 @@ def test_sequence_kernels_compile_for_sm90(monkeypatch):
         except Exception as e:  # collect all, report together
             failures.append(f"{name} {consts[:200]}: {type(e).__name__}: {str(e)[:400]}")
     assert not failures, "kernels that do not compile for sm_90:\n" + "\n".join(failures)
+
+
+def test_multinomial_of_many_samples_compiles_for_sm90_without_spilling(monkeypatch):
+    """8192 samples: an uncapped sample block spilled 35 KB of registers and took 253 s to compile;
+    in GPU blocks the search tile stays (16, 256) whatever the count."""
+    import os
+    import subprocess
+    import tempfile
+    import tgrad.kernels.multinomial as KM
+    blocks = KM._blocks
+    monkeypatch.setattr(KM, "_blocks", lambda R, C, k, replace, d: blocks(R, C, k, replace, torch.device("cuda")))
+    launches = {}
+    observer = _record(launches)
+    launch_observers.append(observer)
+    try:
+        tgrad.multinomial(tgrad.rand(1, 300), 8192, replacement=True)
+    finally:
+        launch_observers.remove(observer)
+    ((kernel, signature, constants, options),) = [v for (name, _, _), v in launches.items() if name == "multinomial_kernel"]
+    compiled = triton.compile(ASTSource(kernel, signature, constants), target=GPUTarget("cuda", 90, 32), options=options)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "multinomial.cubin")
+        with open(path, "wb") as f:
+            f.write(compiled.asm["cubin"])
+        cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+        usage = subprocess.run([cuobjdump, "--dump-resource-usage", path], capture_output=True, text=True,
+                               check=True).stdout
+    assert " STACK:0 " in usage and " LOCAL:0 " in usage, usage  # no spills
