@@ -17,6 +17,7 @@ import triton.language as tl
 from .launch import launch
 from .layout import cdiv, next_pow2
 from .random import _as_int64_bits, _u53, philox_key_and_base
+from .target import target
 
 __all__ = ["multinomial"]
 
@@ -29,7 +30,7 @@ def multinomial_kernel(w_ptr, out_ptr, status_ptr, seed, offset, state, R, C, K,
     the weights walked BLOCK_C columns at a time (without replacement: one chunk, the whole row)."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     rmask = rows < R
-    chunk = tl.program_id(1)
+    chunk = tl.program_id(1).to(tl.int64)
     # the row's status, total, count of positive weights and last positive column
     bad = tl.zeros([BLOCK_R], tl.int32)
     positive = tl.zeros([BLOCK_R], tl.int32)
@@ -50,7 +51,7 @@ def multinomial_kernel(w_ptr, out_ptr, status_ptr, seed, offset, state, R, C, K,
         tl.store(status_ptr + rows, status.to(tl.int32), mask=rmask)
     key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
     if REPLACE:
-        ks = chunk.to(tl.int64) * BLOCK_K + tl.arange(0, BLOCK_K)
+        ks = chunk * BLOCK_K + tl.arange(0, BLOCK_K)
         x0, x1, _, _ = tl.randint4x(key, base + rows[:, None] * K + ks[None, :])
         target = _u53(x0, x1) * total[:, None]
         idx = tl.zeros([BLOCK_R, BLOCK_K], tl.int64)
@@ -86,7 +87,7 @@ def _blocks(R: int, C: int, k: int, replace: bool, device: torch.device):
     at most, so neither the sample count nor the row length reaches the registers (an uncapped
     BLOCK_K of 8192 spilled 35 KB and took 253 s to compile for sm_90)."""
     bc = max(16, next_pow2(C))
-    if device.type == "cpu":
+    if target(device) == "cpu":
         bk = max(16, next_pow2(k)) if replace else 1
         per_row = bc * bk
         return max(1, min(next_pow2(R), (1 << 18) // per_row)), bc, bk
