@@ -861,3 +861,14 @@ def test_half_clamp_gradient_compares_x_with_the_bounds_rounded_to_its_dtype(bou
         y.backward(L.ones_like(y))
         return y, x.grad
     same(clamp_half)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_half_threshold_compares_in_float32_as_pytorch(inplace):
+    # PyTorch's threshold kernel compares fp16 in fp32: x = fp16(0.7) = 0.7002 > 0.7 is kept
+    def threshold_half(L, F):
+        x = L.tensor([0.7002, -0.7002, 0.5, 0.6997, float("nan")], dtype=L.float16, requires_grad=True)
+        y = F.threshold(x * 1, 0.7, -3.0, inplace)
+        y.backward(L.ones_like(y))
+        return y, x.grad
+    same(threshold_half)

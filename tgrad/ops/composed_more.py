@@ -245,9 +245,15 @@ def _outside(x, lambd):
     return (x >= -lambd).logical_and(x <= lambd).logical_not()
 
 
+def _opmath(x):
+    """fp16/bf16 compared in fp32, as PyTorch's threshold kernels do (x = fp16(0.7) > 0.7 is kept)."""
+    return x.float() if x.dtype in (_dtype.float16, _dtype.bfloat16) else x
+
+
 # kind: (keep(x, a): where the gradient passes, value(x, a, b, keep))
 _GATED = {
-    "threshold": (lambda x, t: (x <= t).logical_not(), lambda x, t, v, keep: x.masked_fill(keep.logical_not(), v)),
+    "threshold": (lambda x, t: (_opmath(x) <= t).logical_not(),
+                  lambda x, t, v, keep: x.masked_fill(keep.logical_not(), v)),
     "hardshrink": (_outside, lambda x, lambd, _, keep: x.masked_fill(keep.logical_not(), 0)),
     "softshrink": (_outside, lambda x, lambd, _, keep: x - clamp(x, -lambd, lambd)),
 }
@@ -289,7 +295,7 @@ def threshold(input, threshold, value):  # noqa: A002
 
 @op("threshold_", method=False)
 def threshold_(input, threshold, value):  # noqa: A002
-    return input.masked_fill_(input <= threshold, value)
+    return input.masked_fill_(_opmath(input) <= threshold, value)
 
 
 @op("hardshrink")
