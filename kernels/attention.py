@@ -40,6 +40,7 @@ from .launch import launch
 from .layout import cdiv, next_pow2
 from .random import _as_int64_bits, philox_key_and_base
 from .scalars import as_f64, f64_bits
+from .target import target
 
 __all__ = ["attention_forward", "attention_backward", "MASK_NONE", "MASK_BOOL", "MASK_ADD"]
 
@@ -293,7 +294,7 @@ _PACKED_TILE = 1 << 14  # interpreted: the largest (rows x keys) logits tile of 
 def _layout(B, HQ, HK, L, S, E, EV, dtype, device):
     """(packed, BLOCK_M, BLOCK_N, BLOCK_E, BLOCK_EV)."""
     be, bev = max(16, next_pow2(E)), max(16, next_pow2(EV))
-    if device.type == "cpu":
+    if target(device) == "cpu":
         # interpreted, an op costs ~0.1 ms plus its elements: tiles of ~16K logits spanning about
         # two key heads and four times as many query rows (measured best on small heads; the
         # cross-head pairs they compute and mask are cheaper than more, smaller programs)

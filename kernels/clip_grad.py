@@ -27,6 +27,7 @@ import triton.language as tl
 from .launch import launch
 from .layout import next_pow2
 from .scalars import as_f64, f64_bits
+from .target import target
 
 __all__ = ["NORM_KINDS", "grad_norm_partials", "clip_by_total_norm", "clamp_rows", "ROW"]
 
@@ -165,8 +166,9 @@ def _clamp_kernel(table, like, rows_per_program, v_bits, COMPUTE: tl.constexpr, 
 
 
 def _grid(device, n_rows):
-    """One program walks every row under the interpreter (it pays per program); one per row compiled."""
-    return ((1,), n_rows) if device.type == "cpu" else ((n_rows,), 1)
+    """One program walks every row under the interpreter (it pays per program); one per row compiled.
+    With no rows (``get_total_norm`` scales nothing) one program still runs: it stores the total."""
+    return ((1,), n_rows) if target(device) == "cpu" or n_rows == 0 else ((n_rows,), 1)
 
 
 def grad_norm_partials(table, like, partials, n_rows, p: float, kind: int, acc, block: int):

@@ -36,6 +36,7 @@ from .launch import launch
 from .layout import cdiv
 from .reduce import reduce
 from .unfold import conv_transpose2d_gemm
+from .target import target
 
 __all__ = ["conv2d_forward", "conv2d_grad_input", "conv2d_grad_weight"]
 
@@ -212,7 +213,7 @@ def _acc(dtype: torch.dtype, device: torch.device):
     """(accumulator dtype, UPCAST). Interpreted, tl.dot is numpy's matmul with an explicit dtype,
     which for fp32 skips BLAS and runs ~100x slower than for fp64: products of fp32/fp16 are formed
     and summed in fp64 there (exact products, and a more accurate sum than the GPU's fp32)."""
-    if dtype == torch.float64 or device.type == "cpu":
+    if dtype == torch.float64 or target(device) == "cpu":
         return tl.float64, dtype != torch.float64
     return tl.float32, False
 
@@ -221,7 +222,7 @@ def _gemm_blocks(M: int, N: int, K: int, dtype: torch.dtype, device: torch.devic
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps) of an implicit GEMM. Interpreted, every launch and tl
     op costs the same whatever the block, so tiles hold up to 2^17 elements and K is taken in as
     few chunks as fit; compiled, the usual register-sized tiles."""
-    if device.type == "cpu":
+    if target(device) == "cpu":
         bn, bk = _pow2(N, 16, 128), _pow2(K, 16, 512)
         bm = _pow2(M, 16, max(16, (1 << 17) // max(bk, bn)))
         return bm, bn, bk, 4
@@ -284,7 +285,7 @@ def conv2d_grad_input(g, w, x_shape, stride, padding, dilation, groups, bias=Non
     if (K == 0 or OH == 0 or OW == 0) and bias is None:
         return dx.fill_(0)
     if gemm is None:
-        gemm = g.device.type == "cpu" and groups == 1
+        gemm = target(g.device) == "cpu" and groups == 1
     if gemm and groups == 1 and K > 0:
         # interpreted, the gather below pays for every (pixel, tap) pair, (s^2 - 1)/s^2 of them
         # masked off with stride s; a matmul + col2im is several times cheaper there
@@ -321,7 +322,7 @@ def conv2d_grad_weight(x, g, w_shape, stride, padding, dilation, groups, splits=
     tiles = groups * cdiv(OCG, bm) * cdiv(CKK, bn)
     if splits is None:
         splits = 1
-        if x.device.type != "cpu":  # a long pixel sum over few tiles: spread it over ~256 programs
+        if target(x.device) != "cpu":  # a long pixel sum over few tiles: spread it over ~256 programs
             splits = max(1, min(256 // tiles, cdiv(P, 8 * bk)))
     k_per_split = cdiv(cdiv(P, splits), bk) * bk
     splits = cdiv(P, k_per_split)

@@ -24,6 +24,7 @@ import triton.language as tl
 from .launch import launch
 from .layout import block_for, cdiv, collapse, element_offset
 from .scalars import as_f64, f64_bits  # noqa: F401 (re-exported for random.py)
+from .target import target
 
 __all__ = ["arange", "linspace", "eye", "fill", "f64_bits"]
 
@@ -33,7 +34,7 @@ _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 def compile_options(device: torch.device) -> dict:
     """Launch options of every kernel here: no fp contraction when compiled (see the module
     docstring); nothing on the CPU, where the interpreter has no such option to take."""
-    if device.type == "cpu":
+    if target(device) == "cpu":
         return {}
     return {"num_warps": 4, "enable_fp_fusion": False}
 

@@ -26,6 +26,7 @@ from .launch import launch
 from .layout import block_shape_2d, cdiv
 from .reduce import reduce
 from .scalars import as_f64, f64_bits
+from .target import target, sm_count
 
 __all__ = ["layer_norm_forward", "layer_norm_backward"]
 
@@ -202,15 +203,15 @@ def _row_blocks(M: int, D: int, device: torch.device):
     """(BLOCK_R, BLOCK_C, num_warps). Rows of 2049..4096 on a GPU: one whole row a program over 16
     warps. Measured on an H200 at (8192, 4096) against the generic (2, 2048, 8): forward 2.0x
     (fp32) and 1.4x (bf16) faster, forward + backward 1.4x and 1.6x (docs/gpu.md)."""
-    if device.type == "cuda" and 2048 < D <= 4096:
+    if target(device) == "cuda" and 2048 < D <= 4096:
         return 1, 4096, 16
     return block_shape_2d(M, D, device)
 
 
 def _programs(M, block_r, device) -> int:
-    if device.type == "cpu":
+    if target(device) == "cpu":
         return 1
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    sms = sm_count(device)
     return max(1, min(cdiv(M, block_r), 4 * sms))
 
 

@@ -19,6 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .target import target
+
 __all__ = ["collapse", "element_offset", "block_for", "block_shape_2d", "cdiv", "next_pow2"]
 
 
@@ -68,7 +70,7 @@ def cdiv(a: int, b: int) -> int:
 
 def block_for(numel: int, device: torch.device) -> int:
     """Elements per program of a 1-d walk: one big block interpreted, 1024 compiled."""
-    if device.type == "cpu":
+    if target(device) == "cpu":
         return min(next_pow2(numel), 1 << 16)
     return 1024
 
@@ -77,7 +79,8 @@ def block_shape_2d(n_rows: int, n_cols: int, device: torch.device):
     """(BLOCK_R, BLOCK_C, num_warps) for a rows x cols walk. Interpreted, a block-step costs per
     tl op whatever its size, so blocks hold 2^16 elements, shaped for the fewest steps; compiled,
     a few thousand elements per program keep registers in check and every SM busy."""
-    budget, max_cols = (1 << 16, 1 << 16) if device.type == "cpu" else (4096, 2048)
+    cpu = target(device) == "cpu"
+    budget, max_cols = (1 << 16, 1 << 16) if cpu else (4096, 2048)
     rows_p2 = next_pow2(n_rows)
 
     def shape_and_steps(block_c):
@@ -87,7 +90,7 @@ def block_shape_2d(n_rows: int, n_cols: int, device: torch.device):
         return cdiv(n_rows, block_r) * cdiv(n_cols, block_c), block_r, block_c
 
     widest = min(next_pow2(n_cols), max_cols)
-    if device.type != "cpu":  # narrow column blocks would serialise a row on the GPU
+    if not cpu:  # narrow column blocks would serialise a row on the GPU
         _, block_r, block_c = shape_and_steps(widest)
     else:
         candidates = [shape_and_steps(widest >> k) for k in range(widest.bit_length())]

@@ -37,6 +37,7 @@ from .launch import launch
 from .layout import block_for, cdiv, collapse, element_offset
 from .math_ops import log1p
 from .scalars import as_f64, f64_bits
+from .target import target, sm_count
 
 __all__ = ["Loss", "LOSSES", "loss_forward", "loss_backward", "finish_sum", "programs_for"]
 
@@ -257,9 +258,9 @@ def finish_sum(part: torch.Tensor, out: torch.Tensor, mean: bool, divisor=1.0) -
 def programs_for(n_blocks: int, device: torch.device) -> int:
     """How many programs walk ``n_blocks`` blocks when each sums its share into one partial: one
     interpreted (it pays per op, not per program), a few per SM compiled."""
-    if device.type == "cpu":
+    if target(device) == "cpu":
         return 1
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    sms = sm_count(device)
     return max(1, min(n_blocks, 4 * sms))
 
 

@@ -29,6 +29,7 @@ from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch, launch_site
 from .layout import cdiv, collapse, next_pow2
 from .reduce import reduce
+from .target import target
 
 __all__ = ["matmul", "ACTIVATIONS"]
 
@@ -225,7 +226,8 @@ _tuned: dict = {}  # problem key -> the fastest candidate measured
 
 def _tuned_config(key, candidates, measure, capturing: bool):
     """The candidate with the least ``measure(config)`` time, measured once per ``key``. During a
-    graph capture nothing is measured (the timing runs would be captured): the first candidate."""
+    graph capture nothing is measured (the timing runs would be captured), nor on a CPU configured
+    as CUDA (kernels/target.py): the first candidate."""
     best = _tuned.get(key)
     if best is None:
         if capturing:
@@ -236,7 +238,7 @@ def _tuned_config(key, candidates, measure, capturing: bool):
 
 def _config(dtype, M, N, K, device, allow_tf32):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); tl.dot needs every block dim >= 16."""
-    if device.type == "cpu":
+    if target(device) == "cpu":
         # The interpreter pays per program instance and per tl op, not per flop: few, big tiles
         # (numpy's BLAS does the flops; past 256 x 256 x 512 a tile's element-wise work shows)
         return _pow2(M, 16, 256), _pow2(N, 16, 256), _pow2(K, 16, 512), 4, 1
@@ -296,7 +298,8 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
 
     nb = len(batch)
     bshape, bstrides = collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
-    cuda = a.device.type == "cuda"
+    cuda = target(a.device) == "cuda"  # configured as on a GPU (kernels/target.py)
+    on_gpu = a.device.type == "cuda"
     tf32 = allow_tf32 and a.dtype == torch.float32
 
     def run(config, run_launch=launch):
@@ -312,7 +315,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
                    ACT=ACTIVATIONS[activation], STORE_PREACT=return_preact,
                    ACC=compute_dtype(accumulate_dtype(a.dtype)),
                    PRECISION="tf32" if tf32 else "ieee",
-                   UPCAST=not cuda and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                   UPCAST=not on_gpu and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                    GROUP_M=8 if cuda else 1, ONE_TILE=grid == (1,), ONE_K=K <= bk,
                    EVEN_M=M % bm == 0, EVEN_N=N % bn == 0, EVEN_K=K > 0 and K % bk == 0, ROWSUM=rowsum,
                    num_warps=warps, num_stages=stages)
@@ -342,7 +345,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
         key = (a.device, a.dtype, tf32, bias is not None, activation, return_preact, rowsum, nbatch, M, N, K,
                a.stride(-1) == 1, b.stride(-1) == 1)
         config = _tuned_config(key, candidates, lambda c: _time_ms(lambda: run(c, _direct_launch)),
-                               is_capturing())
+                               is_capturing() or not on_gpu)
     run(config)
     return result
 

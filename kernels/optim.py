@@ -50,6 +50,7 @@ from .dtypes import compute_dtype
 from .launch import launch
 from .layout import next_pow2
 from .scalars import as_f64, f64_bits
+from .target import target
 
 __all__ = ["ALGORITHMS", "TableCache", "fused_step"]
 
@@ -240,7 +241,7 @@ def _chunk(device: torch.device, longest: int) -> tuple[int, int]:
     has ``longest`` elements. The interpreter pays per program and per op, so a row is one block
     of up to 2^16 elements, no wider than needed; compiled, rows of 16K elements walked in 1K
     blocks keep the table short and every SM busy."""
-    if device.type == "cpu":
+    if target(device) == "cpu":
         block = min(next_pow2(max(longest, 16)), 1 << 16)
         return block, block
     return 1 << 14, 1 << 10
@@ -426,7 +427,7 @@ def fused_step(algo: str, params, grads, states, scalars, firsts, hyper, *, maxi
             continue
         n_rows = table.numel() // ROW.value
         # one program walks every row under the interpreter (it pays per program); one per row compiled
-        grid, per_program = ((1,), n_rows) if device.type == "cpu" else ((n_rows,), 1)
+        grid, per_program = ((1,), n_rows) if target(device) == "cpu" else ((n_rows,), 1)
         launch(_optim_kernel, grid, table, keep[0], per_program, *h, ALGO=code, MAXIMIZE=bool(maximize),
                WEIGHT_DECAY=bool(weight_decay), MOMENTUM=bool(momentum), NESTEROV=bool(nesterov),
                AMSGRAD=bool(amsgrad), DECOUPLED=bool(decoupled), CENTERED=bool(centered),

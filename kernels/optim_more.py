@@ -37,6 +37,7 @@ import triton.language as tl
 from .launch import launch
 from .optim import _chunk, _upload
 from .scalars import as_f64, f64_bits
+from .target import target
 
 __all__ = ["ALGORITHMS_MORE", "fused_step_more"]
 
@@ -232,7 +233,7 @@ def fused_step_more(algo: str, params, grads, states, scalars, flags, hyper, *, 
             continue
         table = _upload(rows, device)[0]
         n_rows = table.numel() // ROW.value
-        grid, per_program = ((1,), n_rows) if device.type == "cpu" else ((n_rows,), 1)
+        grid, per_program = ((1,), n_rows) if target(device) == "cpu" else ((n_rows,), 1)
         launch(_optim_more_kernel, grid, table, keep[0], per_program, *h, ALGO=code, MAXIMIZE=bool(maximize),
                WEIGHT_DECAY=bool(weight_decay), DECOUPLED=bool(decoupled), COMPUTE=_COMPUTE[dtype], BLOCK=block,
                num_warps=4, keep_alive=keep)

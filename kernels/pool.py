@@ -22,6 +22,7 @@ import triton.language as tl
 from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
 from .layout import block_for, cdiv
+from .target import target
 
 __all__ = ["max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "avg_pool2d_backward"]
 
@@ -148,7 +149,7 @@ def avg_pool_bwd_kernel(g_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sg
 
 
 def _block(total: int, device: torch.device):
-    return block_for(total, device) if device.type == "cpu" else 256
+    return block_for(total, device) if target(device) == "cpu" else 256
 
 
 def _compute(dtype: torch.dtype):

@@ -28,6 +28,7 @@ from .dtypes import compute_dtype
 from .launch import launch, launch_site
 from .layout import block_shape_2d, cdiv, collapse, element_offset, next_pow2
 from .logsumexp import online_logsumexp
+from .target import target, sm_count
 
 __all__ = ["reduce", "REDUCE_OPS", "REDUCTIONS", "Reduction"]
 
@@ -348,7 +349,7 @@ def reduce(x: torch.Tensor, dims, op: str, *, out_dtype=None, correction=1):
     value_dtype = torch.int64 if op in _ARG else (out_dtype or x.dtype)
     out = torch.empty(out_shape, dtype=value_dtype, device=x.device)
     idx = torch.empty(out_shape, dtype=torch.int64, device=x.device) if op in ("max", "min") else None
-    if n_rows > 0 and x.is_cpu and not FORCE_SPLITS:  # one launch, decided by what the site names
+    if n_rows > 0 and target(x.device) == "cpu" and not FORCE_SPLITS:  # one launch, decided by what the site names
         site = (op, dims, x.dtype, x.shape, x.stride(), value_dtype, correction)
 
         def arguments():
@@ -384,7 +385,7 @@ def _launch(x, dims, kept, out_shape, n_rows, n_cols, op, value_dtype, correctio
         block_c = max(2, min(block_c, next_pow2(cdiv(n_cols, 2 * FORCE_SPLITS))))
     splits = _splits(op, grid, n_cols, block_c, x.device)
     common = dict(FOLD=row.fold, IS_MAX=row.is_max, NK=len(kept_shape), COMPUTE=compute_dtype(acc_dtype), FILL=fill,
-                  INTERPRETED=x.device.type == "cpu", ONE_PROGRAM=grid == 1,
+                  INTERPRETED=target(x.device) == "cpu", ONE_PROGRAM=grid == 1,
                   EVEN_R=sum_like and n_rows % block_r == 0, BLOCK_R=block_r, num_warps=warps)
     if splits == 1:
         launch(reduce_kernel, (grid,), x, out, out if idx is None else idx, n_rows, n_cols, kept_shape,
@@ -408,7 +409,6 @@ def _launch(x, dims, kept, out_shape, n_rows, n_cols, op, value_dtype, correctio
 
 SPLITTABLE = _SUM_LIKE + ("amax", "amin", "norminf")  # partials that combine with the same kind of op
 FORCE_SPLITS = None  # tests: split every splittable reduction this many ways, on the CPU too
-_SM_COUNT: dict = {}
 
 
 def _splits(op: str, row_programs: int, n_cols: int, block_c: int, device: torch.device) -> int:
@@ -419,11 +419,9 @@ def _splits(op: str, row_programs: int, n_cols: int, block_c: int, device: torch
         return 1
     if FORCE_SPLITS:
         return max(1, min(FORCE_SPLITS, cdiv(n_cols, block_c)))
-    if device.type != "cuda":
+    if target(device) != "cuda":
         return 1
-    sms = _SM_COUNT.get(device.index)
-    if sms is None:
-        sms = _SM_COUNT[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    sms = sm_count(device)
     wanted = cdiv(4 * sms, row_programs)  # about four programs per SM in all
     return max(1, min(wanted, n_cols // (4 * block_c)))  # each split walks at least four chunks
 

@@ -34,6 +34,7 @@ from .launch import launch
 from .math_ops import tanh
 from .dtypes import compute_dtype
 from .layout import cdiv, next_pow2
+from .target import target
 
 __all__ = ["MODES", "gate_count", "saved_gates", "step_forward", "step_backward", "add_into"]
 
@@ -251,13 +252,13 @@ def add_into_kernel(a_ptr, b_ptr, numel, BLOCK: tl.constexpr):
 
 
 def _block(n: int, device) -> int:
-    return min(next_pow2(max(n, 1)), 1 << 16) if device.type == "cpu" else 1024
+    return min(next_pow2(max(n, 1)), 1 << 16) if target(device) == "cpu" else 1024
 
 
 def _tiles(B, H, K, device):
     """(BLOCK_B, BLOCK_H, BLOCK_K): interpreted, the whole (batch, hidden) state in one program
     where it fits; compiled, register-sized tiles. Blocks >= 16 for tl.dot."""
-    if device.type == "cpu":
+    if target(device) == "cpu":
         return max(16, next_pow2(B)), max(16, min(next_pow2(H), 256)), max(16, min(next_pow2(K), 128))
     return max(16, min(next_pow2(B), 32)), 32, 32
 

@@ -26,6 +26,7 @@ from .dtypes import accumulate_dtype, compute_dtype
 from .launch import launch
 from .layout import block_for, block_shape_2d, cdiv, collapse, element_offset
 from .sort import sort
+from .target import target
 
 __all__ = ["deterministic", "set_deterministic", "segment_sum", "embedding_grad", "index_add"]
 
@@ -44,7 +45,7 @@ def deterministic_enabled() -> bool:
 
 def deterministic(device: torch.device) -> bool:
     """Whether scatter-adds on ``device`` take the sort-based path."""
-    return ALWAYS or (_enabled and device.type == "cuda")
+    return ALWAYS or (_enabled and target(device) == "cuda")
 
 
 @triton.jit

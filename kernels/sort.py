@@ -18,6 +18,7 @@ import triton.language as tl
 
 from .launch import launch
 from .layout import block_for, cdiv, collapse, element_offset, next_pow2
+from .target import target
 
 __all__ = ["sort", "sort_block_limit"]
 
@@ -113,7 +114,7 @@ def _sort_exchange_kernel(key_ptr, idx_ptr, P, n, j, k, DESCENDING: tl.constexpr
 def sort_block_limit(device: torch.device) -> int:
     """Columns one program sorts in registers (B at most): interpreted, blocks are numpy arrays
     and big is cheap; compiled, the pairs must fit a CTA's registers."""
-    return 1 << 16 if device.type == "cpu" else 1 << 11
+    return 1 << 16 if target(device) == "cpu" else 1 << 11
 
 
 def sort(x: torch.Tensor, dim: int, descending: bool = False):

@@ -1,6 +1,15 @@
-"""Shared fixtures: the devices every op test runs on (CPU always, CUDA when present)."""
+"""Shared fixtures: the devices every op test runs on (CPU always, CUDA when present), and the
+options that configure and compile launches as a GPU would (--as-cuda, --compile-for)."""
+import json
+import os
+from contextlib import nullcontext
+
 import pytest
 import torch
+
+from tgrad.kernels.cuda_compile import CompileObserver, compile_report
+from tgrad.kernels.launch import launch_observers
+from tgrad.kernels.target import as_cuda
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -17,9 +26,52 @@ def pytest_addoption(parser):
     parser.addoption("--replay-verify", action="store_true",
                      help="run every CPU launch in the CPU executor's verify mode: each replay is also interpreted "
                           "from the same memory snapshot and the bytes compared (kernels/replay.py); CI runs this")
+    parser.addoption("--as-cuda", action="store_true",
+                     help="configure every CPU launch as a GPU run would (kernels/target.py) and interpret that")
+    parser.addoption("--compile-for", default=None, metavar="ARCHS",
+                     help="compile each distinct launch for these CUDA archs (e.g. 90,80) as a GPU launch would "
+                          "(kernels/cuda_compile.py); a test whose launch fails to compile fails")
+    parser.addoption("--compile-coverage", action="store_true",
+                     help="with --compile-for: one launch per kernel, dtypes and path, not every specialisation")
+    parser.addoption("--compile-report", default=None, metavar="PATH",
+                     help="with --compile-for: registers, spills and shared memory per kernel and arch as JSON")
+
+
+@pytest.fixture(autouse=True)
+def _launch_target(request):
+    """--as-cuda: the test's launches configured for a GPU; --compile-for: each compiled for it."""
+    observer = getattr(request.config, "_compile_observer", None)
+    before = len(observer.failures) if observer else 0
+    with as_cuda() if request.config.getoption("--as-cuda", default=False) else nullcontext():
+        yield
+    if observer and len(observer.failures) > before:
+        pytest.fail("launches that do not compile for CUDA:\n" + "\n".join(
+            f"{kernel} sm_{arch}: {message}" for _, kernel, arch, message in observer.failures[before:]))
 
 
 def pytest_configure(config):
+    archs = config.getoption("--compile-for", default=None)
+    if archs:
+        config._compile_observer = CompileObserver(
+            archs=tuple(int(a) for a in archs.split(",")), coverage=config.getoption("--compile-coverage"),
+            usage=bool(config.getoption("--compile-report")), context=lambda: os.environ.get("PYTEST_CURRENT_TEST"))
+        launch_observers.append(config._compile_observer)
     if config.getoption("--replay-verify", default=False):
         import tgrad.kernels
         tgrad.kernels.set_replay(True, verify=True)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    observer = getattr(config, "_compile_observer", None)
+    if observer is None:
+        return
+    report = compile_report(observer)
+    terminalreporter.write_line(f"compiled for CUDA: {len(observer.compiled)} configurations of "
+                                f"{len({r['kernel'] for r in observer.compiled.values()})} kernels, "
+                                f"{len(observer.failures)} failures")
+    for (kernel, arch), row in sorted(report.items()):
+        terminalreporter.write_line(f"  {kernel} sm_{arch}: {row}")
+    path = config.getoption("--compile-report")
+    if path:
+        with open(path, "w") as f:
+            json.dump({f"{k} sm_{a}": row for (k, a), row in sorted(report.items())}, f, indent=1)

@@ -295,7 +295,8 @@ def test_split_reductions_combine_partials_in_a_second_launch(monkeypatch):
 
 
 def test_columns_split_only_where_a_gpu_would_idle(monkeypatch):
-    monkeypatch.setattr(reduce_mod, "_SM_COUNT", {0: 132})
+    from tgrad.kernels import target as target_mod
+    monkeypatch.setattr(target_mod, "_sm_counts", {0: 132})
     gpu, cpu = torch.device("cuda", 0), torch.device("cpu")
     splits = reduce_mod._splits
     assert splits("sum", 1, 2 ** 26, 2048, gpu) == 4 * 132  # a full reduction: four programs per SM

@@ -11,6 +11,7 @@ import torch
 import tgrad
 import tgrad.nn as nn
 from tgrad.kernels.launch import count_launches
+from tgrad.kernels.target import as_cuda
 from helpers import uniform64
 
 SHAPES = [(5, 3), (7,), (), (1, 4), (0,)]
@@ -114,6 +115,18 @@ def test_no_gradients_and_empty_generator():
         nn.utils.clip_grad_norm_((q for q in []), 1.0)
     with pytest.warns(FutureWarning, match="clip_grad_norm` is now deprecated"):
         nn.utils.clip_grad_norm([p], 1.0)
+
+
+def test_get_total_norm_configured_as_on_a_gpu():
+    """One program per row on a GPU, and with no rows to scale no program ran, so the total was
+    never stored (uninitialised memory came back); found by running the suite --as-cuda."""
+    tp, gp = pairs()
+    tgrads = [p.grad for p in tp if p.grad is not None and p.numel()]
+    ggrads = [p.grad for p in gp if p.grad is not None and p.numel()]
+    with as_cuda():
+        for norm_type in (2.0, math.inf, 1.5):
+            got = nn.utils.get_total_norm(ggrads, norm_type)
+            torch.testing.assert_close(got.torch(), torch.nn.utils.get_total_norm(tgrads, norm_type), rtol=1e-12, atol=0)
 
 
 def test_get_total_norm_and_clip_grads_with_norm():

@@ -1,0 +1,128 @@
+"""Launches configured as on a GPU (``as_cuda()``: the GPU-side block sizes, tiles, warps, splits
+and paths, then interpreted) and compiled for sm_90 and sm_80 the way a GPU launch binds them
+(``kernels/cuda_compile.py``), once per kernel, dtypes and path. The workloads are the compile
+tests' (tests/test_cuda_compile*.py) and one more for what they do not reach; the test fails on
+any kernel tgrad defines that none of them launches, so a new kernel is covered once a workload
+reaches it, and says which. The whole suite runs this way with ``pytest tests --as-cuda
+--compile-for 90,80 --compile-coverage`` (docs/gpu.md: 18 minutes here)."""
+from pathlib import Path
+
+import torch
+import triton
+from triton.runtime.jit import JITFunction
+
+import tgrad
+import tgrad.kernels
+from tgrad.kernels import cuda_compile
+from tgrad.kernels.launch import launch, launch_observers
+from tgrad.kernels.target import as_cuda, target
+from test_cuda_compile import _workload as core_workload
+from test_cuda_compile_resample import _workload as resample_workload
+from test_cuda_compile_sequence import _workload as sequence_workload
+
+
+def _kernels():
+    """Every launchable kernel of tgrad.kernels: its modules' JIT functions named *_kernel."""
+    names = set()
+    for path in Path(tgrad.kernels.__file__).parent.glob("*.py"):
+        module = __import__(f"tgrad.kernels.{path.stem}", fromlist=["_"])
+        names |= {name for name, value in vars(module).items()
+                  if isinstance(value, JITFunction) and name.endswith("_kernel")}
+    return names
+
+
+def _training_workload():
+    """What the compile tests' workloads do not reach: a small CNN's training step with every
+    optimizer family, clipping, the non-deterministic embedding backward, sort and nonzero past one
+    block, linear algebra, a many-program cross-entropy, and a captured step with a capturable
+    optimizer and dropout (its random state and step counters set by launches)."""
+    nn, F = tgrad.nn, tgrad.nn.functional
+    tgrad.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.AvgPool2d(1),
+                          nn.Flatten(), nn.Dropout(0.5), nn.Linear(16, 5), nn.LayerNorm(5))
+    emb = nn.Embedding(10, 5)
+    x, idx = tgrad.randn(4, 3, 6, 6), tgrad.tensor([1, 2, 9, 2])
+    out = model(x) + emb(idx)
+    (F.cross_entropy(out, idx % 5) + F.mse_loss(out, F.one_hot(idx % 5, 5).float())).backward()
+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    nn.utils.clip_grad_value_(model.parameters(), 0.1)
+    params = list(model.parameters())
+    for opt in (tgrad.optim.SGD(params, lr=0.1, momentum=0.9), tgrad.optim.Adam(params),
+                tgrad.optim.NAdam(params), tgrad.optim.Rprop(params)):
+        opt.step()
+    tgrad.use_deterministic_algorithms(False)
+    try:
+        emb(idx).sum().backward()
+    finally:
+        tgrad.use_deterministic_algorithms(True)
+    v = tgrad.randn(5000)
+    v.sort(), v.nonzero(), v.cumsum(0), tgrad.full((3,), 2.0)
+    a = tgrad.randn(4, 4)
+    low = tgrad.linalg.cholesky(a @ a.t() + 4 * tgrad.eye(4))
+    tgrad.linalg.solve_triangular(low, a, upper=False)
+    logits = tgrad.randn(512, 100, requires_grad=True)
+    F.cross_entropy(logits, tgrad.randint(0, 100, (512,))).backward()
+    w = tgrad.randn(8, 3, requires_grad=True)
+    opt = tgrad.optim.Adam([w], capturable=True)
+
+    def step():
+        opt.zero_grad()
+        (F.dropout(w, 0.5) ** 2).sum().backward()
+        opt.step()
+    step()
+    step()
+    graph = tgrad.graphs.Graph("cpu")
+    with tgrad.graphs.graph(graph):
+        step()
+    graph.replay()
+
+
+def test_every_kernel_compiles_for_sm90_and_sm80_as_a_gpu_launches_it():
+    observer = cuda_compile.CompileObserver(archs=(90, 80), coverage=True)
+    launch_observers.append(observer)
+    try:
+        with as_cuda():
+            core_workload()
+            resample_workload()
+            sequence_workload()
+            _training_workload()
+    finally:
+        launch_observers.remove(observer)
+    assert not observer.failures, "\n".join(f"{k} sm_{a}: {m}" for _, k, a, m in observer.failures)
+    compiled = {(r["kernel"], r["arch"]) for r in observer.compiled.values()}
+    for arch in (90, 80):
+        missing = _kernels() - {k for k, a in compiled if a == arch}
+        assert not missing, f"kernels no workload launches (add them to one): {sorted(missing)}"
+
+
+def test_as_cuda_configures_cpu_launches_as_a_gpu_and_nothing_else():
+    cpu = torch.device("cpu")
+    assert target(cpu) == "cpu"
+    with as_cuda():
+        assert target(cpu) == "cuda"
+        with as_cuda():
+            assert target(cpu) == "cuda"
+        assert target(cpu) == "cuda"
+    assert target(cpu) == "cpu"
+
+
+def test_a_launch_is_bound_as_a_gpu_binds_it():
+    """An int argument equal to 1 becomes a constant, 16-divisible ints are marked: the binding
+    ``kernel[grid](...)`` makes on a GPU, here without one."""
+
+    @triton.jit
+    def _probe_kernel(x_ptr, n, m, BLOCK: triton.language.constexpr):
+        i = triton.language.arange(0, BLOCK)
+        triton.language.store(x_ptr + i * m, i, mask=i < n)
+
+    x = torch.zeros(32, dtype=torch.int32)
+    key, src, options = cuda_compile.specialise(_probe_kernel, (x, 32, 1), {"BLOCK": 32, "num_warps": 2}, 90)
+    assert src.signature["m"] == "constexpr" and src.constants[(2,)] == 1  # m == 1: a constant
+    assert src.signature["n"] == "i32" and ((1,), [["tt.divisibility", 16]]) in src.attrs.items()
+    assert options.num_warps == 2
+    assert cuda_compile.compile_launch(_probe_kernel, (x, 32, 1), {"BLOCK": 32}, 80).asm["cubin"]
+    seen = cuda_compile.CompileObserver(archs=(90,))
+    seen(_probe_kernel, (1, 70000), (x, 32, 1), {"BLOCK": 32})
+    assert [f[3] for f in seen.failures] == ["grid (1, 70000, 1) exceeds CUDA's (2147483647, 65535, 65535)"]
+    launch(_probe_kernel, (1,), x, 32, 1, BLOCK=32)  # and the CPU still runs it
+    assert x.tolist() == list(range(32))
