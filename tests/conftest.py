@@ -50,6 +50,9 @@ def _launch_target(request):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "cpu_launch_decisions: asserts the CPU's own launch decisions (one launch per "
+                                       "site, interpreter block sizes, the CPU's split and scatter rules); skipped "
+                                       "under --as-cuda, which replaces them with the GPU's")
     archs = config.getoption("--compile-for", default=None)
     if archs:
         config._compile_observer = CompileObserver(
@@ -59,6 +62,14 @@ def pytest_configure(config):
     if config.getoption("--replay-verify", default=False):
         import tgrad.kernels
         tgrad.kernels.set_replay(True, verify=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--as-cuda", default=False):
+        skip = pytest.mark.skip(reason="asserts the CPU's own launch decisions, which --as-cuda replaces")
+        for item in items:
+            if "cpu_launch_decisions" in item.keywords:
+                item.add_marker(skip)
 
 
 def pytest_terminal_summary(terminalreporter, config):

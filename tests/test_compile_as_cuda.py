@@ -96,14 +96,14 @@ def test_every_kernel_compiles_for_sm90_and_sm80_as_a_gpu_launches_it():
 
 
 def test_as_cuda_configures_cpu_launches_as_a_gpu_and_nothing_else():
-    cpu = torch.device("cpu")
-    assert target(cpu) == "cpu"
+    cpu, meta = torch.device("cpu"), torch.device("meta")
+    outside = target(cpu)  # "cuda" when the whole run is --as-cuda
     with as_cuda():
-        assert target(cpu) == "cuda"
+        assert target(cpu) == "cuda" and target(meta) == "meta"
         with as_cuda():
             assert target(cpu) == "cuda"
         assert target(cpu) == "cuda"
-    assert target(cpu) == "cpu"
+    assert target(cpu) == outside
 
 
 def test_a_launch_is_bound_as_a_gpu_binds_it():

@@ -168,6 +168,7 @@ def _training_step_of_everything():
     return loss.item()
 
 
+@pytest.mark.cpu_launch_decisions
 def test_no_float_atomics_on_the_deterministic_path(monkeypatch):
     with _AtomicRecorder() as atomic_path:
         _training_step_of_everything()
@@ -180,6 +181,7 @@ def test_no_float_atomics_on_the_deterministic_path(monkeypatch):
     assert _training_step_of_everything() == loss  # the same numbers either way
 
 
+@pytest.mark.cpu_launch_decisions
 def test_the_deterministic_switch():
     assert tgrad.are_deterministic_algorithms_enabled()  # tgrad's default, unlike PyTorch's
     cuda = torch.device("cuda")

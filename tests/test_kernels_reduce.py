@@ -294,6 +294,7 @@ def test_split_reductions_combine_partials_in_a_second_launch(monkeypatch):
     assert sum(launches.values()) == 1
 
 
+@pytest.mark.cpu_launch_decisions
 def test_columns_split_only_where_a_gpu_would_idle(monkeypatch):
     from tgrad.kernels import target as target_mod
     monkeypatch.setattr(target_mod, "_sm_counts", {0: 132})

@@ -111,6 +111,7 @@ def test_a_tensor_argument_the_site_did_not_name_is_never_planned():
     assert not _twice.__dict__["_tgrad_replay"].sites
 
 
+@pytest.mark.cpu_launch_decisions
 def test_a_planned_site_replays_without_building():
     x, out = torch.randn(6), torch.empty(6)
     builds = []
@@ -126,6 +127,7 @@ def test_a_planned_site_replays_without_building():
     assert replay.run_site(_twice, ("twice", 6), [out, x])
 
 
+@pytest.mark.cpu_launch_decisions
 def test_verify_mode_catches_a_plan_that_binding_disagrees_with():
     x, y = _t(torch.randn(6)), _t(torch.randn(6))
     for _ in range(4):

@@ -419,6 +419,7 @@ def _workload(monkeypatch):
     F.one_hot(t)
 
 
+@pytest.mark.cpu_launch_decisions
 def test_every_functional_kernel_compiles_for_sm90(monkeypatch):
     """As test_cuda_compile.py does for the core: each configuration launched above compiles to
     a cubin for sm_90 with Triton's bundled ptxas (no GPU needed); the interpreter accepts code the

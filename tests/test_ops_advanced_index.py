@@ -405,6 +405,7 @@ def test_rows_longer_than_one_block_merge_across_blocks(monkeypatch, descending)
     assert torch.equal(v.torch(), rv) and torch.equal(i.torch(), ri)
 
 
+@pytest.mark.cpu_launch_decisions
 def test_a_row_of_2_to_the_14():
     data = _sort_input((1 << 14,), torch.float64, seed=5)
     with count_launches() as launches:
