@@ -129,13 +129,26 @@ def _key_range(pid, L, S, HQ, HK, GROUP, NR, CAUSAL: tl.constexpr, PACKED: tl.co
 
 
 @triton.jit
+def _tile_and_head(PACKED: tl.constexpr):
+    """(the program's tile of rows or columns, its (batch, head)). Packed, axis 0 walks every tile.
+    Otherwise axis 0 is the (batch, head) -- CUDA allows 2^31 - 1 programs there and only 65,535 on
+    axis 1, which batch x heads can pass -- and axis 1 the tile."""
+    if PACKED:
+        tile = tl.program_id(0).to(tl.int64)
+        head = tl.program_id(1).to(tl.int64)
+    else:
+        tile = tl.program_id(1).to(tl.int64)
+        head = tl.program_id(0).to(tl.int64)
+    return tile, head
+
+
+@triton.jit
 def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, seed, offset, state, threshold, scale_bits,
                     keep_bits, L, S, E, EV, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3,
                     sv0, sv1, sv2, sv3, sm0, sm1, sm2, sm3, MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr,
                     DROPOUT: tl.constexpr, FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    bh = tl.program_id(1).to(tl.int64)
+    pid, bh = _tile_and_head(PACKED)
     bhk = (bh // HQ) * HK + (bh % HQ) // GROUP
     r, i, rmask = _query_rows(pid, bh, L, NR, BLOCK_M, PACKED)
     e = tl.arange(0, BLOCK_E)
@@ -178,8 +191,7 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, do_ptr, dq
                        MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr,
                        FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr,
                        BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    bh = tl.program_id(1).to(tl.int64)
+    pid, bh = _tile_and_head(PACKED)
     bhk = (bh // HQ) * HK + (bh % HQ) // GROUP
     r, i, rmask = _query_rows(pid, bh, L, NR, BLOCK_M, PACKED)
     e = tl.arange(0, BLOCK_E)
@@ -244,8 +256,7 @@ def attn_bwd_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, do_ptr, d
                         FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr,
                         BLOCK_EV: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    bhk = tl.program_id(1).to(tl.int64)
+    pid, bhk = _tile_and_head(PACKED)
     c = pid.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     kc, j, cmask = _key_cols(c, bhk, S, NC, PACKED)
     e = tl.arange(0, BLOCK_E)
@@ -338,7 +349,7 @@ def attention_forward(q, k, v, mask, mask_kind, causal, scale, p=0.0, seed=0, of
     m, ms = _mask_args(mask, q)
     seed, offset, st, threshold, keep = _dropout_args(p, seed, offset, state)
     NR = B * HQ * L
-    grid = (cdiv(NR, bm), 1) if packed else (cdiv(L, bm), B * HQ)
+    grid = (cdiv(NR, bm), 1) if packed else (B * HQ, cdiv(L, bm))
     launch(attn_fwd_kernel, grid, q, k, v, m, o, lse, seed, offset, o if st is None else st,
            threshold, f64_bits(scale), keep, L, S, E, EV, HQ, HK, HQ // HK, NR, *q.stride(), *k.stride(),
            *v.stride(), *ms, MASK_KIND=mask_kind, CAUSAL=causal, DROPOUT=p > 0, FROM_STATE=st is not None,
@@ -369,11 +380,11 @@ def attention_backward(q, k, v, o, lse, do, mask, mask_kind, causal, scale, p=0.
     strides = (*q.stride(), *k.stride(), *v.stride(), *ms, *do.stride())
     NR, NC = B * HQ * L, B * HK * S
     if need_dq:
-        grid = (cdiv(NR, bm), 1) if packed else (cdiv(L, bm), B * HQ)
+        grid = (cdiv(NR, bm), 1) if packed else (B * HQ, cdiv(L, bm))
         launch(attn_bwd_dq_kernel, grid, q, k, v, m, o, lse, do, dq, seed, offset, st, threshold,
                f64_bits(scale), keep, L, S, E, EV, HQ, HK, HQ // HK, NR, *strides, **meta)
     if need_dkv:
-        grid = (cdiv(NC, bn), 1) if packed else (cdiv(S, bn), B * HK)
+        grid = (cdiv(NC, bn), 1) if packed else (B * HK, cdiv(S, bn))
         launch(attn_bwd_dkv_kernel, grid, q, k, v, m, o, lse, do, dk, dv, seed, offset, st,
                threshold, f64_bits(scale), keep, L, S, E, EV, HQ, HK, HQ // HK, NC, *strides, **meta)
     return dq, dk, dv

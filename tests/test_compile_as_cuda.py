@@ -7,12 +7,14 @@ reaches it, and says which. The whole suite runs this way with ``pytest tests --
 --compile-for 90,80 --compile-coverage`` (docs/gpu.md: 18 minutes here)."""
 from pathlib import Path
 
+import pytest
 import torch
 import triton
 from triton.runtime.jit import JITFunction
 
 import tgrad
 import tgrad.kernels
+from tgrad.kernels import attention as KA
 from tgrad.kernels import cuda_compile
 from tgrad.kernels.launch import launch, launch_observers
 from tgrad.kernels.target import as_cuda, target
@@ -126,3 +128,30 @@ def test_a_launch_is_bound_as_a_gpu_binds_it():
     assert [f[3] for f in seen.failures] == ["grid (1, 70000, 1) exceeds CUDA's (2147483647, 65535, 65535)"]
     launch(_probe_kernel, (1,), x, 32, 1, BLOCK=32)  # and the CPU still runs it
     assert x.tolist() == list(range(32))
+
+
+class _Planned(Exception):
+    """Raised by an observer to stop a launch once its configuration is known."""
+
+
+def test_attention_over_many_heads_keeps_its_grid_within_cudas_limits():
+    """(batch, head) pairs sat on grid axis 1, which CUDA stops at 65,535: a batch of 70,000 single
+    heads would not launch on a GPU. They are on axis 0 now (2^31 - 1), the tiles on axis 1."""
+    grids = []
+
+    def plan_only(kernel, grid, args, meta):
+        grids.append(tuple(grid))
+        raise _Planned
+
+    q = torch.zeros(70000, 1, 16, 16)
+    for run in (lambda: KA.attention_forward(q, q, q, None, KA.MASK_NONE, False, 0.25),
+                lambda: KA.attention_backward(q, q, q, q, q[..., 0], q, None, KA.MASK_NONE, False, 0.25,
+                                              need_dq=False)):
+        launch_observers.append(plan_only)
+        try:
+            with as_cuda(), pytest.raises(_Planned):
+                run()
+        finally:
+            launch_observers.remove(plan_only)
+    assert grids == [(70000, 1), (70000, 1)]
+    assert all(g <= limit for grid in grids for g, limit in zip(grid, cuda_compile.GRID_LIMITS))
