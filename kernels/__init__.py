@@ -24,6 +24,10 @@ One dialect
   ``block_for``, ``block_shape_2d``, ``cdiv``, ``next_pow2``), ``dtypes.py`` (the one
   torch-to-Triton dtype table), ``scalars.py`` (fp64 scalars as bits), ``logsumexp.py`` (the
   online log-sum-exp of reductions, softmax and cross-entropy), ``sort.py``.
+- **Launch decisions ask one place which device kind they configure for**: ``target.py``'s
+  ``target(device)`` (block sizes, tiles, warps, splits, paths); inside ``as_cuda()`` the CPU runs
+  the GPU's configurations, and ``cuda_compile.py`` compiles launches for sm_90/sm_80 as a GPU
+  launch binds them (docs/gpu.md).
 """
 from .launch import count_launches, launch_counts  # noqa: F401
 

@@ -23,7 +23,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.jit import create_function_from_signature
 
-__all__ = ["compile_launch", "resource_usage", "CompileObserver", "compile_report", "GRID_LIMITS"]
+__all__ = ["specialise", "compile_launch", "resource_usage", "CompileObserver", "compile_report", "GRID_LIMITS"]
 
 GRID_LIMITS = (2 ** 31 - 1, 65535, 65535)  # CUDA's x, y, z grid dimensions
 _backends: dict = {}
