@@ -22,11 +22,12 @@ import math
 import torch
 
 from .. import _dtype
+from tgrad.kernels import math_ops as M
 from ..tensor import Tensor
 from ..autograd.function import BuiltinFunction
 from . import factories, reduce
 from .common import sum_to_shape, wrap
-from .elementwise import clamp, where
+from .elementwise import clamp, compare, where
 from .registry import FUNCTIONS, op, register
 from .. import return_types
 
@@ -245,14 +246,15 @@ def _outside(x, lambd):
     return (x >= -lambd).logical_and(x <= lambd).logical_not()
 
 
-def _opmath(x):
-    """fp16/bf16 compared in fp32, as PyTorch's threshold kernels do (x = fp16(0.7) > 0.7 is kept)."""
-    return x.float() if x.dtype in (_dtype.float16, _dtype.bfloat16) else x
+def _at_most(x, t):
+    """x <= t, fp16/bf16 compared in fp32 as PyTorch's threshold kernels do (x = fp16(0.7) > 0.7 is
+    kept): one launch, the fp32 compare inside it."""
+    return compare(M.le, x, t, compute=_dtype.float32 if x.dtype in (_dtype.float16, _dtype.bfloat16) else None)
 
 
 # kind: (keep(x, a): where the gradient passes, value(x, a, b, keep))
 _GATED = {
-    "threshold": (lambda x, t: (_opmath(x) <= t).logical_not(),
+    "threshold": (lambda x, t: _at_most(x, t).logical_not(),
                   lambda x, t, v, keep: x.masked_fill(keep.logical_not(), v)),
     "hardshrink": (_outside, lambda x, lambd, _, keep: x.masked_fill(keep.logical_not(), 0)),
     "softshrink": (_outside, lambda x, lambd, _, keep: x - clamp(x, -lambd, lambd)),
@@ -295,7 +297,7 @@ def threshold(input, threshold, value):  # noqa: A002
 
 @op("threshold_", method=False)
 def threshold_(input, threshold, value):  # noqa: A002
-    return input.masked_fill_(_opmath(input) <= threshold, value)
+    return input.masked_fill_(_at_most(input, threshold), value)
 
 
 @op("hardshrink")

@@ -165,9 +165,10 @@ def where(condition, input=None, other=None):  # noqa: A002
     return P.Where.apply(condition, input, other)
 
 
-def compare(formula, a, b):
-    """Comparisons and logical ops: bool results, never differentiable."""
-    dtype = result_type(a, b)
+def compare(formula, a, b, compute=None):
+    """Comparisons and logical ops: bool results, never differentiable. ``compute``: the dtype the
+    operands are compared in (default: their result type)."""
+    dtype = compute or result_type(a, b)
     ref = a if isinstance(a, Tensor) else b
     ta, tb = as_operand(a, ref, dtype), as_operand(b, ref, dtype)
     check_runnable(ta, tb)
