@@ -57,6 +57,10 @@ def specialise(kernel, args, meta, arch: int):
 def compile_launch(kernel, args, meta, arch: int = 90):
     """The ``CompiledKernel`` a GPU of compute capability ``arch`` would build for this launch."""
     _, src, options = specialise(kernel, args, meta, arch)
+    return _compile(src, options, arch)
+
+
+def _compile(src, options, arch: int):
     return triton.compile(src, target=_backend(arch)[0], options=options.__dict__)
 
 
@@ -104,7 +108,7 @@ class CompileObserver:
                 key = key or exact
                 if key in self.compiled:
                     continue
-                compiled = triton.compile(src, target=_backend(arch)[0], options=options.__dict__)
+                compiled = _compile(src, options, arch)
                 if self.usage:
                     record.update(resource_usage(compiled))
             except Exception as e:  # every failure is collected, with what launched it
