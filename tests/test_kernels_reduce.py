@@ -14,6 +14,7 @@ import triton
 
 import tgrad.kernels.reduce as reduce_mod
 import tgrad.kernels.softmax as softmax_mod
+import tgrad.kernels.target as target_mod
 from tgrad.kernels import count_launches
 from tgrad.kernels.reduce import REDUCE_OPS, reduce
 from tgrad.kernels.softmax import softmax, softmax_backward
@@ -296,7 +297,6 @@ def test_split_reductions_combine_partials_in_a_second_launch(monkeypatch):
 
 @pytest.mark.cpu_launch_decisions
 def test_columns_split_only_where_a_gpu_would_idle(monkeypatch):
-    from tgrad.kernels import target as target_mod
     monkeypatch.setattr(target_mod, "_sm_counts", {0: 132})
     gpu, cpu = torch.device("cuda", 0), torch.device("cpu")
     splits = reduce_mod._splits
