@@ -4,7 +4,7 @@
 
 The parameters are an MLP's (784-1024-256-10 with biases: 1,068,810 parameters in 6 tensors) with
 random gradients set. tgrad updates every parameter of the group in one launch
-(``tgrad.kernels.optim``); PyTorch runs its default Adam (foreach on CUDA, the single-tensor loop
+(``tgrad.kernels.optim.step``); PyTorch runs its default Adam (foreach on CUDA, the single-tensor loop
 on the CPU) and, on CUDA, ``fused=True`` as well."""
 from __future__ import annotations
 

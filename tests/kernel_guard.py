@@ -9,7 +9,7 @@ lies at that address. Three tools make such bugs visible:
   one of those tensors -- of the *view* passed, not merely of its storage. A violation raises
   ``MemoryViolation`` at once (before the access, so a wild pointer cannot crash the process) and is
   recorded in the list the context yields. The fused optimizer step reaches its tensors through a
-  pointer table (``kernels/optim.py``): its rows are decoded into the element ranges they name.
+  pointer table (``kernels/optim/step.py``): its rows are decoded into the element ranges they name.
 - ``poisoned_allocations()``: ``torch.empty``/``empty_like``/``empty_strided`` (how kernels
   allocate their outputs) return memory filled with 0x7F bytes, so an element a kernel forgot to
   write reads as 3.4e38 (fp32), 1.4e306 (fp64), 0x7F7F... (ints) or byte 0x7F (bool) instead of
@@ -60,14 +60,14 @@ def _tensors(values):
 def _optim_table_addresses(args):
     """Elements named by the rows ``[param, grad, s0, s1, s2, n, ...]`` of the optimizer's table."""
     table, like = args[0], args[1]
-    rows = table.reshape(-1, 9).tolist()
+    rows = table.reshape(-1, 10).tolist()
     item = like.element_size()
     out = [np.asarray(ptr, dtype=np.uint64) + np.arange(row[5], dtype=np.uint64) * item
            for row in rows for ptr in row[:5] if ptr]
     return out
 
 
-_INDIRECT = {"_optim_kernel": _optim_table_addresses}
+_INDIRECT = {"optim_step_kernel": _optim_table_addresses}
 
 
 class _Checker:

@@ -316,7 +316,7 @@ def test_optimizer_kernels_compile_for_sm90():
             _stepped(cls, kwargs, steps=1)
     finally:
         launch_observers.remove(observer)
-    kernels = [v for k, v in launches.items() if k[0] == "_optim_kernel"]
+    kernels = [v for k, v in launches.items() if k[0] == "optim_step_kernel"]
     assert len(kernels) == 4
     # and the loop-over-blocks configuration CUDA launches use (1K blocks of 16K-element rows)
     kernel, signature, constants, options = kernels[1]

@@ -140,7 +140,7 @@ def test_kernel_compiles_for_sm90():
         optim.LBFGS([p], max_iter=2).step(closure)
     finally:
         launch_observers.remove(observer)
-    kernels = [v for k, v in launches.items() if k[0] == "_optim_more_kernel"]
+    kernels = [v for k, v in launches.items() if k[0] == "optim_step_kernel"]
     assert len(kernels) >= 7
     for kernel, signature, constants, options in kernels:
         compiled = triton.compile(ASTSource(kernel, signature, {**constants, "BLOCK": 1024}),

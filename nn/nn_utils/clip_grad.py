@@ -1,6 +1,6 @@
 """``clip_grad_norm_``, ``clip_grad_value_``, ``get_total_norm`` and ``clip_grads_with_norm_``, as
 ``torch.nn.utils``'s. The norm is one launch over every gradient (per dtype) and the scaling one
-more, through pointer tables (``tgrad.kernels.clip_grad``); the total norm stays on the device
+more, through pointer tables (``tgrad.kernels.optim.clip_grad``); the total norm stays on the device
 unless ``error_if_nonfinite`` asks to check it. ``foreach`` is accepted and ignored: every path
 here is already fused."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import torch
 import triton.language as tl
 
 import tgrad
-from tgrad.kernels.clip_grad import NORM_KINDS, ROW, clamp_rows, clip_by_total_norm, grad_norm_partials
-from tgrad.kernels.optim import _chunk, _upload
+from tgrad.kernels.optim.clip_grad import NORM_KINDS, ROW, clamp_rows, clip_by_total_norm, grad_norm_partials
+from tgrad.kernels.optim.tables import chunk_sizes, upload
 from tgrad.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
@@ -62,7 +62,7 @@ class _Tables:
         for dtype, group in buckets.items():
             device = group[0].device
             longest = max(t.numel() for t in group)
-            chunk, block = _chunk(device, longest)
+            chunk, block = chunk_sizes(device, longest)
             if whole_rows:  # one row per tensor (p = 0 counts per tensor)
                 chunk = max(longest, 1)
             rows, keep = [], []
@@ -77,7 +77,7 @@ class _Tables:
                     rows.extend([t.data_ptr() + start * item, min(chunk, n - start), self.n_partials])
                     self.n_partials += 1
             if rows:
-                self.buckets.append((_upload(rows, device)[0], keep, block))
+                self.buckets.append((upload(rows, device)[0], keep, block))
 
     def write_back(self):
         for dst, src in self.staged:

@@ -1,6 +1,6 @@
 """tgrad.optim: optimizers and learning-rate schedulers, named and behaving as in ``torch.optim``.
 
-Every optimizer step is one fused Triton kernel per parameter group (``tgrad.kernels.optim``)."""
+Every optimizer step is one fused Triton kernel per parameter group (``tgrad.kernels.optim.step``)."""
 from .optimizer import Optimizer
 from .sgd import SGD
 from .adam import Adam, AdamW

@@ -1,13 +1,12 @@
-"""Adadelta (PyTorch's update; the math is in ``tgrad.kernels.optim_more``)."""
+"""Adadelta (PyTorch's update; the math is in ``tgrad.kernels.optim.updates``)."""
 from __future__ import annotations
 
-from .fused_more import FusedMoreOptimizer
-from .optimizer import _check_nonnegative
+from .optimizer import HostScalarsOptimizer, _check_nonnegative
 
 __all__ = ["Adadelta"]
 
 
-class Adadelta(FusedMoreOptimizer):
+class Adadelta(HostScalarsOptimizer):
     ALGO = "adadelta"
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
@@ -27,7 +26,7 @@ class Adadelta(FusedMoreOptimizer):
 
     def _prepare(self, group, p, state):
         self._next_step(state)
-        return (state["square_avg"], state["acc_delta"]), (), False
+        return (state["square_avg"], state["acc_delta"]), (), None
 
     def _hyper(self, group):
         rho, wd = float(group["rho"]), float(group["weight_decay"])

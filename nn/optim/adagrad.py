@@ -56,11 +56,11 @@ class Adagrad(Optimizer):
                 # The step lives on the host (PyTorch's placement) and the update reads it only
                 # through lr_decay, 0 here: a captured step leaves it alone, so it counts the steps
                 # run outside captures (replays do not advance it).
-                scalars.append((lr, 0.0))
+                scalars.append((lr,))
                 states.append([state["sum"]])
                 continue
             t = self._next_step(state)
-            scalars.append((lr / (1 + (t - 1) * lr_decay), 0.0))
+            scalars.append((lr / (1 + (t - 1) * lr_decay),))
             states.append([state["sum"]])
         self._launch("adagrad", group, params, states, scalars=scalars, hyper=(wd, float(group["eps"])),
                      cached=lr_decay == 0, capturing=capturing, weight_decay=wd != 0)

@@ -6,7 +6,7 @@
     p -= lr / (1 - beta1^t) * m / (sqrt(v or vmax) / sqrt(1 - beta2^t) + eps)
 
 With ``capturable=True`` the step count t lives on the parameter's device and the kernel computes
-the two bias corrections from it (see ``tgrad.kernels.optim``), so a step can be graph-captured.
+the two bias corrections from it (see ``tgrad.kernels.optim.step``), so a step can be graph-captured.
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class Adam(Optimizer):
         hyper = (1.0 - beta1, beta2, 1.0 - beta2, float(group["eps"]), wd, 1.0 - lr * wd)
         self._launch("adam", group, params, states, scalars=scalars or None,
                      hyper=hyper + (lr, beta1) if capturable else hyper, steps=steps if capturable else None,
-                     capturing=capturing, weight_decay=wd != 0, amsgrad=amsgrad,
+                     bias_correction=capturable, capturing=capturing, weight_decay=wd != 0, amsgrad=amsgrad,
                      decoupled=group["decoupled_weight_decay"])
 
 

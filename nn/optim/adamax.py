@@ -1,13 +1,12 @@
-"""Adamax (PyTorch's update; the math is in ``tgrad.kernels.optim_more``)."""
+"""Adamax (PyTorch's update; the math is in ``tgrad.kernels.optim.updates``)."""
 from __future__ import annotations
 
-from .fused_more import FusedMoreOptimizer, check_betas
-from .optimizer import _check_nonnegative
+from .optimizer import HostScalarsOptimizer, _check_nonnegative, check_betas
 
 __all__ = ["Adamax"]
 
 
-class Adamax(FusedMoreOptimizer):
+class Adamax(HostScalarsOptimizer):
     ALGO = "adamax"
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
@@ -27,7 +26,7 @@ class Adamax(FusedMoreOptimizer):
     def _prepare(self, group, p, state):
         t = self._next_step(state)
         clr = float(group["lr"]) / (1 - group["betas"][0] ** t)
-        return (state["exp_avg"], state["exp_inf"]), (clr,), False
+        return (state["exp_avg"], state["exp_inf"]), (clr,), None
 
     def _hyper(self, group):
         beta1, beta2 = group["betas"]

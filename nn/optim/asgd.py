@@ -1,17 +1,16 @@
-"""ASGD, averaged SGD (PyTorch's update; the math is in ``tgrad.kernels.optim_more``). As in
+"""ASGD, averaged SGD (PyTorch's update; the math is in ``tgrad.kernels.optim.updates``). As in
 PyTorch, ``eta`` and ``mu`` are 0-d float32 state tensors on the parameter's device, so the
 values the update uses are float32-rounded (even after a load casts them to the parameter's dtype)."""
 from __future__ import annotations
 
 import numpy as np
 
-from .fused_more import FusedMoreOptimizer, scalar_state
-from .optimizer import _check_nonnegative
+from .optimizer import HostScalarsOptimizer, _check_nonnegative, scalar_state
 
 __all__ = ["ASGD"]
 
 
-class ASGD(FusedMoreOptimizer):
+class ASGD(HostScalarsOptimizer):
     ALGO = "asgd"
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,

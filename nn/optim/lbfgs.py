@@ -3,7 +3,7 @@ search.
 
 The parameters are handled as one flat vector (the concatenated gradients). The vector work --
 dot products, ``axpy`` updates, the gradient's max and sum -- runs as tgrad ops (one kernel each;
-adding the step to every parameter is one fused launch, ``tgrad.kernels.optim_more``'s axpy);
+adding the step to every parameter is one fused launch, ``tgrad.kernels.optim.updates``' axpy);
 the scalar recurrences between them (``rho = 1 / y.s``, the two-loop coefficients, ``H_diag``) are
 host numbers kept in the parameters' dtype (numpy float32 for float32 parameters), because PyTorch
 keeps them as 0-d tensors of that dtype: the two agree to the last bit. The state stores them as
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 import tgrad
-from tgrad.kernels.optim_more import fused_step_more
+from tgrad.kernels.optim.step import fused_step
 from tgrad.tensor import Tensor
 from .lbfgs_line_search import strong_wolfe
 from .optimizer import Optimizer, _check_nonnegative
@@ -63,8 +63,7 @@ class LBFGS(Optimizer):
             numel = p.numel()
             pieces.append(update._data[offset:offset + numel].view(tuple(p.shape)))
             offset += numel
-        fused_step_more("axpy", [p._data for p in self._params], pieces, [[] for _ in pieces],
-                        [()] * len(pieces), [False] * len(pieces), (float(step_size),))
+        fused_step("axpy", [p._data for p in self._params], pieces, [[] for _ in pieces], (float(step_size),))
         for p in self._params:
             p._version.value += 1
 

@@ -1,4 +1,4 @@
-"""NAdam (PyTorch's update; the math is in ``tgrad.kernels.optim_more``). PyTorch keeps the product
+"""NAdam (PyTorch's update; the math is in ``tgrad.kernels.optim.updates``). PyTorch keeps the product
 of the momentum coefficients, ``mu_product``, as a 0-d float32 tensor multiplied in float32; the
 host does the same (numpy float32), so the coefficients agree to the last bit."""
 from __future__ import annotations
@@ -7,13 +7,12 @@ import numpy as np
 
 import tgrad
 
-from .fused_more import FusedMoreOptimizer, check_betas, scalar_state
-from .optimizer import _check_nonnegative
+from .optimizer import HostScalarsOptimizer, _check_nonnegative, check_betas, scalar_state
 
 __all__ = ["NAdam"]
 
 
-class NAdam(FusedMoreOptimizer):
+class NAdam(HostScalarsOptimizer):
     ALGO = "nadam"
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
@@ -47,7 +46,7 @@ class NAdam(FusedMoreOptimizer):
         kept._data.fill_(product)
         product_next = product * mu_next
         scalars = (1 - beta2 ** t, -lr * (1.0 - mu) / (1.0 - product), (-lr * mu_next) / (1.0 - product_next))
-        return (state["exp_avg"], state["exp_avg_sq"]), scalars, False
+        return (state["exp_avg"], state["exp_avg_sq"]), scalars, None
 
     def _hyper(self, group):
         (beta1, beta2), lr, wd = group["betas"], float(group["lr"]), float(group["weight_decay"])

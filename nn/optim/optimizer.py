@@ -1,6 +1,6 @@
 """``Optimizer``: parameter groups, per-parameter state, ``zero_grad`` and state dicts, as in
 ``torch.optim.Optimizer``; the arithmetic of a step is one fused kernel per group
-(``tgrad.kernels.optim``).
+(``tgrad.kernels.optim.step``, the update formulas in ``tgrad.kernels.optim.updates``).
 
 State dicts have PyTorch's structure: ``{"state": {index: {name: tensor}}, "param_groups":
 [{hyperparameters..., "params": [indices]}]}`` with parameters numbered in group order, so a state
@@ -25,11 +25,12 @@ import torch
 
 import tgrad
 from tgrad.kernels.capture import is_capturing
-from tgrad.kernels.optim import TableCache, fused_step
+from tgrad.kernels.optim.step import fused_step
+from tgrad.kernels.optim.tables import TableCache
 from tgrad.tensor import Tensor
 from tgrad.nn.modules.module import zero_grads
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "HostScalarsOptimizer", "required", "check_betas", "scalar_state"]
 
 
 class _Required:
@@ -190,17 +191,17 @@ class Optimizer:
         step._data.fill_(value)
         return value
 
-    def _launch(self, algo, group, params, states, scalars=None, firsts=None, hyper=(), steps=None,
-                cached=False, capturing=False, **flags):
-        """One fused step of ``params``. ``steps``: their device step tensors (capturable); with
-        ``cached`` (or when capturable or capturing) the device table comes from ``_tables()``."""
-        n = len(params)
+    def _launch(self, algo, group, params, states, scalars=None, flags=None, hyper=(), steps=None,
+                cached=False, capturing=False, **options):
+        """One fused step of ``params`` by ``algo``'s update formula. ``steps``: their device step
+        tensors (capturable); with ``cached`` (or when capturable or capturing) the device table
+        comes from ``_tables()``."""
         cache = self._tables() if cached or capturing or steps is not None else None
         fused_step(algo, [p._data for p in params], [p.grad._data for p in params],
-                   [[None if s is None else s._data for s in st] for st in states],
-                   scalars or [(0.0, 0.0)] * n, firsts or [False] * n, hyper,
-                   maximize=group.get("maximize", False), steps=None if steps is None else [s._data for s in steps],
-                   cache=cache, capturing=capturing, **flags)
+                   [[None if s is None else s._data for s in st] for st in states], hyper, scalars=scalars,
+                   flags=flags, maximize=group.get("maximize", False),
+                   steps=None if steps is None else [s._data for s in steps], cache=cache, capturing=capturing,
+                   **options)
         for p in params:  # each parameter was written in place
             p._version.value += 1
 
@@ -285,3 +286,49 @@ class Optimizer:
                 if key != "params":
                     s += f"    {key}: {group[key]}\n"
         return s + ")"
+
+
+def check_betas(betas):
+    for i in range(2):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+
+
+def scalar_state(value: float, device) -> Tensor:
+    """A 0-d float32 state tensor (PyTorch's ``step``, ``eta``, ``mu``, ``mu_product``)."""
+    return Tensor._wrap(torch.full((), float(value), dtype=torch.float32, device=device))
+
+
+class HostScalarsOptimizer(Optimizer):
+    """An optimizer whose step-dependent scalars are computed on the host, per parameter (Adadelta,
+    Adamax, NAdam, RAdam, ASGD, Rprop): its state is made on a parameter's first step, then one
+    fused launch updates the group. Such a step cannot be graph-captured (``capturable=True`` is
+    refused). Subclasses define ``ALGO`` (the update formula's name), ``_init_state(group, p,
+    state)``, ``_prepare(group, p, state) -> (states, scalars, flag or None)`` (which also advances
+    the step) and ``_hyper(group) -> (group constants, formula options)``."""
+
+    ALGO = ""
+
+    def __init__(self, params, defaults):
+        if defaults.get("differentiable"):
+            raise NotImplementedError("tgrad optimizers are not differentiable")
+        if defaults.get("capturable"):
+            raise NotImplementedError(f"tgrad's {type(self).__name__} does not support capturable=True "
+                                      "(Adam, AdamW and RMSprop do)")
+        super().__init__(params, defaults)
+
+    def _update_group(self, group, params, capturing):
+        states, scalars, flags = [], [], []
+        for p in params:
+            state = self.state[p]
+            if len(state) == 0:
+                self._no_state_during_capture(capturing, type(self).__name__ + " state")
+                state["step"] = scalar_state(0.0, p.device if self.ALGO == "asgd" else "cpu")
+                self._init_state(group, p, state)
+            s, c, f = self._prepare(group, p, state)
+            states.append(s)
+            scalars.append(c)
+            flags.append(f)
+        hyper, options = self._hyper(group)
+        self._launch(self.ALGO, group, params, states, scalars=scalars if scalars[0] else None,
+                     flags=None if flags[0] is None else flags, hyper=hyper, **options)

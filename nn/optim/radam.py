@@ -1,14 +1,13 @@
-"""RAdam (PyTorch's update; the math is in ``tgrad.kernels.optim_more``). Whether a step is
+"""RAdam (PyTorch's update; the math is in ``tgrad.kernels.optim.updates``). Whether a step is
 rectified (rho_t > 5) depends on the step count only, so the host decides it per parameter."""
 from __future__ import annotations
 
-from .fused_more import FusedMoreOptimizer, check_betas
-from .optimizer import _check_nonnegative
+from .optimizer import HostScalarsOptimizer, _check_nonnegative, check_betas
 
 __all__ = ["RAdam"]
 
 
-class RAdam(FusedMoreOptimizer):
+class RAdam(HostScalarsOptimizer):
     ALGO = "radam"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,

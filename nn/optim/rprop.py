@@ -1,14 +1,13 @@
-"""Rprop, resilient backpropagation (PyTorch's update; the math is in ``tgrad.kernels.optim_more``).
+"""Rprop, resilient backpropagation (PyTorch's update; the math is in ``tgrad.kernels.optim.updates``).
 The learning rate only sets each element's initial step size."""
 from __future__ import annotations
 
-from .fused_more import FusedMoreOptimizer
-from .optimizer import _check_nonnegative
+from .optimizer import HostScalarsOptimizer, _check_nonnegative
 
 __all__ = ["Rprop"]
 
 
-class Rprop(FusedMoreOptimizer):
+class Rprop(HostScalarsOptimizer):
     ALGO = "rprop"
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
@@ -26,7 +25,7 @@ class Rprop(FusedMoreOptimizer):
 
     def _prepare(self, group, p, state):
         self._next_step(state)
-        return (state["prev"], state["step_size"]), (), False
+        return (state["prev"], state["step_size"]), (), None
 
     def _hyper(self, group):
         (minus, plus), (low, high) = group["etas"], group["step_sizes"]

@@ -46,7 +46,7 @@ class SGD(Optimizer):
             states.append([buf])
         wd = float(group["weight_decay"])
         # the table holds no per-step value once the buffers exist: reuse it (and capture it)
-        self._launch("sgd", group, params, states, firsts=firsts,
+        self._launch("sgd", group, params, states, flags=firsts if momentum != 0 else None,
                      hyper=(float(group["lr"]), wd, momentum, 1.0 - float(group["dampening"])),
                      cached=True, capturing=capturing,
                      weight_decay=wd != 0, momentum=momentum != 0, nesterov=group["nesterov"])

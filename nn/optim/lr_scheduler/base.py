@@ -12,9 +12,9 @@ import warnings
 import weakref
 from functools import wraps
 
-from .optimizer import Optimizer
+from ..optimizer import Optimizer
 
-__all__ = ["LRScheduler", "EPOCH_DEPRECATION_WARNING", "warn_get_lr_called_outside_step"]
+__all__ = ["LRScheduler", "_LRScheduler", "EPOCH_DEPRECATION_WARNING", "warn_get_lr_called_outside_step"]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. Please "
@@ -127,3 +127,7 @@ class LRScheduler:
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = self._group_lrs()
+
+
+class _LRScheduler(LRScheduler):
+    """The old name of ``LRScheduler`` (custom schedulers still subclass it)."""

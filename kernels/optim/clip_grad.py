@@ -1,5 +1,5 @@
 """Gradient clipping over many separately allocated tensors, each step one launch for all of them
-(per dtype), through a pointer table as in ``tgrad.kernels.optim``:
+(per dtype), through a pointer table (``tables.py``):
 
     row = [ptr, n, partial_index]
 
@@ -24,10 +24,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import launch
-from .layout import next_pow2
-from .scalars import as_f64, f64_bits
-from .target import target
+from tgrad.kernels.launch import launch
+from tgrad.kernels.layout import next_pow2
+from tgrad.kernels.scalars import as_f64, f64_bits
+from tgrad.kernels.target import target
 
 __all__ = ["NORM_KINDS", "grad_norm_partials", "clip_by_total_norm", "clamp_rows", "ROW"]
 

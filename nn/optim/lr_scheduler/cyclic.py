@@ -1,19 +1,45 @@
-"""The cyclic schedulers of ``torch.optim.lr_scheduler``: CyclicLR, OneCycleLR (both cycling the
-momentum, or Adam's beta1, against the learning rate) and CosineAnnealingWarmRestarts, with
-PyTorch's formulas in PyTorch's order, so the sequences agree to the last bit.
-
-(Re-exported by ``lr_scheduler``, where users find them.)
-"""
+"""The cosine and cyclic schedules of ``torch.optim.lr_scheduler``: CosineAnnealingLR,
+CosineAnnealingWarmRestarts, CyclicLR and OneCycleLR (the last two cycling the momentum, or Adam's
+beta1, against the learning rate), with PyTorch's formulas in PyTorch's order, so the sequences
+agree to the last bit."""
 from __future__ import annotations
 
 import math
 import types
 from functools import partial
 
-from .optimizer import Optimizer
-from .scheduler_base import LRScheduler, warn_get_lr_called_outside_step
+from ..optimizer import Optimizer
+from .base import LRScheduler, warn_get_lr_called_outside_step
 
-__all__ = ["CyclicLR", "CosineAnnealingWarmRestarts", "OneCycleLR"]
+__all__ = ["CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR", "OneCycleLR"]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2, computed recursively from the
+    previous lr as PyTorch does (so an lr changed from outside is annealed from where it is)."""
+
+    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803 - PyTorch's name
+        self.T_max, self.eta_min = T_max, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        warn_get_lr_called_outside_step(self)
+        lrs = self._group_lrs()
+        if self._is_initial:
+            return lrs
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [self.eta_min + (base - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
+                    for base in self.base_lrs]
+        if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
+            return [lr + (base - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                    for base, lr in zip(self.base_lrs, lrs)]
+        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
+                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)) * (lr - self.eta_min) + self.eta_min
+                for lr in lrs]
+
+    def _get_closed_form_lr(self):
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base in self.base_lrs]
 
 
 def _per_group(name, optimizer, value):
