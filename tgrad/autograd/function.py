@@ -151,6 +151,13 @@ def _op_name(node):
     return n
 
 
+def recording_backward() -> bool:
+    """Whether a backward running now is itself recorded: ``create_graph`` runs the backward with
+    grad mode on. A derivative formula then runs traced on Tensors instead of fused
+    (``ops/formula.derivative``); the decision is made here, never in an op."""
+    return is_grad_enabled()
+
+
 class FunctionCtx:
     """What ``forward`` and ``backward`` receive as ``ctx``."""
 

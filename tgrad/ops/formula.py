@@ -8,6 +8,9 @@
 A derivative formula often reads an input only through a comparison (relu's ``y > 0``); PyTorch's
 node still has an edge to it with zero derivative, so a gradient of the gradient is zeros there
 rather than an "unused input" error. ``traced_backward`` keeps those edges (``ZeroSlope``).
+
+``derivative`` picks between the two for a backward: fused, or traced when the gradient itself is
+recorded (``create_graph``).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import torch
 from triton.runtime.jit import JITFunction
 
 from .. import _dtype
-from ..autograd.function import BuiltinFunction, edge_of
+from ..autograd.function import BuiltinFunction, edge_of, recording_backward
 from ..tensor import Tensor
 from tgrad.kernels import math_ops as M
 from tgrad.kernels.dtypes import compute_dtype
@@ -79,6 +82,16 @@ def traced(formula):
         fn = _traced[formula] = types.FunctionType(src.__code__, env, src.__name__, src.__defaults__,
                                                    src.__closure__)
     return fn
+
+
+def derivative(formula, saved, g, params=(), n_out=1, zero_edges=False):
+    """A derivative formula run as (part of) a backward: fused in one launch, or traced on Tensors
+    when the backward is itself recorded (``create_graph``), so its own derivative comes from the
+    same formula: the derivative of an op is written once. ``saved``: the formula's inputs before
+    ``g``; a tuple of ``n_out`` gradients for ``n_out > 1``."""
+    if recording_backward():
+        return traced_backward(formula, saved, g, params, zero_edges)
+    return fused(formula, [*saved, g], g.dtype, params, n_out=n_out)
 
 
 def _reaches(t: Tensor, target) -> bool:

@@ -3,7 +3,7 @@ the row can show), the public function, the method, the in-place forms and, for 
 ``tgrad.nn.functional`` entry with PyTorch's ``inplace=`` argument.
 
 The backward of a row runs its derivative formula fused (one launch); under ``create_graph`` the
-same formula runs traced on Tensors (``formula.traced_backward``): the derivative is written once.
+same formula runs traced on Tensors (``formula.derivative``): the derivative is written once.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from . import registry
 from .common import as_operand, check_runnable, result_type, wrap
-from .formula import fused, traced_backward
+from .formula import derivative, fused
 from .inplace import check_no_internal_overlap, write_inplace
 from .table import ROWS
 
@@ -69,8 +69,9 @@ class RowFunction(BuiltinFunction):
         n, needs = 1 + len(cls.row.operands), ctx.needs_input_grad
         if cls.row.derivative is None:  # zero almost everywhere (sign, floor, ...)
             grads = (wrap(torch.zeros(g._data.shape, dtype=g._data.dtype, device=g.device)),) * n
-        else:
-            grads = fused(cls.row.derivative, [*cls._saved_for_formula(ctx, g), g], g.dtype, ctx.params, n_out=n)
+        else:  # fused, or traced when the gradient is recorded: the row's one derivative
+            grads = derivative(cls.row.derivative, cls._saved_for_formula(ctx, g), g, ctx.params, n_out=n,
+                               zero_edges=cls.row.zero_edges)
             grads = grads if n > 1 else (grads,)
         return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
 
@@ -85,16 +86,6 @@ class RowFunction(BuiltinFunction):
         saved = ctx.saved_tensors
         saved = saved[:-1] if cls._saves_result_too() else saved
         return [g if t is None else t for t in saved]
-
-    @classmethod
-    def differentiable_backward(cls, ctx, g):
-        if cls.row.derivative is None or getattr(ctx, "bool_error", None):
-            return cls.backward(ctx, g)
-        n, needs = 1 + len(cls.row.operands), ctx.needs_input_grad
-        grads = traced_backward(cls.row.derivative, cls._saved_for_formula(ctx, g), g, ctx.params,
-                                cls.row.zero_edges)
-        grads = grads if n > 1 else (grads,)
-        return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
 
 
 FUNCTIONS = {}  # (row name, node name) -> Function class
@@ -117,8 +108,6 @@ class _NoDerivative(RowFunction):
     @classmethod
     def backward(cls, ctx, g):
         raise NotImplementedError(f"the derivative for 'inplace version of {cls.row.name}' is not implemented.")
-
-    differentiable_backward = backward
 
 
 def _inplace_class(row):

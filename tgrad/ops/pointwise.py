@@ -1,7 +1,7 @@
 """The elementwise ops whose arguments need more than a table row says: arithmetic with
 ``alpha``, true division, the powers, ``where``, tensor-bounded clamps, comparisons, and the
-copies and fills. Each derivative is written once: a fused formula where one exists, and the
-recorded (``differentiable_backward``) form only where the fused one has no traced twin.
+copies and fills. Each derivative is written once: a derivative formula, run fused or (when the
+gradient is recorded) traced by ``formula.derivative``, or a composition of differentiable ops.
 
 Binary ops broadcast by strides (no copies) and return gradients in the broadcast shape: the
 engine sums them back to each input's shape.
@@ -18,7 +18,7 @@ from ..tensor import Tensor
 from tgrad.kernels import math_integer as I
 from tgrad.kernels import math_ops as M
 from .common import as_operand, check_runnable, result_type, wrap
-from .formula import fused, traced_backward
+from .formula import derivative, fused
 from .table import BOOL_SUB
 
 
@@ -104,18 +104,14 @@ class Rsub(BuiltinFunction):
         return -g, None
 
 
-def _fused_pair(formula):
-    """The backward of a binary op from its two-output derivative formula, fused or traced."""
+def _pair_backward(formula):
+    """The backward of a binary op from its two-output derivative formula (fused, or traced when
+    recorded)."""
     def backward(ctx, g):
         na, nb = ctx.needs_input_grad[:2]
-        da, db = fused(formula, [*ctx.saved_tensors[:2], g], g.dtype, n_out=2)
+        da, db = derivative(formula, ctx.saved_tensors[:2], g, n_out=2)
         return da if na else None, db if nb else None, None
-
-    def differentiable_backward(ctx, g):
-        na, nb = ctx.needs_input_grad[:2]
-        da, db = traced_backward(formula, ctx.saved_tensors[:2], g, ())
-        return da if na else None, db if nb else None, None
-    return staticmethod(backward), staticmethod(differentiable_backward)
+    return staticmethod(backward)
 
 
 class Mul(_Binary):
@@ -134,17 +130,11 @@ class Mul(_Binary):
         if ctx.square and na and nb:
             # both edges lead to the same place, where the engine would add g a + g a: one launch
             # of 2 g a on the first edge gives the same sum (doubling is exact)
-            return fused(M.square_bwd, [a, g], g.dtype), None, None
+            return derivative(M.square_bwd, [a], g), None, None
         if na and nb:
-            da, db = fused(M.mul_bwd, [a, b, g], g.dtype, n_out=2)
+            da, db = derivative(M.mul_bwd, [a, b], g, n_out=2)
             return da, db, None
         # one product only: the other operand may be a constant (or saved as None)
-        return g * b if na else None, g * a if nb else None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        a, b = ctx.saved_tensors
-        na, nb = ctx.needs_input_grad[:2]
         return g * b if na else None, g * a if nb else None, None
 
 
@@ -156,18 +146,9 @@ class Div(_Binary):
     def backward(ctx, g):
         na, nb = ctx.needs_input_grad[:2]
         if nb:
-            da, db = fused(M.div_bwd, [*ctx.saved_tensors, g], g.dtype, n_out=2)
+            da, db = derivative(M.div_bwd, ctx.saved_tensors, g, n_out=2)
             return da if na else None, db, None
         return g / ctx.saved_tensors[1], None, None  # a is saved only when b needs a gradient
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        na, nb = ctx.needs_input_grad[:2]
-        a, b = ctx.saved_tensors
-        if nb:
-            da, db = traced_backward(M.div_bwd, (a, b), g, ())
-            return da if na else None, db, None
-        return g / b, None, None
 
 
 def int_pow(a: Tensor, b: Tensor, dtype):
@@ -178,7 +159,7 @@ def int_pow(a: Tensor, b: Tensor, dtype):
 
 class Pow(_Binary):
     node_name, formula = "PowBackward1", M.pow_
-    _backward, _differentiable_backward = _fused_pair(M.pow_bwd)
+    _backward = _pair_backward(M.pow_bwd)
 
     @staticmethod
     def _refuse_bool_exponent(ctx):
@@ -190,11 +171,6 @@ class Pow(_Binary):
     def backward(cls, ctx, g):
         cls._refuse_bool_exponent(ctx)
         return cls._backward(ctx, g)
-
-    @classmethod
-    def differentiable_backward(cls, ctx, g):
-        cls._refuse_bool_exponent(ctx)
-        return cls._differentiable_backward(ctx, g)
 
     @classmethod
     def prepare(cls, a, b):
@@ -234,21 +210,17 @@ class PowScalarBase(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        return fused(M.pow_bwd, [*ctx.saved_tensors[:2], g], g.dtype, n_out=2)[1], None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        return traced_backward(M.pow_bwd, ctx.saved_tensors[:2], g, ())[1], None
+        return derivative(M.pow_bwd, ctx.saved_tensors[:2], g, n_out=2)[1], None
 
 
 class Maximum(_Binary):
     node_name, formula = "MaximumBackward0", M.maximum
-    backward, differentiable_backward = _fused_pair(M.maximum_bwd)
+    backward = _pair_backward(M.maximum_bwd)
 
 
 class Minimum(_Binary):
     node_name, formula = "MinimumBackward0", M.minimum
-    backward, differentiable_backward = _fused_pair(M.minimum_bwd)
+    backward = _pair_backward(M.minimum_bwd)
 
 
 class Where(BuiltinFunction):
@@ -270,14 +242,8 @@ class Where(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        da, db = fused(M.where_bwd, [*ctx.saved_tensors, g], g.dtype, n_out=2)
+        da, db = derivative(M.where_bwd, ctx.saved_tensors, g, n_out=2)
         return None, da if ctx.needs_input_grad[1] else None, db if ctx.needs_input_grad[2] else None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        cond, = ctx.saved_tensors
-        return (None, Where.apply(cond, g, 0.0) if ctx.needs_input_grad[1] else None,
-                Where.apply(cond, 0.0, g) if ctx.needs_input_grad[2] else None)
 
 
 class ClampTensor(BuiltinFunction):

@@ -130,27 +130,6 @@ class Prod(BuiltinFunction):
             return zeros_like(ge), None, None, None
         return ge * _product_of_the_others(x, dims), None, None, None
 
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        # The product of the others, written so that its own derivatives are exact where x has
-        # zeros. With n the product of the non-zeros and s the sum of the zero entries (0, but with
-        # derivative 1 for each): one zero j gives n at j and s n / x_k elsewhere; two zeros give
-        # n (s - x_k) at each zero, the other one's value; elsewhere, and with more zeros, every
-        # second derivative is 0 too.
-        x, out = ctx.saved_tensors
-        shape, dims, keepdim = ctx.meta
-        is_zero = x == 0
-        zeros = sum(is_zero.to(x.dtype), dims, True)
-        nonzero_prod = prod(_where(is_zero, 1.0, x), dims, True)
-        ge = _expand_back(g, shape, dims, keepdim)
-        safe_x = _where(is_zero, 1.0, x)
-        n, z = nonzero_prod.expand(*shape), zeros.expand(*shape)
-        s = sum(_where(is_zero, x, 0.0), dims, True).expand(*shape)
-        one = _where(is_zero, n, n * s / safe_x)
-        two = _where(is_zero, n * (s - x), 0.0)
-        none = _expand_back(out, shape, dims, keepdim) / safe_x
-        return ge * _where(z == 0, none, _where(z == 1, one, _where(z == 2, two, 0.0))), None, None, None
-
 
 def _product_of_the_others(x: Tensor, dims) -> Tensor:
     """For each entry, the product of the others along ``dims`` (one dim, or all of them): the
@@ -360,19 +339,48 @@ class Softmax(BuiltinFunction):
     @classmethod
     def backward(cls, ctx, g):
         y, = ctx.saved_tensors
-        return wrap(KS.softmax_backward(y._data, g._data, ctx.dim, log=cls.log)), None, None
+        return cls.data_backward.apply(g, y, ctx.dim), None, None
+
+
+class SoftmaxBackwardData(BuiltinFunction):
+    """softmax's backward as a Function of its own (PyTorch's ``_softmax_backward_data``): the
+    fused kernel, and its own derivative written once here (for create_graph).
+    softmax: dx = y (g - sum(g y));  log_softmax (y the log-probabilities): dx = g - e^y sum(g)."""
+    node_name = "SoftmaxBackwardDataBackward0"
+    log = False
 
     @classmethod
-    def differentiable_backward(cls, ctx, g):  # the kernel's formula, from differentiable ops
-        y, = ctx.saved_tensors
+    def forward(cls, ctx, g, y, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(g, y)
+        return wrap(KS.softmax_backward(y._data, g._data, dim, log=cls.log))
+
+    @classmethod
+    def backward(cls, ctx, h):
+        g, y = ctx.saved_tensors
+        d, (need_g, need_y) = ctx.dim, ctx.needs_input_grad[:2]
         if cls.log:
-            return g - y.exp() * g.sum(ctx.dim, keepdim=True), None, None
-        return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None, None
+            he = h * y.exp()
+            dg = h - he.sum(d, keepdim=True) if need_g else None
+            dy = -he * g.sum(d, keepdim=True) if need_y else None
+        else:  # the Jacobian in g is symmetric: the same map applied to h
+            dg = cls.apply(h, y, d) if need_g else None
+            dy = h * (g - (g * y).sum(d, keepdim=True)) - g * (h * y).sum(d, keepdim=True) if need_y else None
+        return dg, dy, None
+
+
+class LogSoftmaxBackwardData(SoftmaxBackwardData):
+    node_name = "LogSoftmaxBackwardDataBackward0"
+    log = True
+
+
+Softmax.data_backward = SoftmaxBackwardData
 
 
 class LogSoftmax(Softmax):
     node_name = "LogSoftmaxBackward0"
     log = True
+    data_backward = LogSoftmaxBackwardData
 
 
 def _float_input(x, message):

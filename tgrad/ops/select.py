@@ -74,8 +74,6 @@ class _Median(BuiltinFunction):
     def backward(ctx, g):
         return g * ctx.share
 
-    differentiable_backward = backward
-
 
 @op("median")
 def median(input, dim=None, keepdim=False):  # noqa: A002
@@ -178,7 +176,7 @@ def argwhere(input):  # noqa: A002
 
 
 @op("take_along_dim")
-def take_alongnormalize_dim(input, indices, dim=None):  # noqa: A002
+def take_along_dim(input, indices, dim=None):  # noqa: A002
     if dim is None:
         return advanced.gather(input.reshape(-1), 0, indices.reshape(-1))
     d = normalize_dim(input, dim)
