@@ -27,7 +27,7 @@ import tgrad  # noqa: E402
 import tgrad.nn  # noqa: E402
 import tgrad.nn.functional  # noqa: E402
 import tgrad.optim  # noqa: E402
-from tgrad.nn.functional_attention import _sdpa_composed  # noqa: E402
+from tgrad.nn.functional.attention import _sdpa_composed  # noqa: E402
 from tgrad.kernels import attention as KA  # noqa: E402
 
 

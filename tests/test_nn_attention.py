@@ -107,7 +107,7 @@ def test_sdpa_dropout_regenerates_mask():
     g = tgrad.from_torch(uniform64(tuple(out.shape), -1, 1, 9))
     grads = tgrad.autograd.grad(out, [q, k, v], g)
     # the composed form with the same (seed, offset) draws the same mask: same output and gradients
-    from tgrad.nn.functional_attention import _sdpa_composed
+    from tgrad.nn.functional.attention import _sdpa_composed
     ref = _sdpa_composed(q, k, v, None, KA.MASK_NONE, False, 0.5, 0.4, seed, offset, None)
     ref_grads = tgrad.autograd.grad(ref, [q, k, v], g)
     assert_close(out, ref.torch().double())

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import tgrad
 from helpers import assert_close, make_pair, uniform64
 from tgrad.kernels.conv import conv2d_grad_weight
-from tgrad.nn.functional_conv import avg_pool2d, batch_norm, conv2d, max_pool2d
+from tgrad.nn.functional import avg_pool2d, batch_norm, conv2d, max_pool2d
 
 DTYPES = [tgrad.float32, tgrad.float64]
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # torch's, not ours
@@ -301,7 +301,7 @@ def test_cnn_step_matches_torch():
         h = fn.max_pool2d(h, 3, 2, 1)
         return fn.avg_pool2d(fn.conv2d(h, q["w2"], q["b2"], groups=2), 2, ceil_mode=True)
 
-    import tgrad.nn.functional_conv as ours
+    import tgrad.nn.functional as ours
     out = net(ours, x, {k: v[0] for k, v in p.items()}, rm, rv)
     ref = net(F, xr, {k: v[1] for k, v in p.items()}, rmr, rvr)
     run_and_compare(out, ref, list(p.values()), tgrad.float32)

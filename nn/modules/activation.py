@@ -1,24 +1,130 @@
-"""Activation modules, each a thin wrapper over its ``nn.functional`` namesake:
-ReLU max(x, 0); LeakyReLU x or slope x; GELU x Phi(x) (or its tanh approximation); SiLU x sigmoid(x);
-Tanh; Sigmoid; Softmax exp(x) / sum exp(x) along ``dim``; LogSoftmax its log."""
+"""Activation modules, each a thin wrapper over its ``nn.functional`` namesake, with PyTorch's
+arguments and reprs: ReLU max(x, 0); LeakyReLU x or slope x; GELU x Phi(x) (or its tanh
+approximation); SiLU x sigmoid(x); Tanh; Sigmoid; Softmax exp(x) / sum exp(x) along ``dim``;
+LogSoftmax its log; ELU, Softplus, PReLU (a learned slope per channel), Mish, Hardswish, Softmax2d,
+Softmin, GLU; ReLU6, SELU, CELU, Hardtanh, Hardsigmoid, LogSigmoid, Softsign, Tanhshrink,
+Threshold, Hardshrink, Softshrink."""
 from __future__ import annotations
 
+import warnings
+
+import tgrad
 from .. import functional as F
+from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
+__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "ELU", "Softplus",
+           "PReLU", "Mish", "Hardswish", "Softmax2d", "Softmin", "GLU", "Threshold", "Hardtanh", "ReLU6", "SELU",
+           "CELU", "Hardsigmoid", "LogSigmoid", "Softsign", "Tanhshrink", "Hardshrink", "Softshrink"]
 
 
-class ReLU(Module):
+class _InplaceOnly(Module):
+    """An activation whose only argument is ``inplace``."""
+    _fn = None
+
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu(input, inplace=True) if self.inplace else F.relu(input)
+        return type(self)._fn(input, inplace=self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
+
+
+class _NoArgument(Module):
+    """An activation without arguments."""
+    _fn = None
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+
+class _AlongDim(Module):
+    """An activation along one dim (``dim``); ``_stacklevel`` for the warning of an implicit dim."""
+    _fn, _stacklevel = None, None
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        if self._stacklevel is None:
+            return type(self)._fn(input, self.dim)
+        return type(self)._fn(input, self.dim, _stacklevel=self._stacklevel)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class ReLU(_InplaceOnly):
+    _fn = staticmethod(F.relu)
+
+
+class SiLU(_InplaceOnly):
+    _fn = staticmethod(F.silu)
+
+
+class Mish(_InplaceOnly):
+    _fn = staticmethod(F.mish)
+
+
+class SELU(_InplaceOnly):
+    _fn = staticmethod(F.selu)
+
+
+class Hardswish(_InplaceOnly):
+    _fn = staticmethod(F.hardswish)
+
+    def extra_repr(self):  # PyTorch prints Hardswish() even in place
+        return ""
+
+
+class Hardsigmoid(_InplaceOnly):
+    _fn = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self):  # PyTorch prints Hardsigmoid() even in place
+        return ""
+
+
+class Tanh(_NoArgument):
+    _fn = staticmethod(F.tanh)
+
+
+class Sigmoid(_NoArgument):
+    _fn = staticmethod(F.sigmoid)
+
+
+class LogSigmoid(_NoArgument):
+    _fn = staticmethod(F.logsigmoid)
+
+
+class Softsign(_NoArgument):
+    _fn = staticmethod(F.softsign)
+
+
+class Tanhshrink(_NoArgument):
+    _fn = staticmethod(F.tanhshrink)
+
+
+class Softmax(_AlongDim):
+    _fn = staticmethod(F.softmax)
+
+
+class LogSoftmax(_AlongDim):
+    _fn = staticmethod(F.log_softmax)
+
+
+class Softmin(_AlongDim):
+    _fn, _stacklevel = staticmethod(F.softmin), 5
+
+
+class GLU(_AlongDim):
+    _fn = staticmethod(F.glu)
+
+    def __init__(self, dim=-1):
+        super().__init__(dim)
 
 
 class LeakyReLU(Module):
@@ -47,47 +153,129 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
-    def __init__(self, inplace=False):
+class ELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
-        self.inplace = inplace
+        self.alpha, self.inplace = alpha, inplace
 
     def forward(self, input):
-        return F.silu(input, inplace=True) if self.inplace else F.silu(input)
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softplus(Module):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class PReLU(Module):
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(tgrad.full((num_parameters,), float(init), device=device, dtype=dtype))
+
+    def reset_parameters(self):
+        with tgrad.no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of a (C, H, W) or (N, C, H, W) input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
+class Threshold(Module):
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+        super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
+                          stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
+                          stacklevel=2)
+            max_val = max_value
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+        if self.max_val <= self.min_val:
+            raise AssertionError(f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})")
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, inplace=self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
 
 
-class Tanh(Module):
-    def forward(self, input):
-        return F.tanh(input)
-
-
-class Sigmoid(Module):
-    def forward(self, input):
-        return F.sigmoid(input)
-
-
-class Softmax(Module):
-    def __init__(self, dim=None):
+class CELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
-        self.dim = dim
+        self.alpha, self.inplace = alpha, inplace
 
     def forward(self, input):
-        return F.softmax(input, self.dim)
+        return F.celu(input, self.alpha, inplace=self.inplace)
 
     def extra_repr(self):
-        return f"dim={self.dim}"
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
-class LogSoftmax(Module):
-    def __init__(self, dim=None):
+class Hardshrink(Module):
+    def __init__(self, lambd=0.5):
         super().__init__()
-        self.dim = dim
+        self.lambd = lambd
 
     def forward(self, input):
-        return F.log_softmax(input, self.dim)
+        return F.hardshrink(input, self.lambd)
 
     def extra_repr(self):
-        return f"dim={self.dim}"
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)

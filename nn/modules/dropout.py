@@ -1,11 +1,11 @@
 """``Dropout``: in training, zero each element with probability p and scale the rest by 1/(1-p);
-the identity in evaluation."""
+``Dropout1d`` / ``Dropout2d`` zero whole channels; the identity in evaluation."""
 from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d"]
 
 
 class Dropout(Module):
@@ -22,3 +22,24 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _ChannelDropout(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(_ChannelDropout):
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(_ChannelDropout):
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)

@@ -1,4 +1,4 @@
-"""``Linear``: y = x W^T + b, with W of shape (out_features, in_features).
+"""``Linear``: y = x W^T + b, with W of shape (out_features, in_features); ``Identity``.
 
 Default initialisation is PyTorch's: W ~ U[-1/sqrt(in), 1/sqrt(in)] (``kaiming_uniform_`` with
 a = sqrt(5)) and b ~ U[-1/sqrt(in), 1/sqrt(in)]."""
@@ -12,7 +12,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Linear"]
+__all__ = ["Identity", "Linear"]
 
 
 def _reset_weight_and_bias(weight, bias):
@@ -44,3 +44,13 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Identity(Module):
+    """Returns its input unchanged (any constructor arguments are ignored, as in PyTorch)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input

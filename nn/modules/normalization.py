@@ -1,5 +1,6 @@
 """``LayerNorm``: normalises over the trailing ``normalized_shape`` dims,
-y = (x - mean) / sqrt(var + eps) * weight + bias (biased variance); weight = 1, bias = 0."""
+y = (x - mean) / sqrt(var + eps) * weight + bias (biased variance); ``RMSNorm``: x / rms(x) * weight;
+``GroupNorm``: per sample and channel group. weight = 1, bias = 0, as PyTorch's."""
 from __future__ import annotations
 
 import numbers
@@ -10,7 +11,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm"]
 
 
 class LayerNorm(Module):
@@ -43,3 +44,53 @@ class LayerNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
                 f"bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(tgrad.empty(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class GroupNorm(Module):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        if affine:
+            self.weight = Parameter(tgrad.empty(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(tgrad.empty(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

@@ -2,7 +2,7 @@
 (every parameter ~ U[-1/sqrt(H), 1/sqrt(H)]) and call conventions.
 
 Each layer and direction projects its whole input with one matmul (``F.linear``) and runs the
-recurrence as one Function (``nn/functional_rnn.py``: per step a recurrent matmul and one fused
+recurrence as one Function (``nn/functional/rnn.py``: per step a recurrent matmul and one fused
 gate kernel, forward and backward). Packed input (``nn.utils.rnn.PackedSequence``) runs padded
 in the packing's sorted order with per-row lengths: a finished row keeps its state, so h_n is
 each sequence's last state, and the reverse direction starts at each sequence's own end.
@@ -17,7 +17,7 @@ import tgrad
 from tgrad.kernels import rnn as KR
 from .. import functional as F
 from .. import init
-from ..functional_rnn import rnn_layer
+from ..functional.rnn import rnn_layer
 from ..parameter import Parameter
 from ..nn_utils.rnn import PackedSequence
 from .module import Module

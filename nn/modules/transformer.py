@@ -12,7 +12,7 @@ import copy
 import tgrad
 from .. import functional as F
 from .. import init
-from ..functional_attention import multi_head_attention_forward
+from ..functional.attention import multi_head_attention_forward
 from ..parameter import Parameter
 from .container import ModuleList
 from .dropout import Dropout

@@ -18,7 +18,9 @@ from tgrad.kernels import dropout as KD
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.random import default_generator
 from tgrad.tensor import Tensor
-from . import functional as F  # (functional imports this module at its end: names are read at call time)
+
+from .dense import linear
+from .stochastic import _Dropout, dropout
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -89,7 +91,7 @@ def _sdpa_composed(q, k, v, mask, kind, causal, scale, p, seed, offset, state):
     dead = (s == float("-inf")).all(-1, keepdim=True)
     attn = s.masked_fill(dead, 0.0).softmax(-1).masked_fill(dead, 0.0)
     if p > 0:
-        attn = F._Dropout.apply(attn, p, seed, offset, state)
+        attn = _Dropout.apply(attn, p, seed, offset, state)
     return attn @ _repeat_heads(v, group)
 
 
@@ -233,9 +235,9 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
         wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
     bq, bk, bv = in_proj_bias.chunk(3, 0) if in_proj_bias is not None else (None, None, None)
     if not use_separate_proj_weight and query is key and key is value:
-        q, k, v = F.linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
+        q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
     else:
-        q, k, v = F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+        q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
     if bias_k is not None:
         k = tgrad.cat([k, bias_k.expand(1, N, E)], 0)
         v = tgrad.cat([v, bias_v.expand(1, N, E)], 0)
@@ -260,7 +262,7 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
         if mask is not None:
             s = s.masked_fill(mask.logical_not(), float("-inf")) if mask.dtype is tgrad.bool else s + mask
         weights = s.softmax(-1)
-        weights = F.dropout(weights, p) if p > 0 else weights  # PyTorch returns them after dropout
+        weights = dropout(weights, p) if p > 0 else weights  # PyTorch returns them after dropout
         out = weights @ v
         weights = weights.mean(1) if average_attn_weights else weights
         if not batched:
@@ -268,7 +270,7 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
     else:
         out = scaled_dot_product_attention(q, k, v, mask, p)
     out = out.permute(2, 0, 1, 3).reshape(L * N, E)
-    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
     if not batched:
         out = out.squeeze(1)
     return out, weights

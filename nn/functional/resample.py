@@ -1,32 +1,26 @@
 """Resampling with PyTorch's functional signatures: ``interpolate`` (nearest, nearest-exact,
-linear, bilinear, area), ``pixel_shuffle`` / ``pixel_unshuffle``, ``unfold`` / ``fold`` and the
-channel dropouts ``dropout1d`` / ``dropout2d``.
+linear, bilinear, area), ``pixel_shuffle`` / ``pixel_unshuffle`` and ``unfold`` / ``fold``.
 
 interpolate and unfold/fold are autograd Functions over ``tgrad.kernels.interpolate`` and
 ``.unfold`` (one launch each way). All of them are linear in x, and each backward is the adjoint
 of its forward: interpolate's backward is a Function whose own backward is interpolate again, and
-unfold and fold are each other's backward. So create_graph records the same kernels and the
+unfold and fold are each other's backward. So every order records the same kernels and the
 derivative is written once. pixel_shuffle only moves elements (a view, then one copy, as torch's
-own storage functions do it). The channel dropouts scale x by a per-(n, c) keep mask drawn with
-``tgrad.rand`` on a (N, C, 1, ...) shape, a MulBackward0 node as in PyTorch.
+own storage functions do it).
 """
 from __future__ import annotations
 
 import math
-import numbers
-import warnings
 
-import tgrad
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels import interpolate as INTERP
 from tgrad.kernels import unfold as UNFOLD
 from tgrad.ops.common import check_runnable, wrap
 
-from .functional_conv import _check_tensor, _pair
-from .functional_pool import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .arguments import check_tensor, pair
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
-__all__ = ["interpolate", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold", "dropout1d", "dropout2d"]
-
+__all__ = ["interpolate", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold"]
 
 # ----------------------------------------------------------------------------- interpolate
 
@@ -99,7 +93,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """Resample the spatial dims of input (N, C, L) or (N, C, H, W) to ``size`` or by
     ``scale_factor``: nearest, nearest-exact, linear (3-d), bilinear (4-d) with or without
     align_corners, or area (adaptive average pooling). See kernels/interpolate.py for the formulas."""
-    _check_tensor(input, "input", "interpolate")
+    check_tensor(input, "input", "interpolate")
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -210,7 +204,7 @@ def _factor(fn, what, r):
 
 
 def pixel_shuffle(input, upscale_factor):
-    _check_tensor(input, "input", "pixel_shuffle")
+    check_tensor(input, "input", "pixel_shuffle")
     _factor("pixel_shuffle", "upscale_factor", upscale_factor)
     if input.ndim < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
@@ -223,7 +217,7 @@ def pixel_shuffle(input, upscale_factor):
 
 
 def pixel_unshuffle(input, downscale_factor):
-    _check_tensor(input, "input", "pixel_unshuffle")
+    check_tensor(input, "input", "pixel_unshuffle")
     _factor("pixel_unshuffle", "downscale_factor", downscale_factor)
     if input.ndim < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
@@ -288,8 +282,8 @@ class Fold(BuiltinFunction):
 
 def _geometry(fn, kernel_size, dilation, padding, stride):
     message = f"{fn}(): argument '{{what}}' must be an int or a tuple of two ints, but got {{value}}"
-    kernel, dilation = _pair(kernel_size, "kernel_size", message), _pair(dilation, "dilation", message)
-    padding, stride = _pair(padding, "padding", message), _pair(stride, "stride", message)
+    kernel, dilation = pair(kernel_size, "kernel_size", message), pair(dilation, "dilation", message)
+    padding, stride = pair(padding, "padding", message), pair(stride, "stride", message)
     if min(kernel) <= 0:
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kernel[0]} "
                            f"kernel_width: {kernel[1]}")
@@ -311,7 +305,7 @@ def _blocks(hw, kernel, stride, padding, dilation):
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """(N, C, H, W) -> (N, C*KH*KW, L): each sliding block of x flattened into a column (im2col)."""
-    _check_tensor(input, "input", "unfold")
+    check_tensor(input, "input", "unfold")
     kernel, stride, padding, dilation = _geometry("unfold", kernel_size, dilation, padding, stride)
     if input.ndim not in (3, 4) or any(s == 0 for s in input.shape[input.ndim - 3:]):
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and non-zero "
@@ -328,9 +322,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """(N, C*KH*KW, L) -> (N, C, H, W): the columns summed back into the image (col2im), the
     adjoint of unfold."""
-    _check_tensor(input, "input", "fold")
+    check_tensor(input, "input", "fold")
     kernel, stride, padding, dilation = _geometry("fold", kernel_size, dilation, padding, stride)
-    hw = _pair(output_size, "output_size", "fold(): argument '{what}' must be an int or a tuple of two ints, "
+    hw = pair(output_size, "output_size", "fold(): argument '{what}' must be an int or a tuple of two ints, "
                                            "but got {value}")
     if input.ndim not in (2, 3) or any(s == 0 for s in input.shape[input.ndim - 2:]):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
@@ -346,47 +340,3 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"calculated number of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, "
                            f"but got input.size({input.ndim - 1})={L}.")
     return Fold.apply(input, hw, blocks, (kernel, stride, padding, dilation))
-
-
-# ----------------------------------------------------------------------------- channel dropout
-
-def _channel_dropout(input, p, training, inplace, batched):
-    """x * keep[n, c] / (1 - p), one Bernoulli(1 - p) draw per (sample, channel)."""
-    if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0:
-        return input
-    lead = tuple(input.shape[:2]) if batched else tuple(input.shape[:1])
-    shape = lead + (1,) * (input.ndim - len(lead))
-    keep = tgrad.rand(*shape, dtype=input.dtype, device=input.device) < 1.0 - p
-    mask = keep.to(input.dtype) * (1.0 / (1.0 - p)) if p < 1 else keep.to(input.dtype)
-    return input.mul_(mask) if inplace else input * mask
-
-
-def dropout1d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, L) or (C, L) with probability p, scale the rest by 1/(1-p)."""
-    _check_tensor(input, "input", "dropout1d")
-    if input.ndim not in (2, 3):
-        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
-                           f"dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
-                           f"channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    return _channel_dropout(input, p, training, inplace, input.ndim == 3)
-
-
-def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, H, W) or (C, H, W) with probability p, scale the rest by 1/(1-p).
-    A 3-d input is taken as (N, C, L), with PyTorch's warning."""
-    _check_tensor(input, "input", "dropout2d")
-    if input.ndim not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
-                      f"result in an error in a future release. To retain the behavior and silence this warning, "
-                      f"please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on "
-                      f"inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
-                      f"(i.e. 3D or 4D inputs).", stacklevel=2)
-    if input.ndim == 3:
-        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
-                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
-                      "This behavior will change in a future release to interpret the input as one without a "
-                      "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
-                      "please switch to using dropout1d instead.", stacklevel=2)
-    return _channel_dropout(input, p, training, inplace, True)

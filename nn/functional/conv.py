@@ -1,30 +1,187 @@
-"""conv1d, conv_transpose1d and conv_transpose2d with PyTorch's functional signatures, on the
-implicit-GEMM kernels of ``tgrad.kernels.conv``.
+"""Convolutions with PyTorch's functional signatures on the implicit-GEMM kernels of
+``tgrad.kernels.conv``: ``conv1d``, ``conv2d``, ``conv_transpose1d``, ``conv_transpose2d``.
 
 - conv1d is conv2d with H = 1: the same ``Convolution`` Function, fed 3-d tensors, which the
   kernels view as (N, C, 1, L).
+- conv2d's three GEMMs: y = conv(x, w) + b forward; backward dx = conv^T(g, w) (the input-gradient
+  kernel), dw = the weight-gradient kernel of (x, g), db = sum g.
 - conv_transpose is the adjoint of a convolution in its input: for x (N, C_in, H, W) and
   w (C_in, C_out/groups, kH, kW),
 
       y = conv_transpose(x, w) + b = dX_conv(g=x, w) + b,   out = (H-1)s - 2p + d(k-1) + output_padding + 1
 
-  i.e. the conv's input-gradient kernel (with the bias added in its epilogue). Its
-  derivatives are the conv's other two GEMMs:  dx = conv(g, w),  dw = dW_conv(input=g, grad=x),
-  db = sum g. Under create_graph those are the recorded ``Convolution`` / ``ConvGradWeight``
-  Functions, whose own backward is again one of the three kernels: the derivative is written once.
+  i.e. the conv's input-gradient kernel (with the bias added in its epilogue). Its derivatives are
+  the conv's other two GEMMs: dx = conv(g, w), dw = dW_conv(input=g, grad=x), db = sum g.
+
+Each of the three GEMMs is a Function whose backward is again two of the three, so the derivative
+is written once, at every order. Arguments are checked as PyTorch checks them, with its messages.
 """
 from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels import conv as CONV
 from tgrad.kernels.reduce import reduce
-from tgrad.ops.formula import ZeroSlope
 from tgrad.ops.common import check_runnable, wrap
+from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor
 
-from .functional_conv import Convolution, ConvGradWeight, _check_tensor, _float_only, _type_name
+from .arguments import check_tensor, float_only, pair
 
-__all__ = ["conv1d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+
+
+class Convolution(BuiltinFunction):
+    """y = conv2d(x, w) + b for batched x; see kernels/conv.py for the three GEMMs."""
+    node_name = "ConvolutionBackward0"
+    edge_args = (0, 1, 2)
+
+    @staticmethod
+    def forward(ctx, x, w, b, stride, padding, dilation, groups, out_hw):
+        check_runnable(x, w, b)
+        ctx.conv = (stride, padding, dilation, groups)
+        ctx.save_for_backward(x, w)
+        return wrap(CONV.conv2d_forward(x._data, w._data, None if b is None else b._data, stride, padding,
+                                        dilation, groups, out_hw))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        stride, padding, dilation, groups = ctx.conv
+        gd = g._data
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:
+            dx = wrap(CONV.conv2d_grad_input(gd, w._data, x.shape, stride, padding, dilation, groups))
+        if ctx.needs_input_grad[1]:
+            dw = wrap(CONV.conv2d_grad_weight(x._data, gd, w.shape, stride, padding, dilation, groups))
+        if ctx.needs_input_grad[2]:
+            db = wrap(reduce(gd, (0,) + tuple(range(2, gd.dim())), "sum"))
+        return dx, dw, db, None, None, None, None, None
+
+    @staticmethod
+    def differentiable_backward(ctx, g):  # the same GEMMs as recorded, differentiable Functions
+        x, w = ctx.saved_tensors
+        stride, padding, dilation, groups = ctx.conv
+        # (with an edge to x for dx and to w for dw, whose derivative is undefined, as PyTorch's)
+        need = ctx.needs_input_grad
+        return (ZeroSlope.apply(ConvGradInput.apply(g, w, x.shape, ctx.conv), x, True) if need[0] else None,
+                ZeroSlope.apply(ConvGradWeight.apply(x, g, w.shape, ctx.conv), w, True) if need[1] else None,
+                g.sum((0,) + tuple(range(2, g.ndim))) if need[2] else None, None, None, None, None, None)
+
+
+class ConvGradInput(BuiltinFunction):
+    """dx = conv^T(g, w), the input gradient of y = conv(x, w), as an op of (g, w). It is bilinear
+    and <conv^T(g, w), a> = <g, conv(a, w)>, so its gradients for an upstream gg (x's shape) are
+    conv(gg, w) for g and the weight gradient of conv(gg, .) against g for w."""
+    node_name = "ConvolutionBackwardBackward0"
+    edge_args = (0, 1)
+
+    @staticmethod
+    def forward(ctx, g, w, x_shape, conv):
+        ctx.conv, ctx.out_hw = conv, tuple(g.shape[2:])
+        ctx.save_for_backward(g, w)
+        return wrap(CONV.conv2d_grad_input(g._data, w._data, x_shape, *conv))
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, w = ctx.saved_tensors
+        return (Convolution.apply(gg, w, None, *ctx.conv, ctx.out_hw) if ctx.needs_input_grad[0] else None,
+                ConvGradWeight.apply(gg, g, w.shape, ctx.conv) if ctx.needs_input_grad[1] else None, None, None)
+
+
+class ConvGradWeight(BuiltinFunction):
+    """dw = the weight gradient of y = conv(x, w) for upstream g, as an op of (x, g):
+    <dw(x, g), v> = <g, conv(x, v)>, so for an upstream gw (w's shape) the gradients are
+    conv^T(g, gw) for x and conv(x, gw) for g."""
+    node_name = "ConvolutionBackwardBackward0"
+    edge_args = (0, 1)
+
+    @staticmethod
+    def forward(ctx, x, g, w_shape, conv):
+        ctx.conv, ctx.out_hw = conv, tuple(g.shape[2:])
+        ctx.save_for_backward(x, g)
+        return wrap(CONV.conv2d_grad_weight(x._data, g._data, w_shape, *conv))
+
+    @staticmethod
+    def backward(ctx, gw):
+        x, g = ctx.saved_tensors
+        return (ConvGradInput.apply(g, gw, x.shape, ctx.conv) if ctx.needs_input_grad[0] else None,
+                Convolution.apply(x, gw, None, *ctx.conv, ctx.out_hw) if ctx.needs_input_grad[1] else None,
+                None, None)
+
+
+_CONV_ARG = ("expected {what} to be a single integer value or a list of 2 values to match the convolution "
+             "dimensions, but got {what}={value}")
+
+
+def _type_name(t):
+    return f"tgrad.{'cuda.' if t.is_cuda else ''}{t.dtype.legacy}"
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d cross-correlation of input (N, C, H, W) or (C, H, W) with weight (OC, C/groups, KH, KW):
+    y[n, o, i, j] = bias[o] + sum_{c,kh,kw} x[n, g*C/groups + c, i*s - p + kh*d, j*s - p + kw*d] w[o, c, kh, kw],
+    g = o // (OC/groups), zero outside the image. padding may be 'valid' (0) or 'same' (output size
+    = input size, stride 1; an odd total padding puts the extra row/column at the bottom/right)."""
+    check_tensor(input, "input", "conv2d")
+    check_tensor(weight, "weight", "conv2d")
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+                           f"{list(input.shape)}")
+    if input.ndim == 3:
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+    if weight.ndim != 4:
+        raise RuntimeError(f"conv2d: expected a 4-d weight (out_channels, in_channels/groups, kH, kW), but got "
+                           f"weight of size {list(weight.shape)}")
+    stride = pair(stride, "stride", _CONV_ARG)
+    dilation = pair(dilation, "dilation", _CONV_ARG)
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if min(stride) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(dilation) <= 0:
+        raise RuntimeError("non-positive dilation is not supported")
+    N, C, H, W = input.shape
+    OC, CG, KH, KW = weight.shape
+    effective = ((KH - 1) * dilation[0] + 1, (KW - 1) * dilation[1] + 1)
+    if isinstance(padding, str):
+        if padding == "valid":
+            pad, extra = (0, 0), (0, 0)
+        elif padding == "same":
+            if stride != (1, 1):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = (effective[0] - 1, effective[1] - 1)
+            pad = (total[0] // 2, total[1] // 2)
+            extra = (total[0] - 2 * pad[0], total[1] - 2 * pad[1])  # the odd row/column, bottom/right
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pad, extra = pair(padding, "padding", _CONV_ARG), (0, 0)
+        if min(pad) < 0:
+            raise RuntimeError("negative padding is not supported")
+    if OC % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size [{list(weight.shape)}] instead")
+    if C != CG * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {CG * groups} channels, but got {C} channels instead")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"Input type ({_type_name(input)}) and weight type ({_type_name(weight)}) should be the "
+                           f"same")
+    float_only(input, "conv2d")
+    if bias is not None:
+        check_tensor(bias, "bias", "conv2d")
+        if bias.ndim != 1 or bias.shape[0] != OC:
+            raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+                               f"{OC} elements, but got bias of size {list(bias.shape)} instead")
+        if bias.dtype != input.dtype:
+            raise RuntimeError(f"Input type ({input.dtype.c_type}) and bias type ({bias.dtype.c_type}) should be "
+                               f"the same")
+    padded = (H + 2 * pad[0] + extra[0], W + 2 * pad[1] + extra[1])
+    if padded[0] < effective[0] or padded[1] < effective[1]:
+        raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x {padded[1]}). Kernel size: "
+                           f"({effective[0]} x {effective[1]}). Kernel size can't be greater than actual input size")
+    out_hw = tuple((padded[i] - effective[i]) // stride[i] + 1 for i in range(2))
+    return Convolution.apply(input, weight, bias, stride, pad, dilation, groups, out_hw)
 
 
 def _tuple(value, n, what):
@@ -40,8 +197,8 @@ def _tuple(value, n, what):
 
 def _check_common(fn, input, weight, bias, dims, groups, stride, dilation, out_channels):
     """PyTorch's checks shared by every convolution: dims, groups, dtypes and the bias."""
-    _check_tensor(input, "input", fn)
-    _check_tensor(weight, "weight", fn)
+    check_tensor(input, "input", fn)
+    check_tensor(weight, "weight", fn)
     if input.ndim not in (dims + 1, dims + 2):
         raise RuntimeError(f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to {fn}, but got "
                            f"input of size: {list(input.shape)}")
@@ -58,9 +215,9 @@ def _check_common(fn, input, weight, bias, dims, groups, stride, dilation, out_c
     if input.dtype != weight.dtype:
         raise RuntimeError(f"Input type ({_type_name(input)}) and weight type ({_type_name(weight)}) should be the "
                            f"same")
-    _float_only(input, fn)
+    float_only(input, fn)
     if bias is not None:
-        _check_tensor(bias, "bias", fn)
+        check_tensor(bias, "bias", fn)
         if bias.ndim != 1 or bias.shape[0] != out_channels:
             raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                                f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")

@@ -1,0 +1,182 @@
+"""``linear(x, W, b)`` = x W^T + b, with ``linear_act`` adding act(.) in the same matmul epilogue.
+
+Backward: dZ = dY * act'(.) (one pointwise launch, skipped without activation), then dX = dZ W,
+dW = dZ^T X (all leading dims folded into the matmul's K), db = sum_rows dZ summed by the dW
+launch beside its product. Each is a ``tgrad.autograd.Function`` named as PyTorch names its node.
+"""
+from __future__ import annotations
+
+import math
+
+import tgrad
+from tgrad import _dtype
+from tgrad.autograd.function import BuiltinFunction
+from tgrad.kernels import matmul as KM
+from tgrad.kernels.pointwise import pointwise
+from tgrad.kernels.reduce import reduce as _reduce
+from tgrad.ops.common import check_runnable, wrap
+from tgrad.ops.formula import traced_backward
+from tgrad.ops.table import BY_NAME as OP_ROWS
+
+__all__ = ["linear", "linear_act"]
+
+
+# activation -> (the unary op whose derivative it shares, its fused backward formula, whether
+# that formula reads the output y or the pre-activation z)
+_ACTS = {name: (OP_ROWS[name], "y" if OP_ROWS[name].saves == "y" else "z")
+         for name in ("relu", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu")}
+
+
+def _allow_tf32(t):
+    return t.device.type == "cuda" and tgrad.backends.cuda.matmul.allow_tf32
+
+
+class _Linear(BuiltinFunction):
+    """y = act(x W^T + b) over x (*, K), W (N, K), b (N,) or None."""
+    act = None
+    edge_args = (0, 1, 2)
+
+    @classmethod
+    def forward(cls, ctx, x, weight, bias):
+        N, K = weight.shape
+        x2 = x._data.reshape(math.prod(x.shape[:-1]), K)  # (not -1: ambiguous when K or a batch dim is 0)
+        kind = _ACTS[cls.act][1] if cls.act else None
+        out = KM.matmul(x2, weight._data.t(), bias=None if bias is None else bias._data,
+                        activation=cls.act, allow_tf32=_allow_tf32(x), return_preact=kind == "z")
+        y, z = out if kind == "z" else (out, None)
+        y = wrap(y.view(tuple(x.shape[:-1]) + (N,)))
+        saved = y if kind == "y" else wrap(z) if kind == "z" else None
+        ctx.save_for_backward(x, weight, bias, saved)
+        return y
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, w, b, s = ctx.saved_tensors
+        nx, nw, nb = ctx.needs_input_grad[:3]
+        N, K = w.shape
+        rows = math.prod(x.shape[:-1])
+        g2 = g._data.reshape(rows, N)
+        if cls.act:  # dZ = dY act'(.): the activation row's derivative formula, one launch
+            g2, = pointwise(_ACTS[cls.act][0].derivative, [s._data.reshape(rows, N), g2], g2.shape, [g2.dtype])
+        tf32 = _allow_tf32(g)
+        dx = wrap(KM.matmul(g2, w._data, allow_tf32=tf32).view(x.shape)) if nx else None
+        if nw and nb:  # dW = dZ^T X and db = dZ^T 1 from one launch (db summed beside the product)
+            dw, db = (wrap(t) for t in KM.matmul(g2.t(), x._data.reshape(rows, K), allow_tf32=tf32, rowsum=True))
+            return dx, dw, db
+        dw = wrap(KM.matmul(g2.t(), x._data.reshape(rows, K), allow_tf32=tf32)) if nw else None
+        db = wrap(_reduce(g2, (0,), "sum")) if nb else None
+        return dx, dw, db
+
+
+    @classmethod
+    def differentiable_backward(cls, ctx, g):  # the same formulas from differentiable ops
+        x, w, b, s = ctx.saved_tensors
+        nx, nw, nb = ctx.needs_input_grad[:3]
+        N, K = w.shape
+        gz = g
+        if cls.act:
+            row, kind = _ACTS[cls.act]
+            gz = traced_backward(row.derivative, (s if kind == "y" else _linear_ops(x, w, b),), g, (), row.zero_edges)
+        rows = math.prod(x.shape[:-1])
+        g2 = gz.reshape(rows, N)
+        return gz @ w if nx else None, g2.t() @ x.reshape(rows, K) if nw else None, g2.sum(0) if nb else None
+
+
+class _PlainLinear(_Linear):
+    """x W^T + b for a 2-D x, recorded as PyTorch records it: AddmmBackward0 with edges (bias, x,
+    W^T), or MmBackward0 with (x, W^T), where W^T is a TBackward0 view of the weight."""
+    node_name = "AddmmBackward0"
+
+    @classmethod
+    def forward(cls, ctx, bias, x, weight_t):
+        y = super().forward.__func__(cls, ctx, x, weight_t.t(), bias)
+        ctx.save_for_backward(x, weight_t)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, wt = ctx.saved_tensors
+        nb, nx, nw = ctx.needs_input_grad[:3]
+        tf32 = _allow_tf32(g)
+        dx = wrap(KM.matmul(g._data, wt._data.t(), allow_tf32=tf32)) if nx else None
+        if nw and nb:  # dW = dZ^T X and db = dZ^T 1 from one launch (db summed beside the product)
+            dw, db = (wrap(t) for t in KM.matmul(g._data.t(), x._data, allow_tf32=tf32, rowsum=True))
+        else:
+            dw = wrap(KM.matmul(g._data.t(), x._data, allow_tf32=tf32)) if nw else None
+            db = wrap(_reduce(g._data, (0,), "sum")) if nb else None
+        return db, dx, None if dw is None else wrap(dw._data.t())
+
+    @staticmethod
+    def differentiable_backward(ctx, g):
+        x, wt = ctx.saved_tensors
+        nb, nx, nw = ctx.needs_input_grad[:3]
+        return g.sum(0) if nb else None, g @ wt.t() if nx else None, x.t() @ g if nw else None
+
+
+class _PlainMm(_PlainLinear):
+    node_name = "MmBackward0"
+    edge_args = (1, 2)
+
+
+def _linear_ops(x, w, b):
+    z = x @ w.t()
+    return z + b if b is not None else z
+
+
+def _linear_class(activation, has_bias):
+    key = (activation, has_bias)
+    cls = _LINEAR_CLASSES.get(key)
+    if cls is None:
+        if activation is None:
+            name = "AddmmBackward0" if has_bias else "MmBackward0"
+        else:
+            name = _ACTS[activation][0].node  # the activation's own node name
+        attrs = {"act": activation, "node_name": name}
+        cls = type(f"Linear_{activation}", (_Linear,), attrs)
+        _LINEAR_CLASSES[key] = cls
+    return cls
+
+
+_LINEAR_CLASSES: dict = {}
+
+
+def linear_act(input, weight, bias=None, activation=None):
+    """``act(input @ weight.T + bias)`` in one matmul launch; ``activation`` is None, 'relu',
+    'gelu', 'gelu_tanh', 'tanh', 'sigmoid' or 'silu'."""
+    if activation is not None and activation not in _ACTS:
+        raise ValueError(f"unknown activation {activation!r}; expected None or one of {list(_ACTS)}")
+    check_runnable(input, weight, bias)
+    if weight.ndim != 2:
+        raise RuntimeError(f"tgrad linear expects a 2-D weight (out_features, in_features), got "
+                           f"shape {list(weight.shape)}")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
+        rows = math.prod(input.shape[:-1]) if input.ndim else 1
+        cols = input.shape[-1] if input.ndim else 1
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and "
+                           f"{weight.shape[1]}x{weight.shape[0]})")
+    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
+        other = weight if input.dtype is not weight.dtype else bias
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype.c_type} != "
+                           f"{other.dtype.c_type}")
+    if input.dtype is _dtype.bool:
+        raise NotImplementedError('"addmm_impl_cpu_" not implemented for \'Bool\'')
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        target = list(input.shape[:-1]) + [weight.shape[0]]
+        raise RuntimeError(f"The expanded size of the tensor ({weight.shape[0]}) must match the existing "
+                           f"size ({bias.shape[-1] if bias.ndim else 1}) at non-singleton dimension "
+                           f"{len(target) - 1}.  Target sizes: {target}.  Tensor sizes: {list(bias.shape)}")
+    if not input.dtype.is_floating_point:  # integers: exact, through the integer matmul
+        if activation is not None:
+            raise NotImplementedError(f"tgrad linear_act: activations need a floating point input, got "
+                                      f"{input.dtype}")
+        out = tgrad.matmul(input, weight.t())
+        return out + bias if bias is not None else out
+    if activation is None and input.ndim == 2:
+        cls = _PlainLinear if bias is not None else _PlainMm
+        return cls.apply(bias, input, weight.t())
+    return _linear_class(activation, bias is not None).apply(input, weight, bias)
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` for input (*, in_features), weight (out_features, in_features)."""
+    return linear_act(input, weight, bias, None)

@@ -1,0 +1,346 @@
+"""Normalisation: ``layer_norm``, ``batch_norm``, ``rms_norm``, ``group_norm`` and ``instance_norm``
+with PyTorch's signatures, each one fused forward launch and one fused backward launch.
+
+- ``layer_norm``: row mean/rstd in fp32, saved; dx with dw/db as deterministic per-program
+  partial sums (``kernels/layer_norm.py``).
+- ``batch_norm``: per channel (dim 1), batch statistics in training (running ones updated in place)
+  or the running ones in eval (``kernels/batch_norm.py``).
+- ``rms_norm``, ``group_norm`` (and ``instance_norm``, a group norm with one channel per group): the
+  fused row kernels of ``kernels/rms_group_norm.py``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+import tgrad
+from tgrad.autograd.function import BuiltinFunction
+from tgrad.kernels import batch_norm as BN
+from tgrad.kernels import layer_norm as KLN
+from tgrad.kernels import rms_group_norm as KN
+from tgrad.modes import enable_grad
+from tgrad.ops.common import check_runnable, wrap
+from tgrad.ops.formula import ZeroSlope
+from tgrad.tensor import Tensor
+
+from .arguments import check_tensor, float_only
+
+__all__ = ["layer_norm", "batch_norm", "rms_norm", "group_norm", "instance_norm"]
+
+
+class _LayerNorm(BuiltinFunction):
+    node_name = "NativeLayerNormBackward0"
+    edge_args = (0, 1, 2)
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, normalized_shape, eps):
+        D = math.prod(normalized_shape)
+        M_ = math.prod(x.shape[:x.ndim - len(normalized_shape)])
+        y, mean, rstd = KLN.layer_norm_forward(
+            x._data.reshape(M_, D), None if weight is None else weight._data.reshape(D),
+            None if bias is None else bias._data.reshape(D), eps)
+        ctx.stats, ctx.meta = (mean, rstd), (normalized_shape, eps, M_, D)
+        ctx.save_for_backward(x, weight, bias)
+        return wrap(y.view(x.shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, b = ctx.saved_tensors
+        shape, eps, M_, D = ctx.meta
+        nx, nw, nb = ctx.needs_input_grad[:3]
+        mean, rstd = ctx.stats
+        wb = w if w is not None else b
+        dx, dw, db = KLN.layer_norm_backward(
+            x._data.reshape(M_, D), g._data.reshape(M_, D),
+            None if w is None else w._data.reshape(D), mean, rstd, need_dx=nx, need_wb=nw or nb,
+            wb_dtype=None if wb is None else wb._data.dtype)
+        return (wrap(dx.view(x.shape)) if nx else None, wrap(dw.view(shape)) if nw else None,
+                wrap(db.view(shape)) if nb else None, None, None)
+
+    @staticmethod
+    def differentiable_backward(ctx, g):  # the kernel's formulas from differentiable ops
+        x, w, b = ctx.saved_tensors
+        shape, eps, _, _ = ctx.meta
+        return _layer_norm_grads_ops(x, w, g, shape, eps, *ctx.needs_input_grad[:3]) + (None, None)
+
+
+def _layer_norm_grads_ops(x, w, g, shape, eps, nx, nw, nb):
+    """dx = rstd (gw - mean(gw) - xhat mean(gw xhat)), dw = sum g xhat, db = sum g, as tgrad ops."""
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    lead = tuple(range(x.ndim - len(shape)))
+    xc = x - x.mean(dims, keepdim=True)
+    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = xc * rstd
+    gw = g * w if w is not None else g
+    dx = None
+    if nx:
+        dx = rstd * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True))
+    dw = ((g * xhat).sum(lead) if lead else g * xhat) if nw else None
+    db = (g.sum(lead) if lead else g) if nb else None
+    return dx, dw, db
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims: (x - mean) / sqrt(var + eps) * w + b,
+    var the biased variance."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) else \
+        tuple(int(s) for s in normalized_shape)
+    check_runnable(input, weight, bias)
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                               f"shape {list(t.shape)} and normalized_shape = {list(shape)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for \'{input.dtype.scalar_type}\'')
+    return _LayerNorm.apply(input, weight, bias, shape, float(eps))
+
+
+# ----------------------------------------------------------------------------- batch_norm
+
+class BatchNorm(BuiltinFunction):
+    """Batch normalisation over dim 1; see kernels/batch_norm.py for the formulas."""
+    node_name = "NativeBatchNormBackward0"
+    edge_args = (0, 1, 2)
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
+        check_runnable(x, weight, bias, running_mean, running_var)
+        # per-channel vectors of any shape holding C elements are read as (C,) views
+        data = [x._data] + [None if t is None else t._data.view(-1)
+                            for t in (weight, bias, running_mean, running_var)]
+        y, mean, rstd = BN.batch_norm_forward(*data, training, momentum, eps)
+        ctx.stats, ctx.eps = (mean, rstd, training), eps
+        ctx.vec_meta = [None if t is None else (t._data.shape, t._data.dtype) for t in (weight, bias)]
+        ctx.save_for_backward(x, weight)
+        return wrap(y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        mean, rstd, training = ctx.stats
+        need = ctx.needs_input_grad
+        (w_shape, w_dtype), (b_shape, b_dtype) = [(None, None) if v is None else v for v in ctx.vec_meta]
+        dx, dw, db = BN.batch_norm_backward(x._data, g._data, None if weight is None else weight._data.view(-1),
+                                            mean, rstd, training, need[0], need[1] or need[2], w_dtype, b_dtype)
+        return (wrap(dx) if need[0] else None, wrap(dw.view(w_shape)) if need[1] else None,
+                wrap(db.view(b_shape)) if need[2] else None, None, None, None, None, None)
+
+    @staticmethod
+    def differentiable_backward(ctx, g):  # the same formulas from differentiable ops
+        x, weight = ctx.saved_tensors
+        mean, rstd, training = ctx.stats
+        need = ctx.needs_input_grad
+        (w_shape, w_dtype), (b_shape, b_dtype) = [(None, None) if v is None else v for v in ctx.vec_meta]
+        dx, dw, db = _batch_norm_grads_ops(x, weight, g, ctx, need)
+        if not training and dx is not None:  # x's derivative of w rstd g: undefined, as PyTorch's
+            dx = ZeroSlope.apply(dx, x, True)
+        return (dx, None if dw is None else dw.reshape(w_shape).to(w_dtype),
+                None if db is None else db.reshape(b_shape).to(b_dtype), None, None, None, None, None)
+
+
+def _batch_norm_grads_ops(x, w, g, ctx, need):
+    """Per channel c (dim 1), over the other dims: xhat = (x - mean) rstd, dw = sum g xhat, db = sum g,
+    and dx = w rstd (g - mean(g) - xhat mean(g xhat)) in training (the batch statistics depend on
+    x), dx = w rstd g in eval (constant running statistics)."""
+    mean, rstd, training = ctx.stats
+    dims = (0,) + tuple(range(2, x.ndim))
+    chan = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if training:
+        xc = x - x.mean(dims, keepdim=True)
+        r = ((xc * xc).mean(dims, keepdim=True) + ctx.eps).rsqrt()
+    else:
+        r = wrap(rstd).to(x.dtype).reshape(chan)
+        xc = x - wrap(mean).to(x.dtype).reshape(chan)
+    xhat = xc * r
+    gw = g * w.reshape(chan) if w is not None else g
+    dx = None
+    if need[0]:
+        dx = r * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True)) if training \
+            else gw * r
+    return dx, (g * xhat).sum(dims) if need[1] else None, g.sum(dims) if need[2] else None
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
+    """y = (x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1) of x (N, C, *). Training
+    uses the batch's mean and biased variance and, when running stats are given, updates them in place:
+    r <- (1 - momentum) r + momentum * stat, with the unbiased variance; eval uses the running stats."""
+    check_tensor(input, "input", "batch_norm")
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
+        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
+                        f"{type(momentum).__name__}")
+    if input.ndim < 2:
+        raise RuntimeError(f"batch_norm: expected an input of 2 or more dims (N, C, *), but got input of size "
+                           f"{list(input.shape)}")
+    C = input.shape[1]
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+    if training:
+        per_channel = input.shape[0] * math.prod(input.shape[2:])
+        if per_channel <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"tgrad.Size({list(input.shape)})")
+    elif running_mean is None:
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None:
+            check_tensor(t, name, "batch_norm")
+            if t.numel() != C:
+                raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
+    float_only(input, "batch_norm")  # after the shape checks, as PyTorch
+    return BatchNorm.apply(input, weight, bias, running_mean, running_var, bool(training), float(momentum),
+                           float(eps))
+
+# ----------------------------------------------------------------------------- rms_norm, group_norm, instance_norm
+
+def _composed(x2, w, b, groups, cpg, sp, eps, center):
+    """The same normalisation from tgrad ops, x2 (M, D)."""
+    M, D = x2.shape
+    if center:
+        mu = x2.mean(1, keepdim=True)
+        xc = x2 - mu
+    else:
+        xc = x2
+    y = xc * ((xc * xc).mean(1, keepdim=True) + eps).rsqrt()
+    if w is not None or b is not None:
+        y = y.reshape(M // groups, groups * cpg, sp)
+        if w is not None:
+            y = y * w.reshape(groups * cpg, 1)
+        if b is not None:
+            y = y + b.reshape(groups * cpg, 1)
+        y = y.reshape(M, D)
+    return y
+
+
+class _RowNorm(BuiltinFunction):
+    @staticmethod
+    def forward(ctx, x2, w, b, groups, cpg, sp, eps, center):
+        check_runnable(x2, w, b)
+        xd = x2._data.contiguous()
+        y, mean, rstd = KN.norm_forward(xd, None if w is None else w._data.contiguous(),
+                                        None if b is None else b._data.contiguous(), groups, cpg, sp, eps, center)
+        ctx.cfg = (groups, cpg, sp, eps, center)
+        ctx.stats = (xd, mean, rstd)
+        ctx.save_for_backward(x2, w, b)
+        return wrap(y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x2, w, b = ctx.saved_tensors
+        groups, cpg, sp, eps, center = ctx.cfg
+        need = ctx.needs_input_grad
+        xd, mean, rstd = ctx.stats
+        dx, dw, db = KN.norm_backward(xd, g._data.contiguous(), None if w is None else w._data.contiguous(), mean,
+                                      rstd, groups, cpg, sp, center, need[0], need[1], need[2])
+        return (wrap(dx) if need[0] else None, wrap(dw) if need[1] else None, wrap(db) if need[2] else None,
+                None, None, None, None, None)
+
+    @staticmethod
+    def differentiable_backward(ctx, g):
+        x2, w, b = ctx.saved_tensors
+        groups, cpg, sp, eps, center = ctx.cfg
+        need = ctx.needs_input_grad
+        inputs = [(i, t) for i, t in enumerate((x2, w, b)) if need[i]]
+        with enable_grad():
+            y = _composed(x2, w, b, groups, cpg, sp, eps, center)
+            found = tgrad.autograd.grad([y], [t for _, t in inputs], [g], create_graph=True, allow_unused=True)
+        res = [None] * 8
+        for (i, t), d in zip(inputs, found):
+            res[i] = d if d is not None else tgrad.zeros_like(t)
+        return tuple(res)
+
+
+class _RMSNorm(_RowNorm):
+    node_name = "RmsNormBackward0"
+
+
+class _GroupNorm(_RowNorm):
+    node_name = "NativeGroupNormBackward0"
+
+
+def _check(x, fn):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    if not x.dtype.is_floating_point:  # PyTorch's kernels' names
+        kernel = {"group_norm": "GroupNormKernelImpl", "instance_norm": "batch_norm"}.get(fn, fn)
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{x.dtype.scalar_type}\'')
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2 over the trailing ``normalized_shape``) + eps) * weight; eps defaults to
+    the machine epsilon of x's dtype."""
+    _check(input, "rms_norm")
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    shape = tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or tuple(input.shape[input.ndim - k:]) != shape or input.ndim < k:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, "
+                           f"{', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(shape)}")
+    if eps is None:
+        eps = torch.finfo(input.dtype.torch).eps
+    D = math.prod(shape)
+    M = input.numel() // D if D else 0
+    x2 = input.reshape(M, D)
+    y = _RMSNorm.apply(x2, None if weight is None else weight.reshape(D), None, 1, D, 1, float(eps), False)
+    return y.reshape(*input.shape)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each of the ``num_groups`` channel groups of each sample of x (N, C, *) over its
+    channels and positions, then scale and shift per channel."""
+    _check(input, "group_norm")
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    N, C = input.shape[0], input.shape[1]
+    if C % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.shape[0] != C):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
+    sp = input.numel() // (N * C) if N * C else 0
+    cpg = C // num_groups
+    x2 = input.reshape(N * num_groups, cpg * sp)
+    y = _GroupNorm.apply(x2, weight, bias, num_groups, cpg, sp, float(eps), True)
+    return y.reshape(*input.shape)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Per-sample, per-channel normalisation of x (N, C, *) over its positions; with
+    ``use_input_stats`` False, the running statistics instead."""
+    _check(input, "instance_norm")
+    N, C = input.shape[0], input.shape[1]
+    shape = (1, C) + (1,) * (input.ndim - 2)
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        y = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+        if weight is not None:
+            y = y * weight.reshape(shape)
+        if bias is not None:
+            y = y + bias.reshape(shape)
+        return y
+    sp = input.numel() // (N * C) if N * C else 0
+    if sp <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(input.shape)}")
+    y = group_norm(input, C, weight, bias, eps)
+    if running_mean is not None or running_var is not None:
+        with tgrad.no_grad():
+            x3 = input.detach().reshape(N, C, sp)
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(x3.mean((0, 2)) * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(x3.var(2, correction=1).mean(0) * momentum)
+    return y
