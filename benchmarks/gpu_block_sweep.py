@@ -14,7 +14,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import tgrad  # noqa: E402
 import tgrad.nn.functional as TF  # noqa: E402
-from tgrad.kernels import reduce as R, layer_norm as LN  # noqa: E402
+from tgrad.kernels.reductions import reduce as R  # noqa: E402
+from tgrad.kernels.normalization import layer_norm as LN  # noqa: E402
 
 out = {}
 def t(fn):

@@ -24,10 +24,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import launch
-from .layout import next_pow2
-from .scalars import as_f64, f64_bits
-from .target import target
+from .runtime.launch import launch
+from .helpers.layout import next_pow2
+from .helpers.scalars import as_f64, f64_bits
+from .runtime.target import target
 
 __all__ = ["NORM_KINDS", "grad_norm_partials", "clip_by_total_norm", "clamp_rows", "ROW"]
 

@@ -46,11 +46,11 @@ import torch
 import triton
 import triton.language as tl
 
-from .dtypes import compute_dtype
-from .launch import launch
-from .layout import next_pow2
-from .scalars import as_f64, f64_bits
-from .target import target
+from .helpers.dtypes import compute_dtype
+from .runtime.launch import launch
+from .helpers.layout import next_pow2
+from .helpers.scalars import as_f64, f64_bits
+from .runtime.target import target
 
 __all__ = ["ALGORITHMS", "TableCache", "fused_step"]
 

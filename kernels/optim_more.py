@@ -34,10 +34,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import launch
+from .runtime.launch import launch
 from .optim import _chunk, _upload
-from .scalars import as_f64, f64_bits
-from .target import target
+from .helpers.scalars import as_f64, f64_bits
+from .runtime.target import target
 
 __all__ = ["ALGORITHMS_MORE", "fused_step_more"]
 

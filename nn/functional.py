@@ -26,13 +26,13 @@ import tgrad
 from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import dropout as KD
-from tgrad.kernels import embedding as KE
-from tgrad.kernels import layer_norm as KLN
-from tgrad.kernels import math_ops as M
-from tgrad.kernels import matmul as KM
-from tgrad.kernels.pointwise import pointwise
-from tgrad.kernels.reduce import reduce as _reduce
+from tgrad.kernels.random import dropout as KD
+from tgrad.kernels.indexing import embedding as KE
+from tgrad.kernels.normalization import layer_norm as KLN
+from tgrad.kernels import elementwise as M
+from tgrad.kernels.linalg import matmul as KM
+from tgrad.kernels.elementwise.pointwise import pointwise
+from tgrad.kernels.reductions.reduce import reduce as _reduce
 from tgrad.ops.formula import traced_backward
 from tgrad.ops.inplace import write_inplace
 from tgrad.ops.registry import NN_FUNCTIONAL

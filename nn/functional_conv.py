@@ -12,10 +12,10 @@ import math
 
 from tgrad import _dtype
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import batch_norm as BN
-from tgrad.kernels import conv as CONV
-from tgrad.kernels import pool as POOL
-from tgrad.kernels.reduce import reduce
+from tgrad.kernels.normalization import batch_norm as BN
+from tgrad.kernels.spatial import conv as CONV
+from tgrad.kernels.spatial import pool as POOL
+from tgrad.kernels.reductions.reduce import reduce
 from tgrad.ops.formula import ZeroSlope
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor

@@ -16,8 +16,8 @@ implicit-GEMM kernels of ``tgrad.kernels.conv``.
 from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import conv as CONV
-from tgrad.kernels.reduce import reduce
+from tgrad.kernels.spatial import conv as CONV
+from tgrad.kernels.reductions.reduce import reduce
 from tgrad.ops.formula import ZeroSlope
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor

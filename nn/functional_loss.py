@@ -24,8 +24,8 @@ from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.modes import is_grad_enabled
-from tgrad.kernels import cross_entropy as KCE
-from tgrad.kernels import losses as KL
+from tgrad.kernels.losses import cross_entropy as KCE
+from tgrad.kernels.losses import elementwise as KL
 from tgrad.ops.common import broadcast_shapes, check_runnable, result_type, wrap
 from tgrad.ops.formula import ZeroSlope, traced_backward
 from tgrad.tensor import Tensor

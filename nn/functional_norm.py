@@ -13,7 +13,7 @@ import torch
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.modes import enable_grad
-from tgrad.kernels import rms_group_norm as KN
+from tgrad.kernels.normalization import rms_group_norm as KN
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor
 

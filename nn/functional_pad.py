@@ -7,7 +7,7 @@ backward is the recorded ``PadBackward`` whose own backward is ``Pad``: written 
 from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import pad as PAD
+from tgrad.kernels.indexing import pad as PAD
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor
 

@@ -11,7 +11,7 @@ PyTorch composes them (their node is a SqueezeBackward1 there too).
 from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import adaptive_pool as AP
+from tgrad.kernels.spatial import adaptive_pool as AP
 from tgrad.ops.formula import ZeroSlope
 from tgrad.ops.common import check_runnable, wrap
 

@@ -18,8 +18,8 @@ import warnings
 
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import interpolate as INTERP
-from tgrad.kernels import unfold as UNFOLD
+from tgrad.kernels.spatial import interpolate as INTERP
+from tgrad.kernels.spatial import unfold as UNFOLD
 from tgrad.ops.common import check_runnable, wrap
 
 from .functional_conv import _check_tensor, _pair

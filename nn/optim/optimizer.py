@@ -24,7 +24,7 @@ from itertools import chain
 import torch
 
 import tgrad
-from tgrad.kernels.capture import is_capturing
+from tgrad.kernels.runtime.capture import is_capturing
 from tgrad.kernels.optim import TableCache, fused_step
 from tgrad.tensor import Tensor
 from tgrad.nn.modules.module import zero_grads

@@ -15,8 +15,8 @@ import torch
 from .. import _dtype
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
-from tgrad.kernels import math_integer as I
-from tgrad.kernels import math_ops as M
+from tgrad.kernels.elementwise import integer as I
+from tgrad.kernels import elementwise as M
 from .common import as_operand, check_runnable, result_type, wrap
 from .formula import fused, traced_backward
 from .table import BOOL_SUB
@@ -134,7 +134,7 @@ class Mul(_Binary):
         if ctx.square and na and nb:
             # both edges lead to the same place, where the engine would add g a + g a: one launch
             # of 2 g a on the first edge gives the same sum (doubling is exact)
-            return fused(M.square_bwd, [a, g], g.dtype), None, None
+            return fused(M.mul_self_bwd, [a, g], g.dtype), None, None
         if na and nb:
             da, db = fused(M.mul_bwd, [a, b, g], g.dtype, n_out=2)
             return da, db, None
