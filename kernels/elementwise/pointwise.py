@@ -3,8 +3,9 @@
 ``out[i] = OP(in0[i], in1[i], in2[i], params)`` over a logical N-d index ``i``, where each operand
 is reached through its own strides. Broadcasting is a stride of 0, so a broadcast operand is never
 materialised; transposed and sliced operands are read in place. OP is a ``@triton.jit`` function
-passed as a compile-time constant (see ``arithmetic.py`` and the other formula files of this package), so each op is a one-line formula and
-the indexing, masking, dtype handling and launch logic live here once.
+passed as a compile-time constant (see ``arithmetic.py`` and the other formula files of this
+package), so each op is a one-line formula and the indexing, masking, dtype handling and launch
+logic live here once.
 
 Dtypes: fp16/bf16 inputs are computed in fp32 (``dtypes.compute_dtype``); bool inputs stay bool so masks
 and ``where`` conditions keep their meaning; results are cast to each output's dtype on store.
