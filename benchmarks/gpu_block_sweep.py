@@ -1,6 +1,6 @@
 """Block shapes for reductions and layer_norm on a GPU, each timed with do_bench against PyTorch
 (the sweep behind docs/gpu.md's row-sum and layer_norm figures). It replaces the shape-choosing
-functions in tgrad.kernels.reduce and tgrad.kernels.layer_norm for the run; CUDA only.
+functions in tgrad.kernels.reductions.reduce and tgrad.kernels.normalization.layer_norm for the run; CUDA only.
 
     bash benchmarks/gpu_carry.sh run python3 benchmarks/gpu_block_sweep.py     # writes $OUT/sweep.json
 """
@@ -14,7 +14,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import tgrad  # noqa: E402
 import tgrad.nn.functional as TF  # noqa: E402
-from tgrad.kernels import reduce as R, layer_norm as LN  # noqa: E402
+from tgrad.kernels.reductions import reduce as R  # noqa: E402
+from tgrad.kernels.normalization import layer_norm as LN  # noqa: E402
 
 out = {}
 def t(fn):

@@ -36,11 +36,11 @@ import triton
 import triton.language as tl
 
 from .factories import as_i64
-from .launch import launch
-from .layout import cdiv, next_pow2
-from .random import _as_int64_bits, philox_key_and_base
-from .scalars import as_f64, f64_bits
-from .target import target
+from .runtime.launch import launch
+from .helpers.layout import cdiv, next_pow2
+from .random.philox import as_int64_bits, philox_key_and_base
+from .helpers.scalars import as_f64, f64_bits
+from .runtime.target import target
 
 __all__ = ["attention_forward", "attention_backward", "MASK_NONE", "MASK_BOOL", "MASK_ADD"]
 
@@ -329,7 +329,7 @@ def _mask_args(mask, q):
 
 def _dropout_args(p, seed, offset, state):
     threshold = min(max(math.ceil((1.0 - p) * 4294967296.0), 0), 1 << 32)
-    return (_as_int64_bits(seed), _as_int64_bits(offset), state, threshold,
+    return (as_int64_bits(seed), as_int64_bits(offset), state, threshold,
             f64_bits(1.0 / (1.0 - p)) if p < 1 else f64_bits(0.0))
 
 

@@ -21,10 +21,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import launch
-from .layout import block_for, cdiv, collapse, element_offset
-from .scalars import as_f64, f64_bits  # noqa: F401 (re-exported for random.py)
-from .target import target
+from .runtime.launch import launch
+from .helpers.layout import block_for, cdiv, collapse, element_offset
+from .helpers.scalars import as_f64, f64_bits
+from .runtime.target import target
 
 __all__ = ["arange", "linspace", "eye", "fill", "f64_bits"]
 

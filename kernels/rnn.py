@@ -30,11 +30,11 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import launch
-from .math_ops import tanh
-from .dtypes import compute_dtype
-from .layout import cdiv, next_pow2
-from .target import target
+from .runtime.launch import launch
+from .elementwise.elementary import tanh
+from .helpers.dtypes import compute_dtype
+from .helpers.layout import cdiv, next_pow2
+from .runtime.target import target
 
 __all__ = ["MODES", "gate_count", "saved_gates", "step_forward", "step_backward", "add_into"]
 

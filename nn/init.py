@@ -1,6 +1,6 @@
 """``nn.init``: in-place initialisation with PyTorch's distributions and formulas.
 
-Random fills run the Philox kernels of ``tgrad.kernels.random`` straight into the tensor's storage
+Random fills run the Philox kernels of ``tgrad.kernels.random.philox`` straight into the tensor's storage
 (through its strides) and advance the generator by the counters they used, so ``tgrad.manual_seed``
 makes every initialisation reproducible; constants are ``tgrad.kernels.factories.fill``. The numbers
 differ from torch's (a different generator) but the distributions are the same:
@@ -20,7 +20,7 @@ import warnings
 
 import tgrad
 from tgrad.kernels import factories as KF
-from tgrad.kernels import random as KR
+from tgrad.kernels.random import philox as KR
 from tgrad.ops.random import default_generator
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",

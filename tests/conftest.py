@@ -7,9 +7,9 @@ from contextlib import nullcontext
 import pytest
 import torch
 
-from tgrad.kernels.cuda_compile import CompileObserver, compile_report
-from tgrad.kernels.launch import launch_observers
-from tgrad.kernels.target import as_cuda
+from tgrad.kernels.runtime.cuda_compile import CompileObserver, compile_report
+from tgrad.kernels.runtime.launch import launch_observers
+from tgrad.kernels.runtime.target import as_cuda
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from triton.runtime.interpreter import InterpreterBuilder, interpreter_builder
 
-from tgrad.kernels.launch import launch_observers
+from tgrad.kernels.runtime.launch import launch_observers
 
 SENTINEL = 0x7F
 

@@ -15,9 +15,9 @@ from triton.runtime.jit import JITFunction
 import tgrad
 import tgrad.kernels
 from tgrad.kernels import attention as KA
-from tgrad.kernels import cuda_compile
-from tgrad.kernels.launch import launch, launch_observers
-from tgrad.kernels.target import as_cuda, target
+from tgrad.kernels.runtime import cuda_compile
+from tgrad.kernels.runtime.launch import launch, launch_observers
+from tgrad.kernels.runtime.target import as_cuda, target
 from test_cuda_compile import _workload as core_workload
 from test_cuda_compile_resample import _workload as resample_workload
 from test_cuda_compile_sequence import _workload as sequence_workload
@@ -26,8 +26,11 @@ from test_cuda_compile_sequence import _workload as sequence_workload
 def _kernels():
     """Every launchable kernel of tgrad.kernels: its modules' JIT functions named *_kernel."""
     names = set()
-    for path in Path(tgrad.kernels.__file__).parent.glob("*.py"):
-        module = __import__(f"tgrad.kernels.{path.stem}", fromlist=["_"])
+    root = Path(tgrad.kernels.__file__).parent
+    for path in root.rglob("*.py"):  # the kernels live in the families' modules, never in an __init__
+        if path.name == "__init__.py":
+            continue
+        module = __import__(".".join(("tgrad.kernels",) + path.relative_to(root).with_suffix("").parts), fromlist=["_"])
         names |= {name for name, value in vars(module).items()
                   if isinstance(value, JITFunction) and name.endswith("_kernel")}
     return names

@@ -156,7 +156,7 @@ def _imports(path):
 
 # The CPU executor and Triton's private interpreter names load on the first CPU launch, not with
 # ``import tgrad`` (issue 12), and the private names are imported inside their version check.
-LATE_BY_DESIGN = {"kernels/__init__.py", "kernels/launch.py", "kernels/triton_private.py"}
+LATE_BY_DESIGN = {"kernels/__init__.py", "kernels/runtime/launch.py", "kernels/runtime/triton_private.py"}
 
 
 def test_library_imports_are_at_the_top_of_files():

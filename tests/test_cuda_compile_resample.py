@@ -7,7 +7,7 @@ from triton.compiler import ASTSource
 
 import tgrad
 import tgrad.nn.functional as F
-from tgrad.kernels.launch import launch_observers
+from tgrad.kernels.runtime.launch import launch_observers
 from test_cuda_compile import _arg_type
 
 def _workload():

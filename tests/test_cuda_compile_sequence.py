@@ -3,9 +3,9 @@ row norms, tril/triu, multinomial) that tests/test_compile_as_cuda.py compiles a
 it, and multinomial's many-sample block."""
 import tgrad
 import tgrad.nn.functional as F
-from tgrad.kernels.cuda_compile import compile_launch, resource_usage
-from tgrad.kernels.launch import launch_observers
-from tgrad.kernels.target import as_cuda
+from tgrad.kernels.runtime.cuda_compile import compile_launch, resource_usage
+from tgrad.kernels.runtime.launch import launch_observers
+from tgrad.kernels.runtime.target import as_cuda
 
 
 def _workload():

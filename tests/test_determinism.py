@@ -6,10 +6,10 @@
 - CUDA: a float ``tl.atomic_add`` sums in whatever order threads arrive, so it is the one source of
   run-to-run differences. The audit below lists every atomic in ``kernels/`` with why it is
   harmless; the two float scatter-adds (embedding backward, advanced-index/gather/index_select
-  backward and scatter_add) take the sort-based path of ``kernels/segment.py`` on CUDA while
+  backward and scatter_add) take the sort-based path of ``kernels/reductions/segment.py`` on CUDA while
   ``tgrad.use_deterministic_algorithms`` is on (the default). Without a GPU here, that path is
-  forced on the CPU (``segment.ALWAYS``) and a training workload is run with every atomic the
-  interpreter executes recorded: no float atomic may remain. The path is also compiled for sm_90.
+  forced on the CPU (``segment.deterministic`` patched) and a training workload is run with every atomic
+  the interpreter executes recorded: no float atomic may remain. The path is also compiled for sm_90.
 """
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
 import tgrad.optim as optim
-from tgrad.kernels import embedding as KE
-from tgrad.kernels import segment
-from tgrad.kernels.launch import launch_observers
+from tgrad.kernels.indexing import embedding as KE
+from tgrad.kernels.reductions import segment
+from tgrad.kernels.runtime.launch import launch_observers
 from tgrad.utils.data import DataLoader, TensorDataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,25 +92,25 @@ def test_training_with_dropout_and_shuffling_repeats_bit_for_bit():
 KERNELS = ROOT / "kernels"
 # every atomic in kernels/, and why it cannot make a run differ from another
 ATOMICS = {
-    ("cross_entropy.py", "tl.atomic_min(bad_ptr"): "int64 min of a row number: order-independent",
-    ("embedding.py", "tl.atomic_min(bad_ptr"): "int64 min of a row number: order-independent",
-    ("embedding.py", "tl.atomic_add(dw_ptr"): "float: replaced by segment.embedding_grad when deterministic",
-    ("embedding.py", "tl.atomic_min(out_ptr"): "int64 min of an index: order-independent",
-    ("embedding.py", "tl.atomic_max(out_ptr"): "int64 max of an index: order-independent",
-    ("index.py", "tl.atomic_add(src"): "float: replaced by segment.index_add when deterministic",
-    ("index.py", "tl.atomic_min(first_ptr"): "int64 min of a position: order-independent",
-    ("index.py", "tl.atomic_add(total_ptr"): "int64 count: integer addition is exact in any order",
-    ("losses.py", "tl.atomic_max(bad_ptr"): "int64 max of a count: order-independent",
+    ("losses/cross_entropy.py", "tl.atomic_min(bad_ptr"): "int64 min of a row number: order-independent",
+    ("indexing/embedding.py", "tl.atomic_min(bad_ptr"): "int64 min of a row number: order-independent",
+    ("indexing/embedding.py", "tl.atomic_add(dw_ptr"): "float: replaced by segment.embedding_grad when deterministic",
+    ("indexing/embedding.py", "tl.atomic_min(out_ptr"): "int64 min of an index: order-independent",
+    ("indexing/embedding.py", "tl.atomic_max(out_ptr"): "int64 max of an index: order-independent",
+    ("indexing/index.py", "tl.atomic_add(src"): "float: replaced by segment.index_add when deterministic",
+    ("indexing/index.py", "tl.atomic_min(first_ptr"): "int64 min of a position: order-independent",
+    ("indexing/index.py", "tl.atomic_add(total_ptr"): "int64 count: integer addition is exact in any order",
+    ("losses/elementwise.py", "tl.atomic_max(bad_ptr"): "int64 max of a count: order-independent",
 }
 
 
 def test_every_atomic_in_the_kernels_is_accounted_for():
     found = set()
-    for path in sorted(KERNELS.glob("*.py")):
+    for path in sorted(KERNELS.rglob("*.py")):
         for line in path.read_text().splitlines():
             m = re.search(r"(tl\.atomic_\w+\(\w+)", line.split("#")[0])
             if m:
-                found.add((path.name, m.group(1)))
+                found.add((path.relative_to(KERNELS).as_posix(), m.group(1)))
     assert found == set(ATOMICS), f"unaccounted: {sorted(found - set(ATOMICS))}, gone: {sorted(set(ATOMICS) - found)}"
 
 
@@ -173,11 +173,12 @@ def test_no_float_atomics_on_the_deterministic_path(monkeypatch):
     with _AtomicRecorder() as atomic_path:
         _training_step_of_everything()
     assert {k for k, _, _ in atomic_path.float_adds()} == {"embedding_bwd_kernel", "index_kernel"}  # the recorder sees
-    monkeypatch.setattr(segment, "ALWAYS", True)  # what CUDA runs while deterministic algorithms are on
+    # what CUDA runs while deterministic algorithms are on
+    monkeypatch.setattr(segment, "deterministic", lambda device: True)
     with _AtomicRecorder() as sorted_path:
         loss = _training_step_of_everything()
     assert not sorted_path.float_adds(), f"float atomics left: {sorted_path.float_adds()}"
-    monkeypatch.setattr(segment, "ALWAYS", False)
+    monkeypatch.undo()
     assert _training_step_of_everything() == loss  # the same numbers either way
 
 
@@ -207,7 +208,7 @@ def test_sort_based_scatter_matches_the_atomic_one_bit_for_bit(dtype, monkeypatc
         return x.grad.torch()
 
     atomic = [KE.embedding_backward(i, gg, 6, p) for i, gg, p in cases] + [index_grad()]
-    monkeypatch.setattr(segment, "ALWAYS", True)
+    monkeypatch.setattr(segment, "deterministic", lambda device: True)
     sort_based = [KE.embedding_backward(i, gg, 6, p) for i, gg, p in cases] + [index_grad()]
     for a, b in zip(atomic, sort_based):
         assert a.dtype == b.dtype == dtype and torch.equal(a, b)
@@ -233,7 +234,7 @@ def _signature(kernel, args, meta):
 
 
 def test_the_sort_based_path_compiles_for_sm90_without_atomics(monkeypatch):
-    monkeypatch.setattr(segment, "ALWAYS", True)
+    monkeypatch.setattr(segment, "deterministic", lambda device: True)
     launches = []
 
     def observe(kernel, grid, args, meta):

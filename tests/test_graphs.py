@@ -8,8 +8,8 @@ import torch
 
 import tgrad
 import tgrad.nn as nn
-from tgrad.kernels.capture import is_capturing
-from tgrad.kernels.launch import count_launches, launch_counts
+from tgrad.kernels.runtime.capture import is_capturing
+from tgrad.kernels.runtime.launch import count_launches, launch_counts
 from conftest import requires_cuda
 
 STEPS = 5
@@ -309,7 +309,7 @@ class TestRefusals:
     def test_cpu_work_inside_a_cuda_capture(self, monkeypatch):
         """It would run once, during the capture, and never on replay: refused. (A CUDA capture
         is simulated: the launcher consults the list of captures under way.)"""
-        from tgrad.kernels import launch as launch_mod
+        from tgrad.kernels.runtime import launch as launch_mod
         x = tgrad.ones(2)
         monkeypatch.setattr(launch_mod, "_cuda_captures", [object()])
         with pytest.raises(RuntimeError, match="CUDA graph capture cannot record .* on the CPU"):
@@ -340,7 +340,7 @@ def test_graph_random_kernels_compile_for_sm90():
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
+    from tgrad.kernels.runtime.launch import launch_observers
     from test_cuda_compile import _record
     launches = {}
     observer = _record(launches)

@@ -29,14 +29,14 @@ import tgrad
 import tgrad.nn.functional as F
 import tgrad.optim  # noqa: F401
 from kernel_guard import Guard, MemoryViolation, memory_checked, poisoned_allocations, raw_bytes
-from tgrad.kernels import index as KI
-from tgrad.kernels import math_ops as M
-from tgrad.kernels import matmul as KM
+from tgrad.kernels.indexing import index as KI
+from tgrad.kernels import elementwise as M
+from tgrad.kernels.linalg import matmul as KM
 from tgrad.kernels import factories as KF
-from tgrad.kernels import random as KR
-from tgrad.kernels import segment
-from tgrad.kernels.launch import launch
-from tgrad.kernels.pointwise import pointwise
+from tgrad.kernels.random import philox as KR
+from tgrad.kernels.reductions import segment
+from tgrad.kernels.runtime.launch import launch
+from tgrad.kernels.elementwise.pointwise import pointwise
 
 F64 = torch.float64
 
@@ -234,7 +234,8 @@ def test_random_fills_write_every_element_of_a_strided_view(kind):
 
 @pytest.mark.parametrize("sorted_path", [False, True], ids=["atomic", "sort-based"])
 def test_index_gather_put_and_add(sorted_path, monkeypatch):
-    monkeypatch.setattr(segment, "ALWAYS", sorted_path)
+    if sorted_path:  # the sort-based path on the CPU too
+        monkeypatch.setattr(segment, "deterministic", lambda device: True)
     g = guard((7, 5), transpose=True, step=2)
     x, xr = leaf(g), ref(g)
     i = [4, 0, 4, 6, 1, 4]
@@ -257,7 +258,8 @@ def test_index_gather_put_and_add(sorted_path, monkeypatch):
 
 @pytest.mark.parametrize("sorted_path", [False, True], ids=["atomic", "sort-based"])
 def test_embedding_forward_and_backward(sorted_path, monkeypatch):
-    monkeypatch.setattr(segment, "ALWAYS", sorted_path)
+    if sorted_path:  # the sort-based path on the CPU too
+        monkeypatch.setattr(segment, "deterministic", lambda device: True)
     g = guard((9, 13), transpose=True)
     w, wr = leaf(g), ref(g)
     idx = torch.tensor([[3, 8, 3], [0, 3, 5]])
@@ -424,10 +426,10 @@ test_a_32_bit_offset_is_caught.unchecked = True
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 # program ids used without widening, and why no offset product of theirs can reach 2^31
 NARROW_PROGRAM_IDS = {
-    ("conv.py", "pid = tl.program_id(0)"): "split into group and tile; rows are widened before use",
-    ("conv.py", "split = tl.program_id(1)"): "a split number, multiplied by a widened K_PER_SPLIT",
-    ("index.py", "pid = tl.program_id(0)"): "nonzero: a block number; lin is widened, counts index a small table",
-    ("matmul.py", "pid = tl.program_id(0)"): "batch and tile; rows and batch are widened before use",
+    ("spatial/conv.py", "pid = tl.program_id(0)"): "split into group and tile; rows are widened before use",
+    ("spatial/conv.py", "split = tl.program_id(1)"): "a split number, multiplied by a widened K_PER_SPLIT",
+    ("indexing/index.py", "pid = tl.program_id(0)"): "nonzero: a block number; lin is widened, counts index a small table",
+    ("linalg/matmul.py", "pid = tl.program_id(0)"): "batch and tile; rows and batch are widened before use",
 }
 
 
@@ -435,10 +437,10 @@ def test_program_ids_are_widened_before_address_arithmetic():
     """Offsets are products of a program's position and strides: every ``tl.program_id`` is
     converted to int64 on the spot, or is listed above with the reason it needs no widening."""
     found = set()
-    for path in sorted(KERNELS.glob("*.py")):
+    for path in sorted(KERNELS.rglob("*.py")):
         for line in path.read_text().splitlines():
             code = line.split("#")[0].strip()
             if "tl.program_id(" in code and not re.search(r"tl\.program_id\(\d\)\.to\(tl\.int64\)", code):
-                found.add((path.name, code))
+                found.add((path.relative_to(KERNELS).as_posix(), code))
     unexplained = found - set(NARROW_PROGRAM_IDS)
     assert not unexplained, f"program ids used in 32 bits: {sorted(unexplained)}"

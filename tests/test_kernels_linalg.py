@@ -6,7 +6,7 @@ import torch
 
 import tgrad
 from tgrad.distributions import _linalg as G
-from tgrad.kernels import linalg as K
+from tgrad.kernels.linalg import cholesky as K
 
 RNG = np.random.default_rng(0)
 

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from tgrad.kernels import count_launches
-from tgrad.kernels.matmul import matmul
+from tgrad.kernels.linalg.matmul import matmul
 
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 ACTS = {None: lambda x: x, "relu": torch.relu, "gelu": F.gelu,
@@ -155,7 +155,7 @@ def test_bad_arguments():
 def test_large_cuda_products_take_the_fastest_measured_configuration(monkeypatch):
     """On CUDA, big products try a few tensor-core tilings once per problem and keep the fastest;
     during a graph capture nothing is timed (the timing runs would be captured)."""
-    import tgrad.kernels.matmul as KM
+    import tgrad.kernels.linalg.matmul as KM
     monkeypatch.setattr(KM, "_tuned", {})
     times = {(128, 256, 64, 8, 3): 3.0, (128, 128, 64, 8, 3): 1.0, (256, 128, 64, 8, 3): 2.0}
     measured = []
@@ -178,8 +178,8 @@ def test_tensor_core_candidates_compile_for_sm90_with_pipelined_loads():
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    import tgrad.kernels.matmul as KM
-    from tgrad.kernels.launch import launch_observers
+    import tgrad.kernels.linalg.matmul as KM
+    from tgrad.kernels.runtime.launch import launch_observers
     from test_cuda_compile import _record
     launches = {}
     observer = _record(launches)
@@ -209,7 +209,7 @@ def test_tensor_core_candidates_compile_for_sm90_with_pipelined_loads():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_tuned_cuda_product_matches_torch(monkeypatch):
-    import tgrad.kernels.matmul as KM
+    import tgrad.kernels.linalg.matmul as KM
     monkeypatch.setattr(KM, "TUNE_MIN_FLOPS", 0)
     monkeypatch.setattr(KM, "_tuned", {})
     g = torch.Generator().manual_seed(5)
@@ -223,7 +223,7 @@ def test_tuned_cuda_product_matches_torch(monkeypatch):
 
 def test_k_major_copies_only_the_operands_whose_k_is_not_contiguous():
     # tf32 candidates on a GPU stage operands K-major (Hopper's wgmma reads tf32 no other way)
-    from tgrad.kernels.matmul import _k_major
+    from tgrad.kernels.linalg.matmul import _k_major
     a = torch.randn(5, 7, dtype=torch.float64)
     b = torch.randn(7, 3, dtype=torch.float64)
     a_k, b_k = _k_major(a, b)

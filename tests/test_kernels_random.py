@@ -10,7 +10,7 @@ import torch
 
 from tgrad.kernels import count_launches
 from tgrad.kernels.factories import arange, eye, fill, linspace
-from tgrad.kernels.random import counters_for, fill_bernoulli, fill_normal, fill_randint, fill_uniform
+from tgrad.kernels.random.philox import counters_for, fill_bernoulli, fill_normal, fill_randint, fill_uniform
 
 FILLS = {
     "uniform": lambda out, s, o: fill_uniform(out, s, o, -2.0, 3.0),

@@ -12,12 +12,12 @@ import pytest
 import torch
 import triton
 
-import tgrad.kernels.reduce as reduce_mod
-import tgrad.kernels.softmax as softmax_mod
-import tgrad.kernels.target as target_mod
+import tgrad.kernels.reductions.reduce as reduce_mod
+import tgrad.kernels.reductions.softmax as softmax_mod
+import tgrad.kernels.runtime.target as target_mod
 from tgrad.kernels import count_launches
-from tgrad.kernels.reduce import REDUCE_OPS, reduce
-from tgrad.kernels.softmax import softmax, softmax_backward
+from tgrad.kernels.reductions.reduce import REDUCE_OPS, reduce
+from tgrad.kernels.reductions.softmax import softmax, softmax_backward
 
 INF, NAN = float("inf"), float("nan")
 # torch warns when var/std's correction leaves no degrees of freedom; that case is tested on purpose
@@ -26,10 +26,15 @@ TOL = {torch.float64: dict(rtol=1e-10, atol=1e-10), torch.float32: dict(rtol=2e-
        torch.float16: dict(rtol=2e-2, atol=2e-2)}
 
 
+def _split_every(monkeypatch, ways):
+    """Split every splittable reduction ``ways`` ways, on the CPU too (the column split decision)."""
+    monkeypatch.setattr(reduce_mod, "_splits", lambda op, *_: ways if op in reduce_mod.SPLITTABLE else 1)
+
+
 @pytest.fixture(params=["default_blocks", "tiny_blocks", "split_columns"])
 def blocks(request, monkeypatch):
     if request.param == "split_columns":
-        monkeypatch.setattr(reduce_mod, "FORCE_SPLITS", 3)
+        _split_every(monkeypatch, 3)
     if request.param == "tiny_blocks":
         def tiny(n_rows, n_cols, device):
             return (min(4, triton.next_power_of_2(max(n_rows, 1))),
@@ -276,7 +281,7 @@ def test_softmax_one_launch_each():
 
 
 def test_split_reductions_combine_partials_in_a_second_launch(monkeypatch):
-    monkeypatch.setattr(reduce_mod, "FORCE_SPLITS", 4)
+    _split_every(monkeypatch, 4)
     x = _base((1001,), seed=9).float()
     for op in reduce_mod.SPLITTABLE:
         with count_launches() as launches:
@@ -311,9 +316,9 @@ def test_columns_split_only_where_a_gpu_would_idle(monkeypatch):
 def test_split_configurations_compile_for_sm90(monkeypatch):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
+    from tgrad.kernels.runtime.launch import launch_observers
     from test_cuda_compile import _record
-    monkeypatch.setattr(reduce_mod, "FORCE_SPLITS", 3)
+    _split_every(monkeypatch, 3)
     launches = {}
     observer = _record(launches)
     launch_observers.append(observer)

@@ -28,7 +28,7 @@ import tgrad.nn as tnn
 import tgrad.optim  # noqa: F401  (rows reach it as T.optim, like torch.optim)
 import tgrad.utils.data  # noqa: F401
 from kernel_guard import memory_checked
-from tgrad.kernels.launch import count_launches
+from tgrad.kernels.runtime.launch import count_launches
 
 # kernels that address memory with index values they are given and do not check themselves
 TRUSTS_INDICES = {"index_kernel", "embedding_bwd_kernel", "one_hot_kernel", "cross_entropy_bwd_kernel",

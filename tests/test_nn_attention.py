@@ -10,7 +10,7 @@ import tgrad
 import tgrad.nn.functional as F
 from helpers import assert_close, make_pair, uniform64
 from tgrad.kernels import attention as KA
-from tgrad.kernels.launch import count_launches
+from tgrad.kernels.runtime.launch import count_launches
 from test_nn_rnn import backward_both, copy_module
 
 

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import tgrad
 from helpers import assert_close, make_pair, uniform64
-from tgrad.kernels.conv import conv2d_grad_weight
+from tgrad.kernels.spatial.conv import conv2d_grad_weight
 from tgrad.nn.functional import avg_pool2d, batch_norm, conv2d, max_pool2d
 
 DTYPES = [tgrad.float32, tgrad.float64]

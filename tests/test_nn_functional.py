@@ -10,9 +10,9 @@ import torch.nn.functional as TF
 
 import tgrad
 import tgrad.nn.functional as F
-from tgrad.kernels import embedding as KE
-from tgrad.kernels import layer_norm as KLN
-from tgrad.kernels import random as KR
+from tgrad.kernels.indexing import embedding as KE
+from tgrad.kernels.normalization import layer_norm as KLN
+from tgrad.kernels.random import philox as KR
 from helpers import assert_close, make_pair, uniform64
 
 DTYPES = [tgrad.float32, tgrad.float64]
@@ -396,8 +396,8 @@ def test_torch_computes_nothing_in_a_functional_training_step():
 def _workload(monkeypatch):
     """One fp32 pass through every kernel of nn.functional, then again with small blocks and
     several programs, so the chunked and partial-sum branches are launched too."""
-    from tgrad.kernels import cross_entropy as KCE
-    from tgrad.kernels import losses as KL
+    from tgrad.kernels.losses import cross_entropy as KCE
+    from tgrad.kernels.losses import elementwise as KL
     for small in (False, True):
         if small:
             monkeypatch.setattr(KLN, "block_shape_2d", lambda r, c, d: (2, 4, 4))
@@ -427,7 +427,7 @@ def test_every_functional_kernel_compiles_for_sm90(monkeypatch):
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
+    from tgrad.kernels.runtime.launch import launch_observers
     from test_cuda_compile import _record
     launches = {}
     observer = _record(launches)

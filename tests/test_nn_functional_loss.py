@@ -11,8 +11,8 @@ import torch.nn.functional as TF
 
 import tgrad
 import tgrad.nn.functional as F
-from tgrad.kernels import cross_entropy as KCE
-from tgrad.kernels import losses as KL
+from tgrad.kernels.losses import cross_entropy as KCE
+from tgrad.kernels.losses import elementwise as KL
 from helpers import assert_close, make_pair, uniform64
 
 DTYPES = [tgrad.float32, tgrad.float64]

@@ -10,7 +10,7 @@ import tgrad
 import tgrad.nn.functional as F
 from helpers import assert_close, make_pair
 from test_nn_rnn import backward_both, copy_module
-from tgrad.kernels.launch import count_launches
+from tgrad.kernels.runtime.launch import count_launches
 
 
 def raises(exc, text):

@@ -11,7 +11,7 @@ import torch
 
 import tgrad
 from helpers import assert_close, make_pair, uniform64
-from tgrad.kernels.launch import count_launches
+from tgrad.kernels.runtime.launch import count_launches
 
 
 def raises(exc, text):

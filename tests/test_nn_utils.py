@@ -10,8 +10,8 @@ import torch
 
 import tgrad
 import tgrad.nn as nn
-from tgrad.kernels.launch import count_launches
-from tgrad.kernels.target import as_cuda
+from tgrad.kernels.runtime.launch import count_launches
+from tgrad.kernels.runtime.target import as_cuda
 from helpers import uniform64
 
 SHAPES = [(5, 3), (7,), (), (1, 4), (0,)]
@@ -242,7 +242,7 @@ def test_clip_kernels_compile_for_sm90():
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
+    from tgrad.kernels.runtime.launch import launch_observers
     from test_cuda_compile import _record
     launches = {}
     observer = _record(launches)

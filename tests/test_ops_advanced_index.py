@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tgrad
-import tgrad.kernels.sort as KS
+import tgrad.kernels.reductions.sort as KS
 from helpers import assert_close, uniform64
 from tgrad.kernels import count_launches
 

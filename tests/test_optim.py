@@ -12,7 +12,7 @@ import torch
 
 import tgrad
 import tgrad.optim as optim
-from tgrad.kernels.launch import count_launches
+from tgrad.kernels.runtime.launch import count_launches
 from helpers import uniform64
 
 SHAPES = [(5, 3), (7,), (), (1, 4)]
@@ -303,7 +303,7 @@ def test_optimizer_kernels_compile_for_sm90():
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
+    from tgrad.kernels.runtime.launch import launch_observers
     from test_cuda_compile import _record
     launches = {}
     observer = _record(launches)

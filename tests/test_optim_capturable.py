@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import tgrad
 import tgrad.optim as optim
-from tgrad.kernels.launch import count_launches
+from tgrad.kernels.runtime.launch import count_launches
 from helpers import uniform64
 
 optimizer_module = sys.modules[optim.Optimizer.__module__]  # where step() looks up is_capturing
@@ -349,7 +349,7 @@ def test_capturable_kernels_compile_for_sm90():
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
+    from tgrad.kernels.runtime.launch import launch_observers
     from test_cuda_compile import _record
     launches = {}
     observer = _record(launches)

@@ -7,7 +7,7 @@ import torch
 
 import tgrad
 import tgrad.optim as optim
-from tgrad.kernels.launch import count_launches
+from tgrad.kernels.runtime.launch import count_launches
 from helpers import uniform64
 from test_optim import assert_same, make_params, run_both, set_grads
 
@@ -120,7 +120,7 @@ def test_kernel_compiles_for_sm90():
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
+    from tgrad.kernels.runtime.launch import launch_observers
     from test_cuda_compile import _record
     launches = {}
     observer = _record(launches)

@@ -13,7 +13,7 @@ import tgrad.nn as nn
 import tgrad.optim
 from helpers import assert_close
 from test_cuda_compile import _record
-from tgrad.kernels.launch import launch_observers
+from tgrad.kernels.runtime.launch import launch_observers
 
 
 def _moons_like_step(lib, X, y, model, params, opt):

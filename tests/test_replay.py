@@ -15,7 +15,7 @@ import triton.language as tl
 
 import tgrad
 import tgrad.kernels as K
-from tgrad.kernels.launch import launch
+from tgrad.kernels.runtime.launch import launch
 
 from kernel_guard import memory_checked
 
@@ -210,7 +210,7 @@ def test_segment_sums_with_different_duplicate_counts():
 
 
 def test_a_failing_guard_records_a_variant_and_bounded_variants_then_interpret():
-    from tgrad.kernels import replay
+    from tgrad.kernels.runtime import executor as replay
     x = torch.randn(3 * 8)
     out = torch.empty(8)
     with K.count_replays() as counts:
@@ -236,7 +236,7 @@ def test_memory_checker_disables_replay_while_active():
 
 
 def test_verify_mode_catches_a_replay_that_differs():
-    from tgrad.kernels import replay
+    from tgrad.kernels.runtime import executor as replay
     x = tgrad.randn(9)
     for _ in range(3):
         x + 1
@@ -287,14 +287,14 @@ def test_captured_graph_replays_without_interpreting():
 
 
 def test_import_tgrad_does_not_load_the_private_interpreter_names():
-    code = "import sys, tgrad; print('tgrad.kernels.triton_private' in sys.modules)"
+    code = "import sys, tgrad; print('tgrad.kernels.runtime.triton_private' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
 
 def test_unsupported_triton_version_is_a_clear_error(monkeypatch):
     import importlib
-    from tgrad.kernels import triton_private
+    from tgrad.kernels.runtime import triton_private
     monkeypatch.setattr(triton, "__version__", "9.9.0")
     with pytest.raises(RuntimeError, match=r"tested with Triton 3\.9.*installed Triton is 9\.9\.0"):
         importlib.reload(triton_private)
@@ -335,7 +335,7 @@ def test_the_lean_broadcast_gives_tritons_operands_and_is_undone_after_the_launc
     # kernels/interpreter.py shortcuts the semantic's broadcast_impl_value for same-shape blocks
     # and scalar splats; each case must give the types and values Triton's own gives
     from triton.runtime.interpreter import TensorHandle, interpreter_semantic
-    from tgrad.kernels import interpreter as I
+    from tgrad.kernels.runtime import interpreter as I
 
     def block(shape, dtype=tl.float32):
         data = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) - 2.5

@@ -9,8 +9,8 @@ import triton
 import triton.language as tl
 
 import tgrad.kernels as K
-from tgrad.kernels import replay
-from tgrad.kernels.launch import launch
+from tgrad.kernels.runtime import executor as replay
+from tgrad.kernels.runtime.launch import launch
 
 
 @pytest.fixture(autouse=True)

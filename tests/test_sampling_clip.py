@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import tgrad
-import tgrad.kernels.multinomial as KM
+import tgrad.kernels.random.multinomial as KM
 from helpers import assert_close, make_pair
-from tgrad.kernels.target import as_cuda
+from tgrad.kernels.runtime.target import as_cuda
 
 
 def raises(exc, text):

@@ -17,8 +17,8 @@ from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
 from . import backends, cuda, graphs, return_types, viz  # noqa: F401
-from tgrad.kernels import segment
-from tgrad.kernels.launch import count_launches  # noqa: F401
+from tgrad.kernels.reductions import segment
+from tgrad.kernels.runtime.launch import count_launches  # noqa: F401
 from .ops.random import Generator  # noqa: F401
 from .serialization import load, save  # noqa: F401
 import torch as _torch

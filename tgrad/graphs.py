@@ -29,10 +29,10 @@ from collections import Counter
 
 import torch
 
-from .kernels import launch as _launch
-from .kernels.capture import Recording, is_capturing
-from .kernels.launch import count_launches, launch_counts
-from .kernels.random import set_philox_state
+from .kernels.runtime import launch as _launch
+from .kernels.runtime.capture import Recording, is_capturing
+from .kernels.runtime.launch import count_launches, launch_counts
+from .kernels.random.philox import set_philox_state
 from .ops.random import GraphDraws, default_generator
 
 __all__ = ["Graph", "graph", "is_capturing"]

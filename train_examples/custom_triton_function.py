@@ -9,7 +9,7 @@ The op is Swish with a learnable slope, fused into one kernel each way:
     backward:  dL/dx    = g (s + beta x s (1 - s))
                dL/dbeta = sum_i g_i x_i^2 s_i (1 - s_i)
 
-Both kernels are plain ``@triton.jit`` functions launched with ``tgrad.kernels.launch.launch``, which
+Both kernels are plain ``@triton.jit`` functions launched with ``tgrad.kernels.runtime.launch.launch``, which
 compiles them on a CUDA tensor's GPU and interprets them on the CPU, so the same code runs on both.
 The backward kernel also reduces dL/dbeta inside each program; tgrad's own sum adds the partials.
 
@@ -32,7 +32,7 @@ import triton.language as tl
 import tgrad
 import tgrad.optim
 from tgrad import nn
-from tgrad.kernels.launch import launch
+from tgrad.kernels.runtime.launch import launch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Stopwatch, parse_args, progress, report, save_outputs, setup  # noqa: E402

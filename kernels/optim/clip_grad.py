@@ -24,10 +24,10 @@ import torch
 import triton
 import triton.language as tl
 
-from tgrad.kernels.launch import launch
-from tgrad.kernels.layout import next_pow2
-from tgrad.kernels.scalars import as_f64, f64_bits
-from tgrad.kernels.target import target
+from tgrad.kernels.runtime.launch import launch
+from tgrad.kernels.helpers.layout import next_pow2
+from tgrad.kernels.helpers.scalars import as_f64, f64_bits
+from tgrad.kernels.runtime.target import target
 
 __all__ = ["NORM_KINDS", "grad_norm_partials", "clip_by_total_norm", "clamp_rows", "ROW"]
 

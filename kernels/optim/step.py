@@ -36,10 +36,10 @@ import torch
 import triton
 import triton.language as tl
 
-from tgrad.kernels.dtypes import compute_dtype
-from tgrad.kernels.launch import launch
-from tgrad.kernels.layout import next_pow2
-from tgrad.kernels.scalars import as_f64, f64_bits
+from tgrad.kernels.helpers.dtypes import compute_dtype
+from tgrad.kernels.runtime.launch import launch
+from tgrad.kernels.helpers.layout import next_pow2
+from tgrad.kernels.helpers.scalars import as_f64, f64_bits
 from .tables import TableCache, chunk_sizes, row_grid, upload
 from .updates import OPTION_BITS, UPDATES
 

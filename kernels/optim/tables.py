@@ -13,8 +13,8 @@ from collections import OrderedDict
 
 import torch
 
-from tgrad.kernels.layout import next_pow2
-from tgrad.kernels.target import target
+from tgrad.kernels.helpers.layout import next_pow2
+from tgrad.kernels.runtime.target import target
 
 __all__ = ["chunk_sizes", "upload", "row_grid", "TableCache"]
 

@@ -14,7 +14,7 @@ import tgrad
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.modes import enable_grad, is_grad_enabled
 from tgrad.kernels import attention as KA
-from tgrad.kernels import dropout as KD
+from tgrad.kernels.random import dropout as KD
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.random import default_generator
 from tgrad.tensor import Tensor

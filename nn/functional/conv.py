@@ -1,5 +1,5 @@
 """Convolutions with PyTorch's functional signatures on the implicit-GEMM kernels of
-``tgrad.kernels.conv``: ``conv1d``, ``conv2d``, ``conv_transpose1d``, ``conv_transpose2d``.
+``tgrad.kernels.spatial.conv``: ``conv1d``, ``conv2d``, ``conv_transpose1d``, ``conv_transpose2d``.
 
 - conv1d is conv2d with H = 1: the same ``Convolution`` Function, fed 3-d tensors, which the
   kernels view as (N, C, 1, L).
@@ -19,8 +19,8 @@ is written once, at every order. Arguments are checked as PyTorch checks them, w
 from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import conv as CONV
-from tgrad.kernels.reduce import reduce
+from tgrad.kernels.spatial import conv as CONV
+from tgrad.kernels.reductions.reduce import reduce
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor

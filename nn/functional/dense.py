@@ -11,9 +11,9 @@ import math
 import tgrad
 from tgrad import _dtype
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import matmul as KM
-from tgrad.kernels.pointwise import pointwise
-from tgrad.kernels.reduce import reduce as _reduce
+from tgrad.kernels.linalg import matmul as KM
+from tgrad.kernels.elementwise.pointwise import pointwise
+from tgrad.kernels.reductions.reduce import reduce as _reduce
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import traced_backward
 from tgrad.ops.table import BY_NAME as OP_ROWS

@@ -17,7 +17,7 @@ import warnings
 import tgrad
 from tgrad import _dtype
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import losses as KL
+from tgrad.kernels.losses import elementwise as KL
 from tgrad.modes import is_grad_enabled
 from tgrad.ops.common import broadcast_shapes, check_runnable, result_type, wrap
 from tgrad.ops.formula import traced_backward

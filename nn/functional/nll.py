@@ -12,7 +12,7 @@ import tgrad
 from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import cross_entropy as KCE
+from tgrad.kernels.losses import cross_entropy as KCE
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor

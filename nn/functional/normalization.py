@@ -17,9 +17,9 @@ import torch
 
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import batch_norm as BN
-from tgrad.kernels import layer_norm as KLN
-from tgrad.kernels import rms_group_norm as KN
+from tgrad.kernels.normalization import batch_norm as BN
+from tgrad.kernels.normalization import layer_norm as KLN
+from tgrad.kernels.normalization import rms_group_norm as KN
 from tgrad.modes import enable_grad
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import ZeroSlope

@@ -1,5 +1,5 @@
 """``F.pad`` (constant, reflect, replicate, circular) as an autograd Function over
-``tgrad.kernels.pad``: one gather launch forward, one gather launch backward (the adjoint).
+``tgrad.kernels.indexing.pad``: one gather launch forward, one gather launch backward (the adjoint).
 
 The backward is linear in g and its adjoint is the padding again, so under create_graph the
 backward is the recorded ``PadBackward`` whose own backward is ``Pad``: written once.
@@ -7,7 +7,7 @@ backward is the recorded ``PadBackward`` whose own backward is ``Pad``: written 
 from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import pad as PAD
+from tgrad.kernels.indexing import pad as PAD
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor
 

@@ -11,8 +11,8 @@ ones on (N, C, 1, L), as PyTorch composes them (their node is a SqueezeBackward1
 from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import adaptive_pool as AP
-from tgrad.kernels import pool as POOL
+from tgrad.kernels.spatial import adaptive_pool as AP
+from tgrad.kernels.spatial import pool as POOL
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import ZeroSlope
 

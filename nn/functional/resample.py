@@ -1,7 +1,7 @@
 """Resampling with PyTorch's functional signatures: ``interpolate`` (nearest, nearest-exact,
 linear, bilinear, area), ``pixel_shuffle`` / ``pixel_unshuffle`` and ``unfold`` / ``fold``.
 
-interpolate and unfold/fold are autograd Functions over ``tgrad.kernels.interpolate`` and
+interpolate and unfold/fold are autograd Functions over ``tgrad.kernels.spatial.interpolate`` and
 ``.unfold`` (one launch each way). All of them are linear in x, and each backward is the adjoint
 of its forward: interpolate's backward is a Function whose own backward is interpolate again, and
 unfold and fold are each other's backward. So every order records the same kernels and the
@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import interpolate as INTERP
-from tgrad.kernels import unfold as UNFOLD
+from tgrad.kernels.spatial import interpolate as INTERP
+from tgrad.kernels.spatial import unfold as UNFOLD
 from tgrad.ops.common import check_runnable, wrap
 
 from .arguments import check_tensor, pair

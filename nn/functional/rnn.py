@@ -19,7 +19,7 @@ import torch
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.modes import enable_grad
-from tgrad.kernels import matmul as KM
+from tgrad.kernels.linalg import matmul as KM
 from tgrad.kernels import rnn as KR
 from tgrad.ops.common import check_runnable, wrap
 

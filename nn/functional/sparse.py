@@ -6,7 +6,7 @@ from __future__ import annotations
 from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import embedding as KE
+from tgrad.kernels.indexing import embedding as KE
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.tensor import Tensor
 

@@ -13,7 +13,7 @@ import warnings
 
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import dropout as KD
+from tgrad.kernels.random import dropout as KD
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.inplace import write_inplace
 from tgrad.ops.random import default_generator

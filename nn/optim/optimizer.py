@@ -6,7 +6,7 @@ State dicts have PyTorch's structure: ``{"state": {index: {name: tensor}}, "para
 [{hyperparameters..., "params": [indices]}]}`` with parameters numbered in group order, so a state
 dict holds only tensors, numbers, strings, bools and None (what ``tgrad.save`` writes).
 
-Graph capture (``tgrad.kernels.capture``) records a step once and replays it, so whatever a step
+Graph capture (``tgrad.kernels.runtime.capture``) records a step once and replays it, so whatever a step
 decides on the host is frozen into the graph. Hence, as in PyTorch: Adam, AdamW and RMSprop take
 ``capturable=True``, which keeps ``state["step"]`` as a 0-d float32 tensor on the parameter's
 device that the kernels read and advance (no host value changes per step), and they refuse a
@@ -24,7 +24,7 @@ from itertools import chain
 import torch
 
 import tgrad
-from tgrad.kernels.capture import is_capturing
+from tgrad.kernels.runtime.capture import is_capturing
 from tgrad.kernels.optim.step import fused_step
 from tgrad.kernels.optim.tables import TableCache
 from tgrad.tensor import Tensor

@@ -13,7 +13,7 @@ import torch
 
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.kernels import linalg as K
+from tgrad.kernels.linalg import cholesky as K
 from tgrad.ops.common import check_runnable, wrap
 
 __all__ = ["solve_lower", "cholesky", "tril_mask", "diagonal"]

@@ -26,9 +26,9 @@ from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction
 from ..modes import is_grad_enabled
 from ..tensor import Tensor, check_inplace
-from tgrad.kernels import index as KI
-from tgrad.kernels import math_ops as M
-from tgrad.kernels import sort as KS
+from tgrad.kernels.indexing import index as KI
+from tgrad.kernels import elementwise as M
+from tgrad.kernels.reductions import sort as KS
 from .factories import tensor
 from .common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused

@@ -10,8 +10,8 @@ import torch
 from .. import _dtype
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
-from tgrad.kernels import math_ops as M
-from tgrad.kernels import scan as KS
+from tgrad.kernels import elementwise as M
+from tgrad.kernels.reductions import scan as KS
 from . import advanced, factories, random, shape, views
 from .common import check_runnable, normalize_dim, require_argument, wrap
 from .elementwise import where

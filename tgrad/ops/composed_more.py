@@ -22,7 +22,7 @@ import math
 import torch
 
 from .. import _dtype
-from tgrad.kernels import math_ops as M
+from tgrad.kernels import elementwise as M
 from ..tensor import Tensor
 from ..autograd.function import BuiltinFunction
 from . import factories, reduce

@@ -11,7 +11,7 @@ import torch
 
 from .. import _dtype
 from ..tensor import Tensor
-from tgrad.kernels import math_ops as M
+from tgrad.kernels import elementwise as M
 from . import integer
 from . import pointwise as P
 from .common import as_operand, check_runnable, result_type

@@ -22,9 +22,9 @@ from triton.runtime.jit import JITFunction
 from .. import _dtype
 from ..autograd.function import BuiltinFunction, edge_of, recording_backward
 from ..tensor import Tensor
-from tgrad.kernels import math_ops as M
-from tgrad.kernels.dtypes import compute_dtype
-from tgrad.kernels.pointwise import pointwise
+from tgrad.kernels import elementwise as M
+from tgrad.kernels.helpers.dtypes import compute_dtype
+from tgrad.kernels.elementwise.pointwise import pointwise
 from . import registry
 from .common import broadcast_shapes, wrap
 
@@ -65,8 +65,8 @@ _LANGUAGE = types.SimpleNamespace(
     math=types.SimpleNamespace(erf=_fn("erf")),
     float16=_dtype.float16, float32=_dtype.float32, float64=_dtype.float64)
 # helper formulas that are public ops themselves: traced as the op (exact derivative, one node)
-_AS_OPS = {M.expm1: _fn("expm1"), M.log1p: _fn("log1p"), M.tanh: _fn("tanh"), M._pow: _fn("pow"),
-           M._powi: _fn("pow")}
+_AS_OPS = {M.expm1: _fn("expm1"), M.log1p: _fn("log1p"), M.tanh: _fn("tanh"), M.real_pow: _fn("pow"),
+           M.scalar_pow: _fn("pow")}
 _traced = {}
 
 

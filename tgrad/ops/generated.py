@@ -195,7 +195,7 @@ def make_function(row):
         return cls.apply(*args)
 
     op.__name__ = op.__qualname__ = row.name
-    op.__doc__ = f"tgrad.{row.name}: {row.forward.fn.__name__} of kernels/{row.forward.fn.__module__.split('.')[-1]}" \
+    op.__doc__ = f"tgrad.{row.name}: {row.forward.fn.__name__} of kernels/{'/'.join(row.forward.fn.__module__.split('.')[2:])}" \
                  f" (PyTorch's {row.node})"
     return op
 

@@ -10,8 +10,8 @@ import numbers
 from .. import _dtype
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
-from tgrad.kernels import math_integer as I
-from tgrad.kernels import math_ops as M
+from tgrad.kernels.elementwise import integer as I
+from tgrad.kernels import elementwise as M
 from . import generated, registry  # noqa: F401  (the rows' remainder and fmod first)
 from .common import as_operand, check_runnable, result_type
 from .formula import fused

@@ -13,7 +13,7 @@ from .. import backends
 from ..autograd.function import BuiltinFunction
 from .. import _dtype
 from ..tensor import Tensor
-from tgrad.kernels import matmul as K
+from tgrad.kernels.linalg import matmul as K
 from .common import broadcast_shapes, check_runnable, wrap
 
 __all__ = ["matmul", "mm", "bmm", "dot", "mv", "outer", "vdot", "inner"]

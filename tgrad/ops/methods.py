@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtype
 from ..tensor import Tensor
-from tgrad.kernels import math_ops as M
+from tgrad.kernels import elementwise as M
 from . import advanced, matmul, reduce, shape
 from . import factories as F
 from . import pointwise as P

@@ -2,8 +2,8 @@
 the Philox kernel of ``kernels/multinomial.py`` (PyTorch's signature and errors)."""
 from __future__ import annotations
 
-from tgrad.kernels import multinomial as KM
-from tgrad.kernels.random import counters_for
+from tgrad.kernels.random import multinomial as KM
+from tgrad.kernels.random.philox import counters_for
 from .common import check_runnable, wrap
 from .random import default_generator
 from .registry import register

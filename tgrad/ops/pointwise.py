@@ -15,8 +15,8 @@ import torch
 from .. import _dtype
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
-from tgrad.kernels import math_integer as I
-from tgrad.kernels import math_ops as M
+from tgrad.kernels.elementwise import integer as I
+from tgrad.kernels import elementwise as M
 from .common import as_operand, check_runnable, result_type, wrap
 from .formula import derivative, fused
 from .table import BOOL_SUB
@@ -130,7 +130,7 @@ class Mul(_Binary):
         if ctx.square and na and nb:
             # both edges lead to the same place, where the engine would add g a + g a: one launch
             # of 2 g a on the first edge gives the same sum (doubling is exact)
-            return derivative(M.square_bwd, [a], g), None, None
+            return derivative(M.mul_self_bwd, [a], g), None, None
         if na and nb:
             da, db = derivative(M.mul_bwd, [a, b], g, n_out=2)
             return da, db, None

@@ -14,8 +14,8 @@ import torch
 from .. import _dtype
 from .._dtype import as_device
 from tgrad.kernels import factories as KF
-from tgrad.kernels import random as KR
-from tgrad.kernels.capture import is_capturing
+from tgrad.kernels.random import philox as KR
+from tgrad.kernels.runtime.capture import is_capturing
 from .factories import _dt, _new, _shape
 from .common import broadcast_shapes
 from .advanced import argsort

@@ -7,8 +7,8 @@ import math
 from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
-from tgrad.kernels import reduce as K
-from tgrad.kernels import softmax as KS
+from tgrad.kernels.reductions import reduce as K
+from tgrad.kernels.reductions import softmax as KS
 from .arrange import cumprod, flip_dims
 from .common import check_runnable, wrap
 from .factories import ones, zeros_like

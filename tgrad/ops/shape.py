@@ -9,7 +9,7 @@ import torch
 
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
-from tgrad.kernels import math_ops as M
+from tgrad.kernels import elementwise as M
 from . import pointwise as P
 from . import views as V
 from .common import check_runnable, result_type, wrap

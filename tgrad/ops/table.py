@@ -56,9 +56,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tgrad.kernels import math_activations as A
-from tgrad.kernels import math_elementary as E
-from tgrad.kernels import math_ops as M
+from tgrad.kernels.elementwise import activations as A
+from tgrad.kernels.elementwise import elementary as E
+from tgrad.kernels import elementwise as M
 
 
 @dataclass(frozen=True)

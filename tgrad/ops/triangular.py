@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
-from tgrad.kernels import triangular as KT
+from tgrad.kernels.indexing import triangular as KT
 from .common import check_runnable, wrap
 from .inplace import write_inplace
 from .registry import register

@@ -13,7 +13,7 @@ import torch
 from ..autograd.function import BuiltinFunction, Node, _Saved, edge_of
 from ..modes import enable_grad
 from ..tensor import Tensor
-from tgrad.kernels import math_ops as M
+from tgrad.kernels import elementwise as M
 from .common import wrap
 from .formula import fused
 from .pointwise import Where

@@ -1,0 +1,1 @@
+"""Loss kernels: elementwise losses reduced in the same launch, and fused cross-entropy/NLL."""

@@ -1,0 +1,1 @@
+"""Normalisation kernels: layer norm, batch norm, RMS norm and group norm."""

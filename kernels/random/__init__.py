@@ -1,0 +1,1 @@
+"""Counter-based random numbers (Philox) and what draws from them: fills, dropout, multinomial."""

@@ -1,0 +1,132 @@
+"""Graph capture: record a block of work (a whole training step) once, replay it many times.
+
+Why: a tgrad training step is a few dozen kernel launches plus the Python that decides them
+(autograd bookkeeping, argument packing, allocation). Between steps only the *contents* of the
+tensors change, never their addresses, so after one capture the deciding need not be done again.
+
+- CUDA: a CUDA graph. ``torch.cuda.graph`` puts the current stream in capture mode; Triton
+  launches on the current stream, so every kernel (and every torch copy/fill) of the block becomes
+  a node, and ``replay()`` re-issues all of them with one driver call.
+- CPU: a :class:`Recording`. Each launch is recorded as its bound arguments and its replay trace
+  (``kernels/runtime/executor.py``: recorded during the capture, so a replayed graph runs no Triton frontend
+  at all, only the straight-line numpy of each launch), and each storage op torch runs between
+  launches (fill, copy, clone, allocation) is recorded through a ``TorchDispatchMode``; replay runs
+  them again in order on the same tensors. A launch whose trace does not hold (a guard on data that
+  changed) or that cannot be recorded runs interpreted, as it would outside a graph.
+
+The contract is PyTorch's, on both devices: tensors used or made inside the capture keep their
+memory for the graph's life, new inputs are *copied into* the captured input tensors, and host
+values read or computed during the capture (Python numbers, ``.item()``, a step count on the host)
+are frozen into the graph. Host reads (``.item()``, ``bool(t)``) therefore raise during a CPU
+capture, as a CUDA capture would fail on the synchronisation they need. Unlike CUDA, a CPU capture
+also *runs* the work once, so its outputs hold real values right after the capture; code should
+not rely on that.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import launch as _launch
+
+__all__ = ["is_capturing", "Recording"]
+
+_recorders = _launch._recorders  # the CPU recordings under way (innermost last); launch() feeds them
+
+
+def is_capturing() -> bool:
+    """True while a graph is being captured: work done now is recorded for replay, so host-side
+    values (step counts, ``.item()`` reads) would be frozen into the graph."""
+    if _recorders:
+        return True
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+
+
+# aten ops whose output holds no data yet (allocation) or that only read metadata: nothing to replay
+_NO_DATA = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "lift", "lift_fresh",
+            "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "size", "stride", "dim",
+            "is_same_size", "_has_compatible_shallow_copy_type", "is_pinned"}
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+class _StorageOps(TorchDispatchMode):
+    """Records the storage ops torch runs on the CPU during a capture (tgrad's torch calls
+    allocate, view, copy and fill; the values come from kernels, which ``launch`` records)."""
+
+    def __init__(self, recording: "Recording"):
+        super().__init__()
+        self.recording = recording
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        if name == "_local_scalar_dense":
+            raise RuntimeError(
+                "reading a tensor's value on the host (.item(), .tolist(), bool(), int(), float()) is not allowed "
+                "during graph capture: the value would be frozen into the graph and the work that depends on it "
+                "would not follow new inputs. Read values after replay(), outside the capture.")
+        out = func(*args, **kwargs)
+        if self.recording.paused or name in _NO_DATA or func.is_view:
+            return out  # a view shares its base's memory: it stays valid with no work on replay
+        schema = func._schema
+        if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+            self.recording.steps.append((func, args, kwargs, None))  # in place (fill_, copy_, out=): rerun
+        else:
+            # a fresh result (clone, full, _to_copy ...): recompute it and copy it into the captured tensor
+            self.recording.steps.append((func, args, kwargs, _tensors(out)))
+        return out
+
+
+class Recording:
+    """A CPU graph: the launches and storage ops of one captured block, replayable in order."""
+
+    def __init__(self):
+        self.steps: list = []  # ("launch", bound launch, args) or (func, args, kwargs, outputs)
+        self.launches: Counter = Counter()  # kernel name -> launches per replay
+        self.paused = False  # set while launch() runs: its own torch calls are not the block's work
+        self._mode = None
+
+    def begin(self):
+        if self._mode is not None:
+            raise RuntimeError("this graph is already capturing")
+        self._mode = _StorageOps(self)
+        self._mode.__enter__()
+        _recorders.append(self)
+
+    def end(self):
+        if self._mode is None:
+            raise RuntimeError("this graph is not capturing: call capture_begin() first")
+        _recorders.remove(self)
+        mode, self._mode = self._mode, None
+        mode.__exit__(None, None, None)
+
+    def add_launch(self, name: str, launch, args):
+        # the bound launch holds raw addresses: the tensors themselves are kept so none is freed
+        self.steps.append(("launch", launch, args))
+        self.launches[name] += 1
+
+    def replay(self):
+        if self._mode is not None:
+            raise RuntimeError("a graph cannot be replayed while it is being captured")
+        graph_step = _launch._executor().graph_stepper()
+        with np.errstate(all="ignore"):  # numpy warns on inf/nan arithmetic; the results are torch's
+            for step in self.steps:
+                if step[0] == "launch":
+                    graph_step(step[1])
+                    continue
+                func, args, kwargs, outputs = step
+                result = func(*args, **kwargs)
+                if outputs:
+                    for captured, fresh in zip(outputs, _tensors(result)):
+                        captured.copy_(fresh)
+        _launch.launch_counts.update(self.launches)

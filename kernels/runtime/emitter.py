@@ -1,0 +1,383 @@
+"""Emitting a recorded launch's ops (``runtime/recorder.py``) as lines of straight-line numpy.
+
+One line per op: a numpy expression where the builder's method is a plain numpy call (the
+interpreter's own formula, including its dtype fix-ups), otherwise a call of the recorded builder
+method on fresh handles. Loads and stores go through the interpreter's own C++ load/store on
+absolute addresses, or, when an argument's offsets are fixed and the mask is constant, through a
+numpy view of that tensor's memory, or through a run of memory found at replay
+(``runtime/memory.py``). ``runtime/trace.py`` chooses which ops to emit and compiles the lines.
+"""
+from __future__ import annotations
+
+import numpy as np
+import triton.language as tl
+
+from .memory import address_range, fill_live, gather, memory_view, overlaps, run_load, run_range, run_store
+from .recorder import ATOMICS, PID, SIDE_EFFECTS, LaunchRecord, Refused, _Arg
+from .triton_private import TensorHandle, get_np_dtype, native
+
+__all__ = ["Emitter", "access"]
+
+_BINARY = {
+    "create_fadd": np.add, "create_fmul": np.multiply, "create_fdiv": np.divide, "create_frem": np.fmod,
+    "create_fsub": np.subtract, "create_mul": np.multiply, "create_precise_divf": np.divide,
+    "create_approx_divf": np.divide, "create_srem": np.fmod, "create_urem": np.fmod, "create_add": np.add,
+    "create_sub": np.subtract, "create_shl": np.left_shift, "create_lshr": np.right_shift,
+    "create_minsi": np.minimum, "create_minui": np.minimum, "create_minimumf": np.minimum, "create_minnumf": np.fmin,
+    "create_maxsi": np.maximum, "create_maxui": np.maximum, "create_maximumf": np.maximum,
+    "create_maxnumf": np.fmax, "create_and": np.bitwise_and, "create_xor": np.bitwise_xor,
+    "create_or": np.bitwise_or,
+}
+for _cmp, _uf in (("LE", np.less_equal), ("LT", np.less), ("GE", np.greater_equal), ("GT", np.greater),
+                  ("EQ", np.equal), ("NE", np.not_equal)):
+    for _prefix in ("create_icmpS", "create_icmpU", "create_fcmpO", "create_fcmpU"):
+        if _prefix.startswith("create_icmp") and _cmp in ("EQ", "NE"):
+            _BINARY["create_icmp" + _cmp] = _uf
+        else:
+            _BINARY[_prefix + _cmp] = _uf
+_UNARY = {"create_fneg": np.negative, "create_cos": np.cos, "create_exp": np.exp, "create_exp2": np.exp2,
+          "create_iabs": np.abs, "create_floor": np.floor, "create_ceil": np.ceil, "create_log": np.log,
+          "create_log2": np.log2, "create_precise_sqrt": np.sqrt, "create_sqrt": np.sqrt, "create_sin": np.sin}
+_CASTS = {"create_si_to_fp", "create_ui_to_fp", "create_fp_to_si", "create_fp_to_ui", "create_fp_ext",
+          "create_fp_trunc", "create_int_cast"}
+
+
+def _handle(data, dtype):
+    h = TensorHandle.__new__(TensorHandle)
+    h.data, h.dtype, h.attr = data, dtype, {}
+    return h
+
+
+def _generic(fn, template, dtypes, n_out):
+    """A recorded builder call replayed on fresh handles (the interpreter's code, not a copy)."""
+    positions = [k for k, a in enumerate(template) if isinstance(a, _Arg)]
+    base = list(template)
+    pairs = list(zip(positions, dtypes))
+
+    def call(*datas):
+        args = base.copy()
+        for (k, dt), d in zip(pairs, datas):
+            args[k] = _handle(d, dt)
+        out = fn(*args)
+        if out is None:
+            return None
+        if isinstance(out, tuple):
+            return tuple(o.data for o in out) if n_out > 1 else out[0].data
+        return out.data
+    return call
+
+
+def _single(fn):
+    def call(*datas):
+        out = fn(*datas)
+        return out[0] if isinstance(out, tuple) else out
+    return call
+
+
+class _Operands:
+    """An op's operand expressions, each emitted (a materialised address, a constant) when first used."""
+
+    def __init__(self, emitter, ids, lines, ready):
+        self.emitter, self.ids, self.lines, self.ready = emitter, ids, lines, ready
+
+    def __getitem__(self, j):
+        return self.emitter.expr(self.ids[j], self.lines, self.ready)
+
+    def __len__(self):
+        return len(self.ids)
+
+
+class Emitter:
+    """Emits a recorded launch's ops as lines of one numpy function (see the module docstring);
+    ``ns`` is the namespace the lines run in, ``nbytes`` the constants they hold."""
+    def __init__(self, record: LaunchRecord):
+        self.record = record
+        # the emitted source calls these by these names
+        self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": fill_live,
+                   "_run_load": run_load, "_run_store": run_store, "_run_range": run_range, "_gather": gather,
+                   "address_range": address_range}
+        self.nbytes = 0
+        self.slot_of = record.slot_of  # node id -> input slot (arguments that are replay inputs)
+        self.arrays_used: set = set()
+        self.acting: set = set()  # indices of the lines of ops with effects (kept whatever they compute)
+
+    def slot_array(self, slot):
+        """An input as the interpreter holds it (a 1-element array), made once per run if needed."""
+        self.arrays_used.add(slot)
+        return f"a{slot}"
+
+    def header(self):
+        lines = [f"    a{s} = np.array((A[{s}],), dtype={self.const(f'D{s}', self.record.slots[s][1])})"
+                 for s in sorted(self.arrays_used)]
+        return "".join(line + "\n" for line in lines)
+
+    def const(self, name, value):
+        """A module-level name of the compiled function bound to ``value`` (unique per value)."""
+        if name in self.ns:
+            name = f"{name}_{len(self.ns)}"
+        self.ns[name] = value
+        self.nbytes += getattr(value, "nbytes", 0)
+        return name
+
+    def expr(self, i, lines, ready):
+        """The expression of node ``i``'s value, emitting what it needs into ``lines`` once."""
+        nodes = self.record.nodes
+        node = nodes[i]
+        if i in ready:
+            return ready[i]
+        if node.op is not None:
+            raise AssertionError("an op's output used before its op")  # recorded order forbids this
+        if i in self.slot_of:
+            name = self.slot_array(self.slot_of[i])
+        elif node.base is not None:  # argument address + constant offsets
+            base_node = nodes[self.record.slot_nodes[node.base]]
+            offsets = (node.value - base_node.value).astype(np.uint64)
+            name = f"p{i}"
+            lines.append(f"    {name} = {self.const(f'o{i}', offsets)} + {self.slot_array(node.base)}")
+        elif node.tag <= PID:
+            name = self.const(f"c{i}", node.value)
+        else:
+            raise Refused("a value of unknown origin")
+        ready[i] = name
+        return name
+
+    def emit(self, op_index, lines, ready):
+        rec = self.record
+        op = rec.ops[op_index]
+        nodes = rec.nodes
+        name = op.name
+        ins = _Operands(self, op.ins, lines, ready)  # emitted on first use: a view access needs no address
+        outs = [f"v{o}" for o in op.outs]
+        target = ", ".join(outs) + " = " if outs else ""
+        line = None
+        in_nodes = [nodes[i] for i in op.ins]
+        out_node = nodes[op.outs[0]] if op.outs else None
+        k = op_index
+        if name in _BINARY and len(ins) == 2 and not all(n.value.dtype == np.bool_ for n in in_nodes):
+            uf = _BINARY[name]
+            with np.errstate(all="ignore"):
+                raw = uf(np.zeros(1, in_nodes[0].value.dtype), np.zeros(1, in_nodes[1].value.dtype)).dtype
+            fix = "" if raw == out_node.value.dtype else f".astype({self.const(f'd{k}', out_node.value.dtype)})"
+            line = f"{self.const(f'f{k}', uf)}({ins[0]}, {ins[1]}){fix}"
+        elif name in _UNARY and len(ins) == 1:
+            line = f"{self.const(f'f{k}', _UNARY[name])}({ins[0]})"
+        elif name in _CASTS and not _bf16(in_nodes[0].dtype, op.args[1]):
+            line = f"{ins[0]}.astype({self.const(f'd{k}', get_np_dtype(op.args[1]))})"
+        elif name == "create_bitcast":
+            line = f"{ins[0]}.view({self.const(f'd{k}', get_np_dtype(op.args[1]))})"
+        elif name == "create_select":
+            raw = np.where(np.zeros(1, bool), np.zeros(1, in_nodes[1].value.dtype),
+                           np.zeros(1, in_nodes[2].value.dtype)).dtype
+            fix = "" if raw == out_node.value.dtype else f".astype({self.const(f'd{k}', out_node.value.dtype)})"
+            line = f"np.where({ins[0]}, {ins[1]}, {ins[2]}){fix}"
+        elif name == "create_broadcast":
+            line = f"np.broadcast_to({ins[0]}, {tuple(op.args[1])!r})"
+        elif name == "create_expand_dims":
+            line = f"np.expand_dims({ins[0]}, {op.args[1]!r})"
+        elif name == "create_reshape":
+            line = f"{ins[0]}.reshape({tuple(op.args[1])!r})"
+        elif name == "create_trans":
+            line = f"np.transpose({ins[0]}, {tuple(op.args[1])!r})"
+        elif name == "create_addptr" and isinstance(in_nodes[0].dtype, tl.pointer_type):
+            elem = in_nodes[0].dtype.element_ty
+            width = max(1, elem.primitive_bitwidth // 8)
+            if in_nodes[1].op is None and in_nodes[1].tag <= PID:  # constant offsets: scaled once, here
+                line = f"{ins[0]} + {self.const(f'c{k}', width * in_nodes[1].value.astype(np.uint64))}"
+            else:
+                line = f"{ins[0]} + {width} * {ins[1]}.astype(np.uint64)"
+        elif name in ("create_masked_load", "create_load"):
+            line = self.load(op, ins, in_nodes, out_node, lines, ready)
+        elif name in ("create_masked_store", "create_store"):
+            line = self.store(k, op, ins, in_nodes, lines, ready)
+        elif name == "create_splat":
+            line = f"np.full({tuple(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
+        elif name in ("create_int_to_ptr", "create_ptr_to_int"):
+            line = f"{ins[0]}.view({self.const(f'd{k}', out_node.value.dtype)})"
+        if line is None:
+            if _is_numpy_step(op):
+                call = self.const(f"g{k}", _single(op.fn) if len(op.outs) == 1 else op.fn)
+            else:
+                call = self.const(f"g{k}", _generic(op.fn, op.args, [n.dtype for n in in_nodes], len(op.outs)))
+            line = f"{call}({', '.join(ins[j] for j in range(len(op.ins)))})"
+        for o, v in zip(op.outs, outs):
+            ready[o] = v
+        if name in SIDE_EFFECTS or name in ATOMICS or not outs:
+            self.acting.add(len(lines))
+        lines.append(f"    {target}{line}")
+
+    def live_addresses(self, op, lines, ready):
+        """An expression: the addresses (uint64, flat) the access's live lanes touch."""
+        ptr, mask = access(op)
+        p = self.expr(ptr, lines, ready) if self.record.nodes[ptr].op is None else ready[ptr]
+        if mask is None:
+            return f"{p}.reshape(-1)"
+        m = self.expr(mask, lines, ready) if self.record.nodes[mask].op is None else ready[mask]
+        return f"np.broadcast_to({p}, np.shape({p}))[np.broadcast_to({m}, np.shape({p}))]"
+
+    def store_range(self, op, lines, ready):
+        """An expression: (addresses, lowest, highest) of a store's live lanes, for ``overlaps``;
+        a store to a run of memory whose live lanes are a prefix is its interval alone."""
+        ptr, mask = access(op)
+        if op.name in ("create_store", "create_masked_store"):
+            dt = get_np_dtype(self.record.nodes[ptr].dtype.element_ty)
+            run = self.dynamic_run(self.record.nodes[ptr], dt, lines, ready)
+            if run is not None:
+                m = self.expr(mask, lines, ready) if mask is not None and self.record.nodes[mask].op is None else \
+                    ready[mask] if mask is not None else self.const("m_all", np.ones(self.record.nodes[ptr].value.shape,
+                                                                                     bool))
+                return f"_run_range({run[0]}, {run[1]}, {m}, {self.record.nodes[ptr].value.shape!r}, {dt.itemsize})"
+        return f"address_range({self.live_addresses(op, lines, ready)})"
+
+    def load(self, op, ins, in_nodes, out_node, lines, ready):
+        k = op.outs[0]
+        ptr = in_nodes[0]
+        shape = ptr.value.shape
+        dt = out_node.value.dtype
+        if op.name == "create_load" or op.name == "create_atomic_load":
+            mask_node, other_node = None, None
+        else:
+            mask_node, other_node = in_nodes[1], (in_nodes[2] if len(in_nodes) > 2 else None)
+        # the interpreter's load returns the pointers' memory layout, which decides how numpy later
+        # sums it (pairwise order): a view's C-ordered copy is the same only for C-ordered pointers
+        view = self.view_access(ptr, mask_node, dt, "load") if out_node.value.flags.c_contiguous else None
+        if view is not None and other_node is not None and (other_node.value.dtype != dt or other_node.tag > PID):
+            view = None if view[4] is not None else view  # np.where would promote; the interpreter casts
+        other = ins[2] if other_node is not None else self.const(f"z{k}", np.zeros(shape, dt))
+        if view is not None:
+            slot, start, nbytes, index, live, contiguous = view
+            v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{k}', dt)})"
+            if contiguous:
+                if live is None:
+                    return f"{v}.reshape({shape!r}).copy()"
+                # the live lanes read the view in order: the masked lanes' values, then the view into them
+                filled = np.ascontiguousarray(np.broadcast_to(other_node.value if other_node is not None
+                                                              else np.zeros(shape, dt), shape))
+                where = contiguous if contiguous is not True else live
+                return f"_fill({self.const(f'z{k}', filled)}, {self.const(f'm{k}', where)}, {v})"
+            idx = self.const(f"i{k}", index)
+            if live is None:
+                return f"{v}[{idx}]"
+            return f"np.where({self.const(f'm{k}', live)}, {v}[{idx}], {other})"
+        mask = ins[1] if mask_node is not None else self.const(f"m{k}", np.ones(shape, bool))
+        whole = self.view_access(ptr, None, dt, "load") if out_node.value.flags.c_contiguous and \
+            mask_node is not None and mask_node.tag > PID and mask_node.value.shape == shape and \
+            mask_node.value.dtype == np.bool_ and (other_node is None or other_node.value.dtype == dt) else None
+        if whole is not None:  # a mask from data over fixed offsets: the live lanes read from a view
+            slot, start, nbytes, index, _, _ = whole
+            v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{k}', dt)})"
+            if other_node is None or other_node.tag <= PID:
+                filled = self.const(f"z{k}", np.ascontiguousarray(np.broadcast_to(
+                    other_node.value if other_node is not None else np.zeros(shape, dt), shape)))
+            else:
+                filled = f"np.broadcast_to({other}, {shape!r})"
+            return f"_gather({v}, {self.const(f'i{k}', index)}, {mask}, {filled})"
+        run = self.dynamic_run(ptr, dt, lines, ready) if out_node.value.flags.c_contiguous else None
+        if run is not None and (other_node is None or other_node.value.dtype == dt):
+            base, start = run
+            if other_node is None or other_node.tag <= PID:
+                filled = self.const(f"z{k}", np.ascontiguousarray(np.broadcast_to(
+                    other_node.value if other_node is not None else np.zeros(shape, dt), shape)))
+            else:
+                filled = f"np.broadcast_to({other}, {shape!r})"
+            return f"_run_load({base}, {start}, {mask}, {filled}, {other}, {self.const(f'd{k}', dt)})"
+        return f"native.load({ins[0]}, {mask}, {other}, {self.const(f'd{k}', dt)})"
+
+    def dynamic_run(self, ptr, dt, lines, ready):
+        """(expression of a scalar address, first byte) when ``ptr`` is that address splat over the
+        block plus constant offsets that walk ``dt`` elements in C order (a pointer read from a
+        table, plus ``tl.arange``): a prefix of live lanes is then a run of memory found at replay."""
+        nodes, ops = self.record.nodes, self.record.ops
+        if ptr.op is None or ops[ptr.op].name != "create_addptr":
+            return None
+        add = ops[ptr.op]
+        base_node, off_node = nodes[add.ins[0]], nodes[add.ins[1]]
+        if off_node.op is not None or off_node.tag > PID or base_node.op is None \
+                or ops[base_node.op].name != "create_splat" or off_node.value.shape != ptr.value.shape:
+            return None
+        width = max(1, base_node.dtype.element_ty.primitive_bitwidth // 8)
+        offsets = off_node.value.astype(np.int64).reshape(-1) * width
+        if width != dt.itemsize or offsets.size == 0 or \
+                not np.array_equal(offsets - offsets[0], np.arange(offsets.size, dtype=np.int64) * width):
+            return None
+        scalar = ops[base_node.op].ins[0]
+        return self.expr(scalar, lines, ready), int(offsets[0])
+
+    def store(self, k, op, ins, in_nodes, lines, ready):
+        op_key = k
+        ptr, value = in_nodes[0], in_nodes[1]
+        mask_node = in_nodes[2] if op.name == "create_masked_store" else None
+        dt = get_np_dtype(ptr.dtype.element_ty)  # the interpreter stores the value's bytes: views need equal dtypes
+        if value.value.dtype == dt:
+            view = self.view_access(ptr, mask_node, dt, "store", unique=True)
+            if view is not None:
+                slot, start, nbytes, index, live, contiguous = view
+                v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{op_key}', dt)})"
+                full = ins[1] if value.value.shape == ptr.value.shape else \
+                    f"np.broadcast_to({ins[1]}, {ptr.value.shape!r})"
+                if live is None and contiguous:
+                    return f"{v}.__setitem__(slice(None), {full}.reshape(-1))"
+                if contiguous:  # the live lanes, in order, are the view's elements in order
+                    where = self.const(f"m{k}", contiguous if contiguous is not True else live)
+                    return f"{v}.__setitem__(slice(None), {full}[{where}])"
+                if live is None:
+                    return f"{v}.__setitem__({self.const(f'i{k}', index)}, {ins[1]})"
+                sel = self.const(f"i{k}", index[live])
+                return f"{v}.__setitem__({sel}, np.broadcast_to({ins[1]}, {live.shape!r})[{self.const(f'm{k}', live)}])"
+        mask = ins[2] if mask_node is not None else self.const(f"m{k}", np.ones(ptr.value.shape, bool))
+        run = self.dynamic_run(ptr, dt, lines, ready) if value.value.dtype == dt else None
+        if run is not None:
+            return f"_run_store({run[0]}, {run[1]}, {mask}, {ins[1]}, {ptr.value.shape!r}, {self.const(f'd{k}', dt)})"
+        return f"native.store({ins[0]}, {ins[1]}, {mask})"
+
+    def view_access(self, ptr, mask_node, dt, kind, unique=False):
+        """(slot, first byte, span in bytes, element index array, live-lane mask or None, contiguous)
+        when ``ptr`` is an argument's address plus constant offsets and the mask is constant: the
+        access is then a numpy index into a view of that tensor's memory."""
+        if ptr.base is None or ptr.op is not None or (mask_node is not None and mask_node.tag > PID):
+            return None
+        base_node = self.record.nodes[self.record.slot_nodes[ptr.base]]
+        offsets = (ptr.value - base_node.value).astype(np.uint64).view(np.int64)
+        live = None if mask_node is None else np.broadcast_to(mask_node.value.astype(bool), offsets.shape)
+        if live is not None and live.all():
+            live = None
+        if live is not None and not live.any():
+            return None  # nothing touched: leave it to the interpreter's path (cheap, rare)
+        size = dt.itemsize
+        used = offsets if live is None else offsets[live]
+        if used.size == 0 or (used % size).any():
+            return None
+        lo, hi = int(used.min()), int(used.max())
+        if lo < 0:
+            return None
+        index = (offsets - lo) // size
+        if live is not None:
+            index = np.where(live, index, 0)
+        index = np.ascontiguousarray(index.astype(np.intp))
+        if unique and np.unique(index if live is None else index[live]).size != (index.size if live is None
+                                                                                   else int(live.sum())):
+            return None  # repeated addresses: the interpreter's in-order writes decide
+        if live is None:
+            contiguous = np.array_equal(index.reshape(-1), np.arange(index.size))
+        else:  # True: the live lanes in C order are the view's elements in order; a slice when a flat prefix
+            n = int(live.sum())
+            contiguous = np.array_equal(index[live], np.arange(n))
+            if contiguous and live.ndim == 1 and live[:n].all():
+                contiguous = slice(0, n)
+        return ptr.base, lo, hi - lo + size, index, live, contiguous
+
+
+def _bf16(src_dtype, dst_type):
+    s = getattr(src_dtype, "scalar", src_dtype)
+    d = getattr(dst_type, "scalar", dst_type)
+    return tl.bfloat16 in (s, d) or s.is_fp8() or d.is_fp8()
+
+
+def _is_numpy_step(op):
+    return op.name in ("reduce", "associative_scan", "transpose")
+
+
+def access(op):
+    """(pointer node, mask node or None) of a load, store or atomic."""
+    masked = op.name in ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_store",
+                         "create_atomic_load")
+    return op.ins[0], (op.ins[-1] if masked and len(op.ins) > 1 else None)

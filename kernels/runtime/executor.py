@@ -1,0 +1,417 @@
+"""The CPU executor: interpret a launch the first time, record it the second, replay it after.
+
+A launch's *signature* (``kernels/runtime/signature.py``) is its kernel, constexpr values (functions by
+identity), tensor dtypes, grid, scalar arguments, the interpreter's options and the builder. A
+scalar position is part of the signature until it is seen with two different values under an
+otherwise equal signature; from then on it is a replay input (a learning rate that changes every
+step, a random kernel's seed and offset). The first sighting of a signature
+interprets; the second interprets under the recorder (``kernels/runtime/recorder.py``) and compiles the
+trace (``kernels/runtime/trace.py``); later ones replay it. A trace whose guards (Python decisions on
+arguments or data) do not hold records another variant. What the recorder refuses interprets every
+time. Each kernel's traces are bounded in memory (oldest dropped first).
+
+Verify mode (``TGRAD_REPLAY_VERIFY=1`` or ``set_replay(verify=True)``) proves a replay is the
+interpreter's computation: every replayed launch also runs fully interpreted from the same memory
+snapshot, every fresh trace is replayed from its pre-launch snapshot, and the bytes of every tensor
+the launch can reach must be equal (``ReplayMismatch`` otherwise). ``TGRAD_REPLAY=0`` or
+``set_replay(False)`` interprets everything. While something instruments the interpreter's builder
+(a memory checker), launches interpret, so the instrument sees every access.
+
+``replay_counts`` counts replayed, recorded and interpreted launches; ``fallback_reasons`` says
+why launches interpreted.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+from .interpreter import _interpreted, _interpreting
+from .recorder import Recorder, Refused, builder_instrumented, recording
+from .signature import MAX_ENTRIES, KernelState
+from .memory import memory_view
+from .trace import compile_launch
+from .triton_private import interpreter_builder
+
+__all__ = ["replay_counts", "fallback_reasons", "count_replays", "set_replay", "replay_enabled", "replay_verify",
+           "replay_disabled", "ReplayMismatch", "clear_replay_cache"]
+
+replay_counts: Counter = Counter()  # "replayed" / "recorded" / "interpreted" -> launches
+fallback_reasons: Counter = Counter()  # why a launch interpreted -> launches
+_config = {"enabled": os.environ.get("TGRAD_REPLAY", "1") != "0",
+           "verify": os.environ.get("TGRAD_REPLAY_VERIFY", "0") not in ("", "0")}
+_lock = threading.Lock()  # cache updates
+class _Local(threading.local):
+    disabled = 0  # replay_disabled() depth of this thread (a class default: reading it never raises)
+
+
+_local = _Local()
+MAX_VARIANTS = 8  # traces per signature (guard outcomes) before it interprets for good
+KERNEL_BYTES = 64 << 20  # constants (offsets, masks, folded values) per kernel
+COMPILE_ONLY_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
+
+
+class ReplayMismatch(AssertionError):
+    """Verify mode: a replay and the interpreter wrote different bytes."""
+
+
+def set_replay(enabled: bool | None = None, verify: bool | None = None) -> None:
+    """Turn replay of recorded CPU launches on or off, and verify mode (module doc)."""
+    if enabled is not None:
+        _config["enabled"] = bool(enabled)
+    if verify is not None:
+        _config["verify"] = bool(verify)
+
+
+def replay_enabled() -> bool:
+    return _config["enabled"]
+
+
+def replay_verify() -> bool:
+    return _config["verify"]
+
+
+@contextmanager
+def replay_disabled():
+    """Interpret every launch of this thread inside the block (for instruments of the interpreter)."""
+    _local.disabled = getattr(_local, "disabled", 0) + 1
+    try:
+        yield
+    finally:
+        _local.disabled -= 1
+
+
+@contextmanager
+def count_replays():
+    """``with count_replays() as c: ...`` -> ``c``: replayed / recorded / interpreted launches inside."""
+    before = Counter(replay_counts)
+    result: Counter = Counter()
+    try:
+        yield result
+    finally:
+        after = Counter(replay_counts)
+        after.subtract(before)
+        result.update({k: v for k, v in after.items() if v})
+
+
+_states: list = []  # every kernel's KernelState (for clear_replay_cache)
+
+
+def clear_replay_cache() -> None:
+    with _lock:
+        for state in _states:
+            state.clear()
+
+
+def _interpret(runner, grid, args, meta, reason):
+    replay_counts["interpreted"] += 1
+    fallback_reasons[f"{runner.fn.__name__}: {reason}"] += 1
+    grid3, call = runner.prepare(grid, args, meta)
+    with _interpreting(), np.errstate(all="ignore"):
+        runner.execute(grid3, call)
+
+
+class _Entry:
+    __slots__ = ("variants", "refused", "nbytes")
+
+    def __init__(self):
+        self.variants, self.refused, self.nbytes = [], None, 0
+
+    def select(self, A, tensors):
+        for v in self.variants:
+            if v.guards is None:
+                return v
+            with np.errstate(all="ignore"):
+                got = v.guards(A)
+            if got is None:
+                return "aliasing"
+            if got == v.expected:
+                return v
+        return None
+
+
+def _state(kernel):
+    state = kernel.__dict__.get("_tgrad_replay")
+    if state is None:
+        with _lock:
+            state = kernel.__dict__.get("_tgrad_replay")
+            if state is None:
+                state = kernel.__dict__["_tgrad_replay"] = KernelState(_interpreted(kernel))
+                _states.append(state)
+    return state
+
+
+class _Snapshot:
+    """The bytes of every storage a launch can reach, to restore and compare (verify mode). Numpy
+    does the copying and comparing: torch stays storage, and a graph capture records none of it."""
+
+    def __init__(self, tensors):
+        self.views, seen = [], set()
+        for t in tensors:
+            if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+                continue
+            s = t.untyped_storage()
+            if s.nbytes() == 0 or s.data_ptr() in seen:
+                continue
+            seen.add(s.data_ptr())
+            self.views.append(memory_view(s.data_ptr(), s.nbytes(), np.uint8))
+        self.saved = self.now()
+
+    def restore(self):
+        for v, s in zip(self.views, self.saved):
+            v[:] = s
+
+    def now(self):
+        return [v.copy() for v in self.views]
+
+
+def _compare(name, what, first, second):
+    for k, (a, b) in enumerate(zip(first, second)):
+        if not np.array_equal(a, b):
+            bad = int((a != b).sum())
+            raise ReplayMismatch(f"verify mode: {name}: {what} wrote different bytes ({bad} of {a.size} bytes of "
+                                 f"storage #{k} of the launch differ)")
+
+
+def _replay(variant, A):
+    with np.errstate(all="ignore"):
+        variant.run(A)
+
+
+class _Launch:
+    """One launch's arguments, bound: what run() needs, and what a graph replay re-runs."""
+    __slots__ = ("kernel", "state", "grid", "args", "meta", "keep_alive", "key", "A", "tensors", "variant")
+
+    def __init__(self, kernel, state, grid, args, meta, keep_alive, bound):
+        self.kernel, self.state, self.grid, self.args, self.meta = kernel, state, grid, args, meta
+        self.keep_alive = keep_alive
+        self.key, self.A, self.tensors = bound if bound is not None else (None, None, None)
+        self.variant = None  # the trace this launch last ran (a graph step replays it directly)
+
+    def run(self, force_record=False):
+        state, runner = self.state, self.state.runner
+        if self.key is None:
+            return _interpret(runner, self.grid, self.args, self.meta, "arguments it cannot key")
+        first = False
+        with _lock:
+            entry = state.entries.get(self.key)
+            if entry is not None:
+                state.entries.move_to_end(self.key)
+            elif not force_record and self.key not in state.seen:
+                if len(state.seen) > 4 * MAX_ENTRIES:
+                    state.seen.clear()
+                state.seen.add(self.key)
+                first = True
+        if first:
+            return _interpret(runner, self.grid, self.args, self.meta, "first sighting")
+        if entry is not None:
+            if entry.refused is not None:
+                return _interpret(runner, self.grid, self.args, self.meta, entry.refused)
+            variant = entry.select(self.A, self.tensors) if entry.variants else None
+            if variant == "aliasing":
+                return _interpret(runner, self.grid, self.args, self.meta, "a guard reads memory an earlier "
+                                                                           "store of the launch writes")
+            if variant is not None:
+                self.variant = variant
+                replay_counts["replayed"] += 1
+                if _config["verify"]:
+                    return self._verify_replay(variant)
+                return _replay(variant, self.A)
+            if len(entry.variants) >= MAX_VARIANTS:
+                return _interpret(runner, self.grid, self.args, self.meta, "guards keep failing")
+        return self._record(entry)
+
+    def _reachable(self):
+        return list(self.tensors) + list(self.keep_alive)
+
+    def _verify_replay(self, variant):
+        snap = _Snapshot(self._reachable())
+        _replay(variant, self.A)
+        replayed = snap.now()
+        snap.restore()
+        grid3, call = self.state.runner.prepare(self.grid, self.args, self.meta)
+        with _interpreting(), np.errstate(all="ignore"):
+            self.state.runner.execute(grid3, call)
+        _compare(self.kernel.__name__, "the replay and the interpreter", replayed, snap.now())
+
+    def _record(self, entry):
+        state, runner = self.state, self.state.runner
+        snap = _Snapshot(self._reachable()) if _config["verify"] else None
+        recorder = Recorder([])
+        grid = self.grid
+        with _interpreting(), np.errstate(all="ignore"):
+            call = state.recording_call(recorder, self.key, self.args, self.meta)
+            with recording(recorder):
+                interpreter_builder.set_grid_dim(*grid)
+                for x in range(grid[0]):
+                    for y in range(grid[1]):
+                        for z in range(grid[2]):
+                            interpreter_builder.set_grid_idx(x, y, z)
+                            recorder.begin_program((x, y, z))
+                            runner.fn(**call)
+        compiled, reason = None, recorder.refused
+        if reason is None:
+            try:
+                compiled = compile_launch(recorder.record, [g[2] for g in recorder.record.guards])
+            except Refused as e:
+                reason = str(e)
+            else:
+                if compiled.nbytes > KERNEL_BYTES:
+                    compiled, reason = None, "a trace larger than the kernel's replay budget"
+        del recorder
+        with _lock:
+            if entry is None:
+                entry = state.entries.setdefault(self.key, _Entry())
+            if compiled is None:
+                entry.refused = reason
+            else:
+                entry.variants.append(compiled)
+                entry.nbytes += compiled.nbytes
+                state.nbytes += compiled.nbytes
+                while state.entries and (state.nbytes > KERNEL_BYTES or len(state.entries) > MAX_ENTRIES):
+                    old_key, old = state.entries.popitem(last=False)
+                    state.nbytes -= old.nbytes
+                    if old_key == self.key:
+                        break
+        if compiled is None:
+            replay_counts["interpreted"] += 1
+            fallback_reasons[f"{self.kernel.__name__}: {reason}"] += 1
+            return None
+        replay_counts["recorded"] += 1
+        self.variant = compiled
+        if snap is not None:  # the fresh trace, replayed from the pre-launch memory, must write the same
+            interpreted = snap.now()
+            snap.restore()
+            _replay(compiled, self.A)
+            _compare(self.kernel.__name__, "a fresh trace and the interpreter", snap.now(), interpreted)
+        return None
+
+
+def _site_plan(state, site, tensors, bound):
+    """What ``run_site`` needs to replay the site without binding: the signature, the replay inputs
+    with the scalars filled in, and which input slots are which of ``tensors``' addresses."""
+    key, A, bound_tensors = bound
+    slots = []
+    for s, t in enumerate(bound_tensors):
+        if t is not None:
+            index = next((i for i, u in enumerate(tensors) if u is t), None)
+            if index is None:  # a tensor argument the site did not name: no plan
+                return
+            slots.append((s, index))
+    if len(state.sites) > 8 * MAX_ENTRIES:
+        state.sites.clear()
+    state.sites[site] = (key, list(A), tuple(slots), id(interpreter_builder.options))
+
+
+def _site_inputs(plan, tensors):
+    """(signature, replay inputs) of a planned site for these tensors; inputs None when the plan
+    does not apply (other interpreter options, a tensor off the CPU)."""
+    key, A, slots, options = plan
+    if options != id(interpreter_builder.options):
+        return key, None
+    A = A.copy()
+    for s, i in slots:
+        t = tensors[i]
+        if not t.is_cpu:
+            return key, None
+        A[s] = t.data_ptr()
+    return key, A
+
+
+def run_site(kernel, site, tensors, build) -> bool:
+    """Run a launch of a call site (``launch.launch_site``): a site seen before replays from its
+    tensors' addresses alone (True); otherwise (a site not planned yet, a trace with guards or not
+    recorded yet, verify mode, replay off, an instrumented builder) ``build()`` gives the launch's
+    (grid, args, meta) and it runs as ``run`` runs it, planning the site once its trace replays
+    (False)."""
+    if _replay_site(kernel, site, tensors):
+        return True
+    grid, args, meta = build()
+    run(kernel, grid, args, meta, site=(site, tensors))
+    return False
+
+
+def _replay_site(kernel, site, tensors) -> bool:
+    """Replay a planned site's trace from ``tensors``' addresses; False (nothing run) when it cannot."""
+    state = kernel.__dict__.get("_tgrad_replay")
+    plan = state.sites.get(site) if state is not None else None
+    if plan is None or not _config["enabled"] or _config["verify"] or getattr(_local, "disabled", 0):
+        return False
+    key, A = _site_inputs(plan, tensors)
+    if A is None or builder_instrumented():
+        return False
+    with _lock:
+        entry = state.entries.get(key)
+        if entry is None or not entry.variants or entry.variants[0].guards is not None:
+            return False
+        state.entries.move_to_end(key)
+    replay_counts["replayed"] += 1
+    _replay(entry.variants[0], A)
+    return True
+
+
+def run(kernel, grid, args, meta, keep_alive=(), capturing=False, site=None):
+    """Run one CPU launch (``launch()`` calls this). In a graph capture, returns the bound launch
+    the graph replays (recorded now, so replays run no Triton frontend). ``site``: (site key,
+    tensors) of a ``launch_site`` call, planned here for ``run_site`` once its trace replays."""
+    for option in COMPILE_ONLY_OPTIONS:  # meaningful to the compiler only
+        meta.pop(option, None)
+    state = _state(kernel)
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    if not _config["enabled"] or getattr(_local, "disabled", 0) or builder_instrumented():
+        _interpret(state.runner, grid, args, meta, "replay off" if not _config["enabled"] else
+                   "an instrumented interpreter")
+        return _Launch(kernel, state, grid, args, meta, keep_alive, None) if capturing else None
+    with _lock:
+        bound = state.bind(grid, args, meta)
+        entry = state.entries.get(bound[0]) if bound is not None else None
+        if entry is not None:
+            state.entries.move_to_end(bound[0])
+            if site is not None and entry.variants:
+                plan = state.sites.get(site[0])
+                if plan is None:
+                    _site_plan(state, site[0], site[1], bound)
+                elif _config["verify"] and plan[0] == bound[0]:  # the plan must be what binding finds
+                    planned = _site_inputs(plan, site[1])[1]
+                    if planned is not None and planned != bound[1]:
+                        raise ReplayMismatch(f"verify mode: {kernel.__name__}: a launch_site plan gives other "
+                                             "replay inputs than binding the launch's arguments")
+    if entry is not None and not capturing and entry.variants and not _config["verify"]:
+        variant = entry.variants[0]
+        if variant.guards is None:  # the common case, without building a _Launch: one trace, no guards
+            replay_counts["replayed"] += 1
+            return _replay(variant, bound[1])
+    launch = _Launch(kernel, state, grid, args, dict(meta), tuple(keep_alive), bound)
+    launch.run(force_record=capturing)
+    return launch if capturing else None
+
+
+def graph_stepper():
+    """``graph_step`` for one replay of a CPU graph, with the executor's switches (replay on, verify
+    mode, an instrumented builder) read once for the whole replay instead of once per launch."""
+    if not _config["enabled"] or _config["verify"] or getattr(_local, "disabled", 0) or builder_instrumented():
+        return graph_step
+
+    def step(launch: _Launch):
+        variant = launch.variant
+        if variant is None or variant.guards is not None or launch.key is None:
+            return graph_step(launch)
+        replay_counts["replayed"] += 1
+        return variant.run(launch.A)  # the graph's replay runs under np.errstate(all="ignore")
+    return step
+
+
+def graph_step(launch: _Launch):
+    """A captured launch replayed by a CPU graph: the trace recorded for it at capture when its
+    guards hold (the graph keeps it, cached or not), else what an eager launch would do."""
+    if launch.key is None or not _config["enabled"] or getattr(_local, "disabled", 0) or builder_instrumented():
+        return _interpret(launch.state.runner, launch.grid, launch.args, launch.meta, "replay off")
+    variant = launch.variant
+    if variant is not None and variant.guards is None and not _config["verify"]:
+        replay_counts["replayed"] += 1
+        return variant.run(launch.A)  # the graph's replay runs under np.errstate(all="ignore")
+    return launch.run(force_record=True)

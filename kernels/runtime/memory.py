@@ -1,0 +1,137 @@
+"""The memory a compiled trace (``runtime/trace.py``) reaches at replay, and the checks its guards run.
+
+A replayed load or store goes through a numpy view of a CPU tensor's memory (``memory_view``) when
+its addresses are an argument's address plus fixed offsets, or through a run of memory found at
+replay (``run_load``, ``run_store``: a pointer read from a table plus ``tl.arange``, live lanes a
+prefix), or else through the interpreter's own C++ load/store. Guards hoisted above a launch's
+stores check that no earlier store overlaps what they read (``address_range``, ``run_range``,
+``overlaps``). These are the functions the emitted source calls; nothing here records or emits.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+
+from .triton_private import native
+
+__all__ = ["memory_view", "live_prefix", "run_pointers", "run_load", "run_store", "gather", "fill_live",
+           "address_range", "run_range", "overlaps"]
+
+
+_views: dict = {}  # (address, bytes, dtype) -> its array: a view only reads or writes what lies there now
+
+
+def memory_view(address: int, nbytes: int, dtype) -> np.ndarray:
+    """A numpy array over ``nbytes`` of raw memory at ``address`` (a CPU tensor's elements). Kept
+    per (address, size, dtype): a replay uses one only while a launch's tensor lives there."""
+    key = (address, nbytes, dtype)
+    view = _views.get(key)
+    if view is None:
+        if len(_views) > 8192:
+            _views.clear()
+        view = _views[key] = np.frombuffer((ctypes.c_char * nbytes).from_address(address), dtype=dtype)
+    return view
+
+
+def live_prefix(mask, shape):
+    """How many leading lanes (C order) of a block of ``shape`` are live, when exactly those are."""
+    if np.shape(mask) != shape:
+        return None
+    flat = mask.reshape(-1)
+    live = int(np.count_nonzero(flat))
+    return live if live == flat.size or not flat[live:].any() else None
+
+
+def run_pointers(base, start, shape, size):
+    """The pointers ``base + start + i * size`` of a block, as the interpreter computed them."""
+    first = np.uint64((int(base.reshape(-1)[0]) + start) % (1 << 64))
+    with np.errstate(over="ignore"):
+        return (first + np.arange(math.prod(shape), dtype=np.uint64) * np.uint64(size)).reshape(shape)
+
+
+def run_load(base, start, mask, filled, other, dt):
+    """A masked load of ``base + start + i * size`` (the interpreter's ``native.load`` on those
+    pointers): when the live lanes are a prefix, one copy of that run of memory."""
+    live = live_prefix(mask, filled.shape)
+    if live is None:
+        return native.load(run_pointers(base, start, filled.shape, dt.itemsize), mask, other, dt)
+    out = np.array(filled, dtype=dt)  # a C-ordered copy, as the interpreter returns
+    if live:
+        out.reshape(-1)[:live] = memory_view(int(base.reshape(-1)[0]) + start, live * dt.itemsize, dt)
+    return out
+
+
+def run_store(base, start, mask, value, shape, dt):
+    """A masked store to ``base + start + i * size`` over a block of ``shape`` (the interpreter's
+    ``native.store``): a prefix of live lanes is one copy into that run of memory."""
+    live = live_prefix(mask, shape)
+    if live is None:
+        return native.store(run_pointers(base, start, shape, dt.itemsize), value, mask)
+    if live:
+        memory_view(int(base.reshape(-1)[0]) + start, live * dt.itemsize, dt)[:] = \
+            np.broadcast_to(value, shape).reshape(-1)[:live]
+    return None
+
+
+def gather(view, index, mask, filled):
+    """A load through fixed offsets under a mask computed from data: the masked lanes' values,
+    then the live lanes read from the view (only those: a masked lane's offset may lie outside)."""
+    out = np.array(filled)
+    out[mask] = view[index[mask]]
+    return out
+
+
+def fill_live(filled, where, view):
+    """A masked load whose live lanes read ``view`` in order: the masked lanes' values, then the view."""
+    out = filled.copy()
+    out[where] = view
+    return out
+
+
+def address_range(addresses):
+    """(addresses, lowest, highest) of one store, for ``overlaps``."""
+    if addresses.size == 0:
+        return addresses, 1, 0
+    return addresses, int(addresses.min()), int(addresses.max())
+
+
+def run_range(base, start, mask, shape, size):
+    """``address_range`` of a store to ``base + start + i * size``: with a prefix of live lanes,
+    (None, lowest, highest) (every address between, a step of ``size`` apart), no address array."""
+    live = live_prefix(mask, shape)
+    if live is None:
+        return address_range(run_pointers(base, start, shape, size)[np.broadcast_to(mask, shape)])
+    if live == 0:
+        return np.zeros(0, np.uint64), 1, 0
+    lo = int(base.reshape(-1)[0]) + start
+    return None, lo, lo + (live - 1) * size
+
+
+def overlaps(loads, load_width, stores, store_width) -> bool:
+    """Whether any byte range [load, load + load_width) meets a [store, store + store_width) of the
+    stores so far: first by address range (a table read after stores to other tensors), then exactly."""
+    if not stores or loads.size == 0:
+        return False
+    if loads.size == 1:  # one table entry read after stores: compared in Python ints
+        a = int(loads.reshape(-1)[0])
+        for s, s_lo, s_hi in stores:
+            if s_lo < a + load_width and a < s_hi + store_width:
+                if s is None or bool(((s < np.uint64(a + load_width)) & (s + np.uint64(store_width) >
+                                                                           np.uint64(a))).any()):
+                    return True
+        return False
+    lo, hi = int(loads.min()), int(loads.max()) + load_width
+    near = [(s, s_lo, s_hi) for s, s_lo, s_hi in stores if s_lo < hi and lo < s_hi + store_width]
+    for s, s_lo, s_hi in near:  # a run of memory: every byte from its lowest to its highest store
+        if s is None and bool(((loads < np.uint64(s_hi + store_width)) & (loads + np.uint64(load_width) >
+                                                                          np.uint64(s_lo))).any()):
+            return True
+    near = [s for s, _, _ in near if s is not None]
+    if not near:
+        return False
+    s = np.sort(np.concatenate(near))
+    idx = np.searchsorted(s, loads - np.uint64(store_width), side="right")  # first store above load - width
+    hit = idx < s.size
+    return bool((s[idx[hit]] < loads[hit] + np.uint64(load_width)).any())

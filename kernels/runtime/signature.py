@@ -1,0 +1,244 @@
+"""A CPU launch's signature: what its recorded trace may be replayed for (``kernels/runtime/executor.py``).
+
+The signature is the kernel, its constexpr values (functions by identity), tensor dtypes, grid,
+interpreter options and the builder, plus its scalar arguments: a scalar position is keyed by its
+value until it is seen with two different values under an otherwise equal signature (``DISTINCT``:
+the grid, constexprs and dtypes usually tell call sites apart, so their shapes stay folded into
+their traces), then it is a replay input, keyed by its dtype only (a learning rate that changes every step, a random kernel's seed and offset). A
+launch whose values repeat exactly reuses its bound plan without classifying anything again.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import torch
+import triton.language as tl
+
+from .interpreter import _pointer
+from .recorder import ARG, CONST
+from .triton_private import implicit_cvt, interpreter_builder, tuple_create
+
+DISTINCT = 1  # values a scalar position may take under one static signature before it is a replay input
+MAX_ENTRIES = 512  # signatures per kernel
+
+_MISSING = object()
+
+
+def _kind(v):
+    if type(v) is bool:
+        return np.dtype(np.bool_)
+    if -2**31 <= v < 2**31:
+        return np.dtype(np.int32)
+    if 0 <= v < 2**32:
+        return np.dtype(np.uint32)
+    if -2**63 <= v < 2**63:
+        return np.dtype(np.int64)
+    return np.dtype(np.uint64)
+
+
+def _constexpr_key(v):
+    t = type(v)
+    if t is int or t is bool or t is str or v is None:
+        return (t, v)
+    if t is float:
+        return (t, v.hex())
+    if t is tuple:
+        return tuple(_constexpr_key(x) for x in v)
+    if isinstance(v, tl.dtype):
+        return ("dtype", v.name)
+    return ("id", id(v))  # functions and other objects by identity (held in _KernelState.refs)
+
+
+class KernelState:
+    def __init__(self, runner):
+        self.runner = runner
+        self.names = runner.names
+        self.is_const = [n in runner.constexprs for n in self.names]
+        self.index = {n: k for k, n in enumerate(self.names)}
+        self.refs: dict = {}
+        self.clear()
+
+    def clear(self):
+        self.plans: dict = {}  # _fast_key -> (signature, where the replay inputs are)
+        self.sites: dict = {}  # launch_site key -> (signature, replay inputs, tensor slots, options id)
+        self.contexts: dict = {}  # static part of a signature -> (distinct values per scalar position, varying)
+        self.entries: OrderedDict = OrderedDict()  # signature -> _Entry
+        self.seen: set = set()
+        self.nbytes = 0
+
+    def bind(self, grid, args, meta):
+        """(signature, replay inputs, tensors by input slot), or None for arguments it cannot key.
+
+        The signature is (static part, scalars): the static part is the grid, constexprs, tensor
+        dtypes and options; a scalar position is keyed by its value until it has taken more than
+        DISTINCT values under the same static part, then it is a replay input (keyed by its dtype)."""
+        names = self.names
+        n = len(args)
+        if n > len(names):
+            return None
+        values = list(args)
+        if meta:
+            index = self.index
+            for k in meta:
+                if index.get(k, -1) < n:
+                    return None
+        if n < len(names):
+            defaults = self.runner.defaults
+            for name in names[n:]:
+                v = meta.get(name, _MISSING)
+                if v is _MISSING:
+                    v = defaults.get(name, _MISSING)
+                    if v is _MISSING:
+                        return None
+                values.append(v)
+        fast = self._fast_key(grid, values)
+        if fast is not None:
+            plan = self.plans.get(fast)
+            if plan is not None:
+                key, picks = plan
+                A, tensors = [], []
+                for k, j, is_tensor in picks:
+                    v = values[k] if j is None else values[k][j]
+                    if is_tensor:
+                        A.append(v.data_ptr())
+                        tensors.append(v)
+                    else:
+                        A.append(v)
+                        tensors.append(None)
+                return key, A, tensors
+        bound = self._bind(grid, values)
+        if bound is not None and fast is not None:
+            if len(self.plans) > 8 * MAX_ENTRIES:
+                self.plans.clear()
+            self.plans[fast] = (bound[0], bound[3])
+        return bound[:3] if bound is not None else None
+
+    def _fast_key(self, grid, values):
+        """The launch's values as one hashable tuple (addresses left out), or None: the plan of a
+        launch seen before with the same tuple is reused without classifying anything again."""
+        atoms = [grid, id(interpreter_builder.options)]
+        is_const = self.is_const
+        for k, v in enumerate(values):
+            t = type(v)
+            if t is int or v is None or t is str:
+                atoms.append(v)
+            elif t is torch.Tensor:
+                if v.device.type != "cpu":
+                    return None
+                atoms.append(v.dtype)
+            elif t is tuple:
+                for e in v:
+                    if type(e) is not int:
+                        return None
+                atoms.append(v)
+            elif t is bool:
+                atoms.append((bool, v))
+            elif t is float:
+                atoms.append((float, v.hex()))
+            elif is_const[k]:
+                atoms.append(("id", id(v)))
+            else:
+                return None
+        return tuple(atoms)
+
+    def _bind(self, grid, values):
+        static, scalars, A, tensors = [grid], [], [], []
+        is_const = self.is_const
+        for k, v in enumerate(values):
+            if is_const[k]:
+                key = _constexpr_key(v)
+                if key[0] == "id":
+                    self.refs[id(v)] = v
+                static.append(key)
+                continue
+            t = type(v)
+            if t is int or t is bool:
+                static.append(1)
+                scalars.append((k, v))
+            elif isinstance(v, torch.Tensor):
+                if v.device.type != "cpu":
+                    return None
+                static.append(v.dtype)
+                scalars.append((k, v))
+            elif t is tuple:
+                for e in v:
+                    if type(e) is not int and type(e) is not bool:
+                        return None
+                static.append(len(v))
+                scalars.extend(((k, j), e) for j, e in enumerate(v))
+            elif t is float:
+                static.append(("F", v.hex()))  # passed as a Python float: a constant of the trace
+            elif v is None:
+                static.append(None)
+            else:
+                return None
+        options = interpreter_builder.options
+        static.append((id(interpreter_builder), options.debug, options.sanitize_overflow))
+        static = tuple(static)
+        context = self.contexts.get(static)
+        if context is None:
+            if len(self.contexts) > 4 * MAX_ENTRIES:
+                self.contexts.clear()
+            context = self.contexts[static] = ({}, set())
+        distinct, varying = context
+        keys, picks = [], []
+        for pos, v in scalars:
+            k, j = pos if type(pos) is tuple else (pos, None)
+            if type(v) is not int and type(v) is not bool:  # a tensor: its address is an input
+                keys.append(0)
+                A.append(v.data_ptr())
+                tensors.append(v)
+                picks.append((k, j, True))
+                continue
+            if pos not in varying:
+                seen = distinct.get(pos)
+                if seen is None:
+                    seen = distinct[pos] = set()
+                if (type(v), v) not in seen:
+                    seen.add((type(v), v))
+                    if len(seen) > DISTINCT:
+                        varying.add(pos)
+                        del distinct[pos]
+            if pos in varying:
+                keys.append(_kind(v))
+                A.append(v)
+                tensors.append(None)
+                picks.append((k, j, False))
+            else:
+                keys.append((type(v), v))
+        return (static, tuple(keys)), A, tensors, tuple(picks)
+
+    def recording_call(self, recorder, key, args, meta):
+        """The launch's converted arguments with fresh handles, each registered with its tag."""
+        names = self.names
+        values = list(args) + [meta[n] if n in meta else self.runner.defaults[n] for n in names[len(args):]]
+        call, slots = {}, []
+        keys = iter(key[1])
+
+        def scalar(v):
+            t = implicit_cvt(v)
+            part = next(keys)
+            if isinstance(part, np.dtype):
+                recorder.argument(t.handle, ARG, len(slots))
+                slots.append(("scalar", part))
+            else:
+                recorder.argument(t.handle, CONST)
+            return t
+        for k, (name, v) in enumerate(zip(names, values)):
+            if self.is_const[k]:
+                call[name] = v
+            elif isinstance(v, torch.Tensor):
+                next(keys)
+                t = _pointer(v)
+                recorder.argument(t.handle, ARG, len(slots))
+                slots.append(("ptr", np.dtype(np.uint64)))
+                call[name] = t
+            elif type(v) is tuple:
+                call[name] = tuple_create(v, [scalar(e) for e in v])
+            elif type(v) is int or type(v) is bool:
+                call[name] = scalar(v)
+            else:
+                call[name] = implicit_cvt(v)
+        recorder.record.slots = slots
+        return call

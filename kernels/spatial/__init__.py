@@ -1,0 +1,1 @@
+"""Kernels over spatial dims: convolution (implicit GEMM, im2col/col2im), pooling, interpolation."""
