@@ -1,16 +1,16 @@
-"""Spec item 24 (``inference_mode``, ``is_inference()``) and anomaly mode, checked against PyTorch.
+"""``inference_mode`` and ``is_inference()``, and anomaly mode, checked against PyTorch.
 
 Messages are PyTorch's exact texts with ``tgrad`` where PyTorch names itself; warnings match on
 the prefix.
 """
 import math
-import re
 import warnings
 
 import pytest
 import torch
 
 import tgrad
+from support.reference import raises
 from tgrad.nn import functional as F
 
 SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
@@ -21,10 +21,6 @@ INPLACE = ("Inplace update to inference tensor outside InferenceMode is not allo
 REQUIRES_GRAD = "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
 ENABLED = ("Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for "
            "debugging.")
-
-
-def raises(exc_type, message):
-    return pytest.raises(exc_type, match="^" + re.escape(message) + "$")
 
 
 @pytest.fixture(autouse=True)
@@ -291,7 +287,7 @@ def test_anomaly_any_backward_error_shows_the_forward_call():
 
 
 def test_anomaly_finds_the_op_behind_an_in_place_error():
-    """The spec 26 hint: with anomaly mode on, the version error comes with where the node that
+    """The version error's hint: with anomaly mode on, the version error comes with where the node that
     saved the modified tensor was created."""
     x = tgrad.ones(2, requires_grad=True)
     with warnings.catch_warnings(record=True) as caught, tgrad.autograd.set_detect_anomaly(True, check_nan=False):

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 import tgrad
-from helpers import uniform64
-from test_api_more import run, same
+from support.reference import run, same, uniform64
 
 NAN, INF = float("nan"), float("inf")
 SPECIAL = torch.tensor([NAN, INF, -INF, 0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, 0.25], dtype=torch.float64)

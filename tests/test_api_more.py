@@ -10,41 +10,9 @@ import torch.nn.functional as TF
 import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
-from helpers import uniform64
+from support.reference import run, same, uniform64
 
 NAN, INF = float("nan"), float("inf")
-
-
-def run(fn_t, fn_g, inputs, grads=None, rtol=1e-10, atol=1e-12, exact_dtype=True):
-    """Call both on the same float64 numbers; compare value, dtype and (for the floating tensors or
-    the ``grads`` indices) the gradients of a random upstream gradient."""
-    if grads is None:
-        grads = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
-    tin = [x.clone().requires_grad_(i in grads) if isinstance(x, torch.Tensor) else x for i, x in enumerate(inputs)]
-    gin = [tgrad.from_torch(x.clone()).requires_grad_(i in grads) if isinstance(x, torch.Tensor) else x
-           for i, x in enumerate(inputs)]
-    ref, got = fn_t(*tin), fn_g(*gin)
-    same(got, ref, rtol, atol, exact_dtype)
-    if grads and ref.requires_grad:
-        up = uniform64(tuple(ref.shape), -1, 1, 123).to(ref.dtype)
-        ref.backward(up)
-        got.backward(tgrad.from_torch(up.clone()))
-        for i in grads:
-            if tin[i].grad is None or (gin[i].grad is None and not tin[i].grad.any()):
-                # (a zero gradient PyTorch materialises, e.g. beta=0 of addr, is None in tgrad)
-                assert gin[i].grad is None or not gin[i].grad.torch().any()
-            else:
-                same(gin[i].grad, tin[i].grad, rtol, atol)
-    return got, ref
-
-
-def same(got, ref, rtol=1e-10, atol=1e-12, exact_dtype=True):
-    assert isinstance(got, tgrad.Tensor), type(got)
-    assert tuple(got.shape) == tuple(ref.shape), (tuple(got.shape), tuple(ref.shape))
-    if exact_dtype:
-        assert got.torch().dtype == ref.dtype, (got.dtype, ref.dtype)
-    torch.testing.assert_close(got.torch(), ref.detach(), rtol=rtol, atol=atol, equal_nan=True,
-                               check_dtype=exact_dtype)
 
 
 SPECIAL = torch.tensor([NAN, INF, -INF, 0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 6.0, 0.25, -3.0, 7.0], dtype=torch.float64)

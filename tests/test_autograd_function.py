@@ -1,4 +1,6 @@
-"""Spec section I (custom ``autograd.Function``, items 31-37), and a user's own Triton kernel inside one.
+"""Custom ``autograd.Function`` (forward/backward, ctx.save_for_backward and the saved tensors' checks,
+mark_dirty / mark_non_differentiable / set_materialize_grads, once_differentiable, apply's errors), and a
+user's own Triton kernel inside one.
 
 Each Function is written once against a library (``tgrad`` or ``torch``) so the same code runs on
 both and tgrad's graph, gradients and messages are compared with PyTorch's. Messages are PyTorch's
@@ -11,9 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
 import tgrad
-from helpers import assert_close, make_pair, node_signature, to_torch
+from support.reference import assert_close, make_pair, node_signature, raises, to_torch
 
 ROOT = Path(__file__).resolve().parents[1]
 FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -22,12 +26,8 @@ FREED = ("Trying to backward through the graph a second time (or directly access
          "you need to access saved tensors after calling backward.")
 
 
-def raises(exc_type, message):
-    return pytest.raises(exc_type, match="^" + re.escape(message) + "$")
-
-
 def library_functions(lib):
-    """The spec's example Functions, written against ``lib`` (tgrad or torch)."""
+    """PyTorch's documented example Functions, written against ``lib`` (tgrad or torch)."""
     seen = {}
 
     class MyMul(lib.autograd.Function):
@@ -292,7 +292,7 @@ def test_I34_bad_gradients(name, grads, args, message):
 
 
 def test_I34_message_positions_match_torch():
-    """The two messages that number arguments, on the spec's own example (position 2 of (x, k))."""
+    """The two messages that number arguments, on PyTorch's documented example (position 2 of (x, k))."""
     class Bad4(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, k):
@@ -484,8 +484,6 @@ def test_swish_bad_beta():
 def test_swish_kernels_compile_for_cuda():
     """CI has no GPU: compile both kernels for sm_90 (Triton's bundled ptxas), so code only the
     interpreter accepts is caught here."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
     target = GPUTarget("cuda", 90, 32)
     for dtype, compute in (("fp32", EXAMPLE.tl.float32), ("fp64", EXAMPLE.tl.float64), ("fp16", EXAMPLE.tl.float32)):
         fwd = ASTSource(EXAMPLE.swish_fwd_kernel, {"x_ptr": f"*{dtype}", "beta_ptr": f"*{dtype}", "y_ptr": f"*{dtype}",

@@ -1,7 +1,7 @@
 """Launches configured as on a GPU (``as_cuda()``: the GPU-side block sizes, tiles, warps, splits
 and paths, then interpreted) and compiled for sm_90 and sm_80 the way a GPU launch binds them
-(``kernels/cuda_compile.py``), once per kernel, dtypes and path. The workloads are the compile
-tests' (tests/test_cuda_compile*.py) and one more for what they do not reach; the test fails on
+(``kernels/cuda_compile.py``), once per kernel, dtypes and path. The workloads are
+tests/support/workloads.py's and one more for what they do not reach; the test fails on
 any kernel tgrad defines that none of them launches, so a new kernel is covered once a workload
 reaches it, and says which. The whole suite runs this way with ``pytest tests --as-cuda
 --compile-for 90,80 --compile-coverage`` (docs/gpu.md: 18 minutes here)."""
@@ -10,17 +10,19 @@ from pathlib import Path
 import pytest
 import torch
 import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 from triton.runtime.jit import JITFunction
 
 import tgrad
 import tgrad.kernels
-from tgrad.kernels import attention as KA
-from tgrad.kernels import cuda_compile
+import tgrad.nn.functional as F
+from support.launches import arg_type
+from support.workloads import core_workload, resample_workload, sequence_workload
+from tgrad.kernels import attention as KA, cuda_compile
+from tgrad.kernels.cuda_compile import compile_launch, resource_usage
 from tgrad.kernels.launch import launch, launch_observers
 from tgrad.kernels.target import as_cuda, target
-from test_cuda_compile import _workload as core_workload
-from test_cuda_compile_resample import _workload as resample_workload
-from test_cuda_compile_sequence import _workload as sequence_workload
 
 
 def _kernels():
@@ -38,7 +40,7 @@ def _training_workload():
     optimizer family, clipping, the non-deterministic embedding backward, sort and nonzero past one
     block, linear algebra, a many-program cross-entropy, and a captured step with a capturable
     optimizer and dropout (its random state and step counters set by launches)."""
-    nn, F = tgrad.nn, tgrad.nn.functional
+    nn = tgrad.nn
     tgrad.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.AvgPool2d(1),
                           nn.Flatten(), nn.Dropout(0.5), nn.Linear(16, 5), nn.LayerNorm(5))
@@ -155,3 +157,58 @@ def test_attention_over_many_heads_keeps_its_grid_within_cudas_limits():
             launch_observers.remove(plan_only)
     assert grids == [(70000, 1), (70000, 1)]
     assert all(g <= limit for grid in grids for g, limit in zip(grid, cuda_compile.GRID_LIMITS))
+
+
+def test_interpolate_of_size_one_compiles_as_a_gpu_launch_specialises_it():
+    """A GPU launch turns every int argument equal to 1 into a compile-time constant: an input or
+    output of height or width 1 must still compile (``.to()`` on such a constant failed)."""
+    seen = {}
+
+    def observe(kernel, grid, args, meta):
+        if kernel.__name__.startswith("interp_"):
+            names = kernel.arg_names
+            params = dict(zip(names, args), **{k: v for k, v in meta.items() if k in names})
+            constexprs = {names[i] for i in kernel.constexprs}
+            signature, constants = {}, {}
+            for name, value in params.items():
+                if name in constexprs or (type(value) is int and value == 1):  # as a GPU launch specialises
+                    signature[name], constants[name] = "constexpr", value
+                else:
+                    signature[name] = arg_type(value)
+            options = {k: v for k, v in meta.items() if k in ("num_warps", "num_stages")}
+            seen.setdefault(repr((kernel.__name__, sorted(constants.items()))), (kernel, signature, constants, options))
+    launch_observers.append(observe)
+    try:
+        for shape in ((1, 2, 1, 5), (1, 2, 4, 1), (1, 1, 1, 1)):
+            x = tgrad.randn(*shape, requires_grad=True)
+            for kw in (dict(size=(1, 3)), dict(size=(3, 1), mode="bilinear"),
+                       dict(size=(1, 1), mode="bilinear", align_corners=True),
+                       dict(scale_factor=1, mode="nearest-exact")):
+                F.interpolate(x, **kw).sum().backward()
+    finally:
+        launch_observers.remove(observe)
+    target = GPUTarget("cuda", 90, 32)
+    failures = []
+    for kernel, signature, constants, options in seen.values():
+        try:
+            assert triton.compile(ASTSource(kernel, signature, constants), target=target, options=options).asm["cubin"]
+        except Exception as e:
+            failures.append(f"{kernel.__name__} {sorted(constants.items())}: {type(e).__name__}: {str(e)[:300]}")
+    assert len(seen) >= 4
+    assert not failures, "\n".join(failures)
+
+
+def test_multinomial_of_many_samples_compiles_for_sm90_without_spilling():
+    """8192 samples: an uncapped sample block spilled 35 KB of registers and took 253 s to compile;
+    in GPU blocks the search tile stays (16, 256) whatever the count."""
+    launched = []
+    launch_observers.append(lambda kernel, grid, args, meta: launched.append((kernel, args, meta)))
+    try:
+        with as_cuda():
+            tgrad.multinomial(tgrad.rand(1, 300), 8192, replacement=True)
+    finally:
+        launch_observers.pop()
+    ((kernel, args, meta),) = [launch for launch in launched if launch[0].__name__ == "multinomial_kernel"]
+    assert meta["BLOCK_K"] == 16 and meta["BLOCK_C"] == 256
+    usage = resource_usage(compile_launch(kernel, args, meta, 90))
+    assert usage["spill_bytes"] == 0, usage

@@ -1,11 +1,11 @@
-"""PyTorch's calling conventions that toy-network scripts reach for (issue 13), against PyTorch."""
+"""PyTorch's calling conventions that toy-network scripts reach for, against PyTorch."""
 import warnings
 
 import pytest
 import torch
 
 import tgrad
-from helpers import assert_close
+from support.reference import assert_close
 
 
 def both(data):

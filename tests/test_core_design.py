@@ -1,4 +1,4 @@
-"""The core's design rules, pinned (issue 10): the engine fits gradients to their input's shape, a
+"""The core's design rules, pinned: the engine fits gradients to their input's shape, a
 graph node exists only when something is recorded, built-in is a class attribute, the recorded
 backward is chosen in one place, ``.grad`` never aliases a user's tensor, and imports go one way."""
 import ast
@@ -11,6 +11,7 @@ import torch
 
 import tgrad
 from tgrad.autograd.function import BuiltinFunction, Node
+from tgrad.ops import generated, registry
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -111,7 +112,6 @@ def test_builtin_is_a_class_attribute_not_a_module_name():
 
 
 def test_the_recorded_backward_runs_only_under_create_graph(monkeypatch):
-    from tgrad.ops import generated
     calls = []
     for name in ("backward", "differentiable_backward"):
         original = getattr(generated.RowFunction, name).__func__
@@ -156,7 +156,7 @@ def _imports(path):
 
 
 # The CPU executor and Triton's private interpreter names load on the first CPU launch, not with
-# ``import tgrad`` (issue 12), and the private names are imported inside their version check.
+# ``import tgrad``, and the private names are imported inside their version check.
 LATE_BY_DESIGN = {"kernels/__init__.py", "kernels/launch.py", "kernels/triton_private.py"}
 
 
@@ -178,7 +178,6 @@ def test_kernels_import_nothing_of_tgrad_and_the_core_never_imports_nn():
 
 
 def test_every_public_op_comes_from_the_registry():
-    from tgrad.ops import registry
     for name, fn in registry.FUNCTIONS.items():
         assert getattr(tgrad, name) is fn, name
     for name, fn in registry.METHODS.items():

@@ -30,8 +30,7 @@ import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
 import tgrad.optim as optim
-from tgrad.kernels import embedding as KE
-from tgrad.kernels import segment
+from tgrad.kernels import embedding as KE, segment
 from tgrad.kernels.launch import launch_observers
 from tgrad.utils.data import DataLoader, TensorDataset
 

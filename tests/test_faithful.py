@@ -1,4 +1,4 @@
-"""Regression tests for the classes of silent wrong answers and crashes issue 11 lists, each
+"""Regression tests for the classes of silent wrong answers and crashes found so far (by the fuzzers and sweeps), each
 compared against PyTorch on the same program (``tests/differential.py``): values, dtype, shape,
 requires_grad, and whether (and what type) it raised."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tgrad
-from differential import same
+from support.differential import same
 
 NAN, INF = float("nan"), float("inf")
 

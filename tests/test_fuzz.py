@@ -22,20 +22,18 @@ from __future__ import annotations
 import os
 import warnings
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from hypothesis import HealthCheck, given, seed, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 import tgrad
 import tgrad.nn.functional as GF
-from fuzz_programs import DTYPES, LAYOUTS, OP_NAMES, UnspecifiedAlias, execute
+from support.fuzz_programs import (DTYPES, LAYOUTS, OP_NAMES, TOL, UnspecifiedAlias, close, execute, no_less_accurate,
+                                   same_kind)
 
 EXAMPLES = int(os.environ.get("TGRAD_FUZZ_EXAMPLES", "200"))
 SEED = os.environ.get("TGRAD_FUZZ_SEED", "11")
-TOL = {"float64": (1e-7, 1e-9), "float32": (2e-4, 1e-5), "float16": (2e-2, 2e-2)}
 
 sizes = st.one_of(st.sampled_from([1, 2, 3]), st.integers(0, 9))
 shapes = st.lists(sizes, min_size=0, max_size=4)
@@ -54,64 +52,6 @@ def _run(L, F, program, upcast=False, round_to=None):
         return execute(L, F, program, upcast, round_to)
 
 
-def _np(t):
-    data = t.torch() if isinstance(t, tgrad.Tensor) else t
-    return data.detach().to(torch.float64) if data.dtype != torch.bool else data.detach()
-
-
-def _close(got, want, dtype):
-    g, w = _np(got), _np(want)
-    if tuple(g.shape) != tuple(w.shape):
-        return False
-    if g.dtype == torch.bool or not (g.dtype.is_floating_point and w.dtype.is_floating_point):
-        return torch.equal(g.to(w.dtype), w)
-    if not torch.equal(torch.isnan(g), torch.isnan(w)):
-        return False
-    rtol, atol = TOL.get(dtype, TOL["float64"])
-    finite = torch.isfinite(w)
-    scale = float(w[finite].abs().max()) if finite.any() else 1.0
-    return bool(torch.allclose(g.nan_to_num(0.0, 1e308, -1e308), w.nan_to_num(0.0, 1e308, -1e308),
-                               rtol=rtol, atol=atol * max(1.0, scale)))
-
-
-def no_less_accurate(got, want, ref, dtype="float32", rounded=None):
-    """tgrad at least as close (within 2x) to the float64 reference as PyTorch in the same low
-    precision is. Elements that are ill-conditioned in that precision are not compared: where
-    PyTorch's own result is off the reference by more than the tolerance (a layer norm over two
-    nearly equal numbers, tan of a large float32 number), or where rounding the intermediates to
-    that precision, or in float64 moving them by a few ulps (``rounded``: the reference computed
-    so), moves the reference that far
-    (``exp(exp(exp(x))).sin()``: one ulp of the float32 argument changes the sine); there tgrad's
-    result is only to be NaN or infinite where PyTorch's is."""
-    g, w, r = _np(got), _np(want), _np(ref)
-    if tuple(g.shape) != tuple(r.shape) or not (g.dtype.is_floating_point and w.dtype.is_floating_point):
-        return False
-    rtol, atol = TOL.get(dtype, TOL["float64"])
-    finite_r = r[torch.isfinite(r)]
-    tol = atol * max(1.0, float(finite_r.abs().max()) if finite_r.numel() else 1.0) + rtol * r.abs()
-    ill = ((w - r).abs() > tol) | (torch.isnan(w) != torch.isnan(r))
-    if rounded is not None:
-        q = _np(rounded)
-        ill |= ((q - r).abs() > tol) | (torch.isnan(q) != torch.isnan(r))
-    if not torch.equal(torch.isnan(g[ill]), torch.isnan(w[ill])) or \
-            not torch.equal(torch.isinf(g[ill]), torch.isinf(w[ill])):
-        return False
-    g, w, r = g[~ill], w[~ill], r[~ill]
-    if not torch.equal(torch.isnan(g), torch.isnan(r)):
-        return False
-    finite, infinite = torch.isfinite(r), torch.isinf(r)
-    if not torch.equal(g[infinite], r[infinite]):
-        return False
-    err_got = (g[finite] - r[finite]).abs()
-    err_want = (w[finite] - r[finite]).abs()
-    return bool((err_got <= torch.maximum(2 * err_want, tol[~ill][finite]) + 1e-12).all())
-
-
-def _same_kind(got, want):
-    return issubclass(type(got), type(want)) or issubclass(type(want), type(got)) or \
-        type(want).__mro__[1] is type(got)
-
-
 def check(program):
     want_pool, want_grads, want_err = _run(torch, TF, program)
     if want_err is not None and "INTERNAL ASSERT FAILED" in str(want_err):
@@ -121,7 +61,7 @@ def check(program):
     pool, grads, err = _run(tgrad, GF, program)
     assert (err is None) == (want_err is None), f"torch: {want_err!r}\ntgrad: {err!r}"
     if err is not None:
-        assert _same_kind(err, want_err), f"torch: {want_err!r}\ntgrad: {err!r}"
+        assert same_kind(err, want_err), f"torch: {want_err!r}\ntgrad: {err!r}"
     assert len(pool) == len(want_pool), f"{len(pool)} values, torch made {len(want_pool)}: {err!r}"
     ref = None
     # a value computed through a lower precision (a float32 leaf's gradient through a .half() op, a
@@ -143,7 +83,7 @@ def check(program):
         if dtype in TOL and list(TOL).index(lowest) > list(TOL).index(dtype):
             dtype = lowest
         assert got.requires_grad == want.requires_grad, f"{where}: requires_grad {got.requires_grad}"
-        if _close(got, want, dtype):
+        if close(got, want, dtype):
             continue
         if ref is None:  # values: PyTorch on float64 leaves is the reference
             ref = _run(torch, TF, program, upcast=True)
@@ -154,7 +94,7 @@ def check(program):
         rounded_j = rounded[j] if j < len(rounded) and i < len(pool) and isinstance(rounded[j], torch.Tensor) and \
             tuple(rounded[j].shape) == tuple(want.shape) else None
         assert j < len(ref_all) and ref_all[j] is not None and isinstance(ref_all[j], torch.Tensor) and \
-            (_close(got, ref_all[j], dtype) or no_less_accurate(got, want, ref_all[j], dtype, rounded_j)), \
+            (close(got, ref_all[j], dtype) or no_less_accurate(got, want, ref_all[j], dtype, rounded_j)), \
             f"{where}: values differ\n tgrad {got}\n torch {want}"
 
 

@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from hypothesis import HealthCheck, given, seed, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 import tgrad
 import tgrad.nn.functional as GF
-from test_fuzz import _close, _same_kind, no_less_accurate
+from support.fuzz_programs import close, no_less_accurate, same_kind
 
 EXAMPLES = int(os.environ.get("TGRAD_FUZZ_NN_EXAMPLES", "40"))
 SEED = os.environ.get("TGRAD_FUZZ_SEED", "11")
@@ -144,7 +143,7 @@ def check(case, dtype_name):
     got, err = _run(tgrad, GF, case, dtype_name)
     assert (err is None) == (want_err is None), f"torch: {want_err!r}\ntgrad: {err!r}"
     if err is not None:
-        assert _same_kind(err, want_err), f"torch: {want_err!r}\ntgrad: {err!r}"
+        assert same_kind(err, want_err), f"torch: {want_err!r}\ntgrad: {err!r}"
         return
     ref = None
     for i, (g, w) in enumerate(zip(got, want)):
@@ -152,12 +151,12 @@ def check(case, dtype_name):
             assert g is None, f"output {i}: tgrad {g!r}, torch None"
             continue
         assert tuple(g.shape) == tuple(w.shape), f"output {i}: shape {tuple(g.shape)} != {tuple(w.shape)}"
-        if _close(g, w, dtype_name):
+        if close(g, w, dtype_name):
             continue
         if ref is None:  # float32: PyTorch in float64 on the same numbers is the value reference
             ref = _run(torch, TF, case, "float64")[0] or []
         assert dtype_name != "float64" and i < len(ref) and ref[i] is not None and \
-            (_close(g, ref[i], dtype_name) or no_less_accurate(g, w, ref[i], dtype_name)), \
+            (close(g, ref[i], dtype_name) or no_less_accurate(g, w, ref[i], dtype_name)), \
             f"output {i} (0 forward, 1 input grad, then params):\n tgrad {g}\n torch {w}"
 
 

@@ -5,12 +5,16 @@ ones eager steps draw. Host reads refuse to be captured; bad class indices in a 
 never another row's values; a failed capture leaves nothing behind."""
 import pytest
 import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
 import tgrad
 import tgrad.nn as nn
+from support.launches import record_launches
+from support.reference import requires_cuda
 from tgrad.kernels.capture import is_capturing
-from tgrad.kernels.launch import count_launches, launch_counts
-from conftest import requires_cuda
+from tgrad.kernels.launch import count_launches, launch_counts, launch_observers
 
 STEPS = 5
 
@@ -337,13 +341,8 @@ def test_cuda_graph_replays_train_as_eager_steps(opt_name):
 def test_graph_random_kernels_compile_for_sm90():
     """The graph-safe variants (key and base counter read from the state tensor) and the kernel
     that sets that state compile for a CUDA GPU too."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
-    from test_cuda_compile import _record
     launches = {}
-    observer = _record(launches)
+    observer = record_launches(launches)
     launch_observers.append(observer)
     try:
         x = tgrad.ones(6, 5, requires_grad=True)

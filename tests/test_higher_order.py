@@ -1,4 +1,4 @@
-"""Higher-order gradients (issue 3, spec D.17): every differentiable op of the core and of tgrad.nn's
+"""Higher-order gradients (create_graph=True): every differentiable op of the core and of tgrad.nn's
 functional ops passes ``gradgradcheck`` in float64, so its backward, run with create_graph=True,
 is itself correctly differentiable. Then: second derivatives of step-like ops behave as PyTorch's
 (zeros, or an error, op by op), the issue's three examples against PyTorch (x**3, a Hessian-vector

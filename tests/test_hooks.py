@@ -1,10 +1,10 @@
-"""Hooks and the autograd entry points against PyTorch (issue 3
-spec B.10, C.15, D.18, H.30).
+"""Hooks and the autograd entry points against PyTorch: tensor hooks, retain_grad, backward(inputs=...),
+autograd.grad.
 
 Each scenario below is written once and run twice, with ``L = torch`` and ``L = tgrad``: what it
 returns (values, requires_grad flags, the order hooks ran in, or an error's text) must be the same,
-with ``tgrad`` written where PyTorch names itself. The spec's own examples are in
-test_autograd_spec.py
+with ``tgrad`` written where PyTorch names itself. The single behaviours are in
+test_autograd.py
 these are the cases around them: hooks on tensors used twice, on one output
 of a multi-output op, under create_graph and in autograd.grad
 retain_grad with in-place hooks;

@@ -28,13 +28,8 @@ import triton.language as tl
 import tgrad
 import tgrad.nn.functional as F
 import tgrad.optim  # noqa: F401
-from kernel_guard import Guard, MemoryViolation, memory_checked, poisoned_allocations, raw_bytes
-from tgrad.kernels import index as KI
-from tgrad.kernels import math_ops as M
-from tgrad.kernels import matmul as KM
-from tgrad.kernels import factories as KF
-from tgrad.kernels import random as KR
-from tgrad.kernels import segment
+from support.kernel_guard import Guard, MemoryViolation, memory_checked, poisoned_allocations, raw_bytes
+from tgrad.kernels import factories as KF, index as KI, math_ops as M, matmul as KM, random as KR, segment
 from tgrad.kernels.launch import launch
 from tgrad.kernels.pointwise import pointwise
 

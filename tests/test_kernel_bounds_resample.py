@@ -6,8 +6,8 @@ import pytest
 import torch.nn.functional as TF
 
 import tgrad.nn.functional as F
-from kernel_guard import memory_checked, poisoned_allocations
-from resample_helpers import compare
+from support.kernel_guard import memory_checked, poisoned_allocations
+from support.reference import compare
 
 CASES = {  # name: (tgrad fn, torch fn, input shapes, kwargs)
     "conv_transpose2d": (F.conv_transpose2d, TF.conv_transpose2d, [(2, 3, 3, 5), (3, 2, 3, 2), (2,)],

@@ -7,9 +7,14 @@ does not fault on out-of-bounds loads, so a masking bug only shows as wrong numb
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
+from support.launches import record_launches
 from tgrad.kernels import count_launches
-from tgrad.kernels.matmul import matmul
+from tgrad.kernels.launch import launch_observers
+from tgrad.kernels.matmul import _k_major, matmul
 
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 ACTS = {None: lambda x: x, "relu": torch.relu, "gelu": F.gelu,
@@ -175,14 +180,9 @@ def test_tensor_core_candidates_compile_for_sm90_with_pipelined_loads():
     """Each candidate tiling compiles for Hopper as the GPU would specialise a 4096^3 launch
     (16-aligned pointers and sizes, unit inner strides), with its loads multi-buffered in shared
     memory (stages x tile bytes) within the 227 KB an SM has."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
     import tgrad.kernels.matmul as KM
-    from tgrad.kernels.launch import launch_observers
-    from test_cuda_compile import _record
     launches = {}
-    observer = _record(launches)
+    observer = record_launches(launches)
     launch_observers.append(observer)
     try:
         for dtype, tf32 in ((torch.float16, False), (torch.float32, True)):
@@ -223,7 +223,6 @@ def test_tuned_cuda_product_matches_torch(monkeypatch):
 
 def test_k_major_copies_only_the_operands_whose_k_is_not_contiguous():
     # tf32 candidates on a GPU stage operands K-major (Hopper's wgmma reads tf32 no other way)
-    from tgrad.kernels.matmul import _k_major
     a = torch.randn(5, 7, dtype=torch.float64)
     b = torch.randn(7, 3, dtype=torch.float64)
     a_k, b_k = _k_major(a, b)

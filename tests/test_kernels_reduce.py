@@ -11,11 +11,15 @@ import math
 import pytest
 import torch
 import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
 import tgrad.kernels.reduce as reduce_mod
 import tgrad.kernels.softmax as softmax_mod
 import tgrad.kernels.target as target_mod
+from support.launches import record_launches
 from tgrad.kernels import count_launches
+from tgrad.kernels.launch import launch_observers
 from tgrad.kernels.reduce import REDUCE_OPS, reduce
 from tgrad.kernels.softmax import softmax, softmax_backward
 
@@ -309,13 +313,9 @@ def test_columns_split_only_where_a_gpu_would_idle(monkeypatch):
 
 
 def test_split_configurations_compile_for_sm90(monkeypatch):
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
-    from test_cuda_compile import _record
     monkeypatch.setattr(reduce_mod, "FORCE_SPLITS", 3)
     launches = {}
-    observer = _record(launches)
+    observer = record_launches(launches)
     launch_observers.append(observer)
     try:
         for op in reduce_mod.SPLITTABLE:

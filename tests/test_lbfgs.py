@@ -6,7 +6,8 @@ import torch
 
 import tgrad
 import tgrad.optim as optim
-from helpers import uniform64
+from support.reference import uniform64
+from support.torch_audit import AtenRecorder
 
 
 def problem(lib, dtype):
@@ -118,7 +119,6 @@ def test_lbfgs_errors_match_torch():
 
 
 def test_lbfgs_step_computes_nothing_in_torch():
-    from test_no_torch_compute import AtenRecorder
     params, closure, _ = problem(tgrad, torch.float64)
     opt = optim.LBFGS(params, max_iter=4, history_size=2, line_search_fn="strong_wolfe")
     with AtenRecorder() as rec:

@@ -7,8 +7,7 @@ import torch
 
 import tgrad
 import tgrad.linalg as LA
-from helpers import uniform64
-from test_api_more import run, same
+from support.reference import run, same, uniform64
 
 INF = math.inf
 A = uniform64((3, 5, 4), -2, 2, 21)

@@ -27,7 +27,7 @@ import tgrad
 import tgrad.nn as tnn
 import tgrad.optim  # noqa: F401  (rows reach it as T.optim, like torch.optim)
 import tgrad.utils.data  # noqa: F401
-from kernel_guard import memory_checked
+from support.kernel_guard import memory_checked
 from tgrad.kernels.launch import count_launches
 
 # kernels that address memory with index values they are given and do not check themselves

@@ -1,6 +1,5 @@
 """F.scaled_dot_product_attention, nn.MultiheadAttention and the Transformer family against torch,
 and tril/triu. torch runs in float64 on the same numbers; backward uses random upstream gradients."""
-import re
 
 import pytest
 import torch
@@ -8,14 +7,13 @@ import torch.nn.functional as TF
 
 import tgrad
 import tgrad.nn.functional as F
-from helpers import assert_close, make_pair, uniform64
+from support.modules import backward_both, copy_module
+from support.reference import assert_close, make_pair, raises, uniform64
+from support.torch_audit import AtenRecorder
 from tgrad.kernels import attention as KA
 from tgrad.kernels.launch import count_launches
-from test_nn_rnn import backward_both, copy_module
-
-
-def raises(exc, text):
-    return pytest.raises(exc, match="^" + re.escape(text) + "$")
+from tgrad.nn.functional_attention import _sdpa_composed
+from tgrad.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
 def bool_mask(shape, seed):
@@ -107,7 +105,6 @@ def test_sdpa_dropout_regenerates_mask():
     g = tgrad.from_torch(uniform64(tuple(out.shape), -1, 1, 9))
     grads = tgrad.autograd.grad(out, [q, k, v], g)
     # the composed form with the same (seed, offset) draws the same mask: same output and gradients
-    from tgrad.nn.functional_attention import _sdpa_composed
     ref = _sdpa_composed(q, k, v, None, KA.MASK_NONE, False, 0.5, 0.4, seed, offset, None)
     ref_grads = tgrad.autograd.grad(ref, [q, k, v], g)
     assert_close(out, ref.torch().double())
@@ -259,8 +256,6 @@ def test_tril_triu():
 def test_torch_computes_nothing():
     """The sequence-model layers run every value through Triton kernels (the aten audit of
     test_no_torch_compute over LSTM/GRU with packing, a Transformer layer, MHA and the norms)."""
-    from test_no_torch_compute import AtenRecorder
-    from tgrad.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
     lstm = tgrad.nn.LSTM(3, 4, bidirectional=True)
     gru = tgrad.nn.GRU(3, 4)
     layer = tgrad.nn.TransformerEncoderLayer(6, 2, 8, dropout=0.1)

@@ -5,28 +5,19 @@ numbers; every backward uses a random upstream gradient. Checked: outputs, grads
 weight and bias, max-pool indices, running statistics after a training step, grad_fn names, and
 PyTorch's error messages for bad arguments.
 """
-import re
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import tgrad
-from helpers import assert_close, make_pair, uniform64
+from support.reference import assert_close, make_pair, raises, uniform64, upstream
+from support.torch_audit import AtenRecorder
 from tgrad.kernels.conv import conv2d_grad_weight
 from tgrad.nn.functional_conv import avg_pool2d, batch_norm, conv2d, max_pool2d
 
 DTYPES = [tgrad.float32, tgrad.float64]
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # torch's, not ours
-
-
-def raises(exc, text):
-    return pytest.raises(exc, match="^" + re.escape(text) + "$")
-
-
-def upstream(shape, dtype, seed=11):
-    g = uniform64(shape, -1.5, 1.5, seed).to(dtype.torch)
-    return tgrad.from_torch(g.clone()), g.double()
 
 
 def run_and_compare(out, ref, pairs, dtype):
@@ -310,7 +301,6 @@ def test_cnn_step_matches_torch():
 
 
 def test_torch_computes_nothing_in_a_cnn_step():
-    from test_no_torch_compute import AtenRecorder
     x = tgrad.randn(4, 2, 8, 8)
     w, b = tgrad.randn(6, 2, 3, 3, requires_grad=True), tgrad.randn(6, requires_grad=True)
     g, beta = tgrad.ones(6, requires_grad=True), tgrad.zeros(6, requires_grad=True)

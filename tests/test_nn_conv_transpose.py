@@ -7,8 +7,8 @@ import torch.nn.functional as TF
 import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
-from helpers import assert_close, uniform64
-from resample_helpers import compare, compare_second_order, raises
+from support.reference import assert_close, compare, compare_second_order, raises, uniform64
+from tgrad.kernels.conv import conv2d_grad_input
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # torch's, not ours
 
@@ -166,7 +166,6 @@ def test_conv_transpose_is_the_adjoint_of_conv():
 @pytest.mark.parametrize("gemm", [False, True])
 def test_both_input_gradient_algorithms_match_torch(gemm):
     # the CPU picks matmul + col2im for one group; a GPU runs the gather kernel: both against torch
-    from tgrad.kernels.conv import conv2d_grad_input
     x = uniform64((2, 3, 4, 5), seed=1)
     w = uniform64((3, 2, 3, 2), seed=2)
     b = uniform64((2,), seed=3)

@@ -7,20 +7,19 @@ test_nn_functional_loss.py."""
 import pytest
 import torch
 import torch.nn.functional as TF
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
 import tgrad
 import tgrad.nn.functional as F
-from tgrad.kernels import embedding as KE
-from tgrad.kernels import layer_norm as KLN
-from tgrad.kernels import random as KR
-from helpers import assert_close, make_pair, uniform64
+from support.launches import record_launches
+from support.reference import assert_close, make_pair, uniform64, upstream
+from support.torch_audit import AtenRecorder
+from tgrad.kernels import cross_entropy as KCE, embedding as KE, layer_norm as KLN, losses as KL, random as KR
+from tgrad.kernels.launch import launch_observers
 
 DTYPES = [tgrad.float32, tgrad.float64]
-
-
-def upstream(shape, dtype, seed=11):
-    g = uniform64(tuple(shape), -1.5, 1.5, seed).to(dtype.torch)
-    return tgrad.from_torch(g.clone()), g.double()
 
 
 def backprop_and_compare(out, ref, pairs, dtype, seed=11, atol=None):
@@ -376,7 +375,6 @@ def test_dropout_and_embedding_double_backward():
 # ------------------------------------------------------------------------------ no torch compute
 
 def test_torch_computes_nothing_in_a_functional_training_step():
-    from test_no_torch_compute import AtenRecorder
     tgrad.manual_seed(0)
     x, idx, cls = tgrad.randn(6, 5), tgrad.tensor([1, 0, 3, 4, 2, 4]), tgrad.tensor([1, 0, 3, 3, 2, 0])
     w, b = tgrad.randn(4, 5, requires_grad=True), tgrad.randn(4, requires_grad=True)
@@ -396,8 +394,6 @@ def test_torch_computes_nothing_in_a_functional_training_step():
 def _workload(monkeypatch):
     """One fp32 pass through every kernel of nn.functional, then again with small blocks and
     several programs, so the chunked and partial-sum branches are launched too."""
-    from tgrad.kernels import cross_entropy as KCE
-    from tgrad.kernels import losses as KL
     for small in (False, True):
         if small:
             monkeypatch.setattr(KLN, "block_shape_2d", lambda r, c, d: (2, 4, 4))
@@ -424,13 +420,8 @@ def test_every_functional_kernel_compiles_for_sm90(monkeypatch):
     """As test_cuda_compile.py does for the core: each configuration launched above compiles to
     a cubin for sm_90 with Triton's bundled ptxas (no GPU needed); the interpreter accepts code the
     compiler rejects."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
-    from test_cuda_compile import _record
     launches = {}
-    observer = _record(launches)
+    observer = record_launches(launches)
     launch_observers.append(observer)
     try:
         _workload(monkeypatch)

@@ -11,17 +11,11 @@ import torch.nn.functional as TF
 
 import tgrad
 import tgrad.nn.functional as F
-from tgrad.kernels import cross_entropy as KCE
-from tgrad.kernels import losses as KL
-from helpers import assert_close, make_pair, uniform64
+from support.reference import assert_close, make_pair, uniform64, upstream
+from tgrad.kernels import cross_entropy as KCE, losses as KL
 
 DTYPES = [tgrad.float32, tgrad.float64]
 REDUCTIONS = ["mean", "sum", "none"]
-
-
-def upstream(shape, dtype, seed=11):
-    g = uniform64(tuple(shape), -1.5, 1.5, seed).to(dtype.torch)
-    return tgrad.from_torch(g.clone()), g.double()
 
 
 def compare(out, ref, pairs, dtype):

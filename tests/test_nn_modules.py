@@ -13,7 +13,7 @@ import torch
 
 import tgrad
 import tgrad.nn as nn
-from helpers import TOL, uniform64
+from support.reference import TOL, uniform64
 
 # torch's own note that its 'same' padding with an even kernel copies the input
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same'")

@@ -1,20 +1,15 @@
 """RMSNorm / rms_norm, GroupNorm / group_norm, InstanceNorm1d/2d against torch with copied weights:
 outputs, gradients of input, weight and bias (random upstream), running statistics, double
 backward and PyTorch's errors."""
-import re
 
 import pytest
 import torch
 
 import tgrad
 import tgrad.nn.functional as F
-from helpers import assert_close, make_pair
-from test_nn_rnn import backward_both, copy_module
+from support.modules import backward_both, copy_module
+from support.reference import assert_close, make_pair, raises
 from tgrad.kernels.launch import count_launches
-
-
-def raises(exc, text):
-    return pytest.raises(exc, match="^" + re.escape(text) + "$")
 
 
 def affine(shape, seed):

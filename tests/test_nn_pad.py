@@ -6,7 +6,7 @@ import torch.nn.functional as TF
 
 import tgrad
 import tgrad.nn.functional as F
-from resample_helpers import compare, compare_second_order, raises
+from support.reference import compare, compare_second_order, raises
 
 CASES = {  # name: (input shape, pad)
     "1d": ((2, 3, 7), (2, 3)),

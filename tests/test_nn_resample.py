@@ -10,8 +10,7 @@ import torch.nn.functional as TF
 import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
-from helpers import assert_close, uniform64
-from resample_helpers import compare, compare_second_order, raises
+from support.reference import assert_close, compare, compare_second_order, raises, uniform64
 
 
 def pair(name):

@@ -4,34 +4,15 @@ torch runs in float64; tgrad in float64 (tight tolerance) and float32. Every bac
 upstream gradients on the output and the final states; compared are the outputs, the states, the
 gradients of the input, the initial states and every parameter, and the state-dict keys.
 """
-import re
 
 import pytest
 import torch
 
 import tgrad
-from helpers import assert_close, make_pair, uniform64
+from support.modules import backward_both, copy_module, flat
+from support.reference import assert_close, make_pair, raises
 from tgrad.kernels.launch import count_launches
-
-
-def raises(exc, text):
-    return pytest.raises(exc, match="^" + re.escape(text) + "$")
-
-
-def copy_module(ref, mod):
-    sd = {k: tgrad.from_torch(v.detach().clone().to(mod_dtype(mod)) if v.is_floating_point() else v.detach().clone())
-          for k, v in ref.state_dict().items()}
-    assert list(sd) == list(mod.state_dict()), "state dict keys differ from PyTorch's"
-    for k, v in mod.state_dict().items():
-        assert tuple(v.shape) == tuple(sd[k].shape), k
-    mod.load_state_dict(sd)
-    ref.load_state_dict({k: v.torch().clone().to(torch.float64) if v.is_floating_point() else v.torch().clone()
-                         for k, v in mod.state_dict().items()})
-
-
-def mod_dtype(mod):
-    floats = [t for t in list(mod.parameters()) + list(mod.buffers()) if t.is_floating_point()]
-    return floats[0].dtype.torch
+from tgrad.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
 
 
 def make_modules(kind, *args, dtype=tgrad.float64, **kw):
@@ -40,32 +21,6 @@ def make_modules(kind, *args, dtype=tgrad.float64, **kw):
     mod = getattr(tgrad.nn, kind)(*args, dtype=dtype, **kw)
     copy_module(ref, mod)
     return ref, mod
-
-
-def flat(outs):
-    res = []
-    for o in outs:
-        if isinstance(o, (tuple, list)):
-            res.extend(flat(o))
-        elif o is not None:
-            res.append(o)
-    return res
-
-
-def backward_both(outs, refs, seed=5):
-    """Random upstream gradients for every output; backprop both."""
-    outs, refs = flat(outs), flat(refs)
-    assert len(outs) == len(refs)
-    loss, loss_ref = None, None
-    for i, (o, r) in enumerate(zip(outs, refs)):
-        assert_close(o, r, msg=f"output {i}")
-        g = uniform64(tuple(r.shape), -1, 1, seed + i)
-        term = (o * tgrad.from_torch(g.to(o.dtype.torch))).sum()
-        loss = term if loss is None else loss + term
-        term_ref = (r * g).sum()
-        loss_ref = term_ref if loss_ref is None else loss_ref + term_ref
-    loss.backward()
-    loss_ref.backward()
 
 
 def compare_params(ref, mod):
@@ -126,7 +81,6 @@ def test_unbatched_input():
 
 
 def test_packed_sequence_unsorted():
-    from tgrad.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
     from torch.nn.utils.rnn import pack_padded_sequence as tpack, pad_packed_sequence as tpad
     ref, mod = make_modules("LSTM", 4, 5, bidirectional=True, batch_first=True)
     lengths = [2, 4, 1]
@@ -150,7 +104,6 @@ def test_packed_sequence_unsorted():
 
 
 def test_pad_sequence():
-    from tgrad.nn.utils.rnn import pad_sequence
     pairs = [make_pair((n, 2), tgrad.float64, seed=n) for n in (3, 1, 2)]
     for bf, side in ((False, "right"), (True, "left")):
         got = pad_sequence([p[0] for p in pairs], batch_first=bf, padding_value=-1.0, padding_side=side)
@@ -196,7 +149,6 @@ def test_double_backward_lstm(kw):
 
 
 def test_double_backward_gru_packed_bidirectional():
-    from tgrad.nn.utils.rnn import pack_padded_sequence
     from torch.nn.utils.rnn import pack_padded_sequence as tpack
     ref, mod = make_modules("GRU", 3, 4, bidirectional=True)
     x, xr = make_pair((3, 2, 3), tgrad.float64, seed=15)
@@ -259,6 +211,5 @@ def test_errors():
         mod(tgrad.zeros(2, 2, 3), (tgrad.zeros(1, 3, 4), tgrad.zeros(1, 2, 4)))
     with raises(RuntimeError, "input has inconsistent input_size: got 2 expected 3"):
         tgrad.nn.GRUCell(3, 4)(tgrad.zeros(2, 2))
-    from tgrad.nn.utils.rnn import pack_padded_sequence
     with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
         pack_padded_sequence(tgrad.zeros(3, 2, 1), [1, 3])

@@ -7,12 +7,17 @@ import warnings
 
 import pytest
 import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
 import tgrad
 import tgrad.nn as nn
-from tgrad.kernels.launch import count_launches
+from support.launches import record_launches
+from support.reference import uniform64
+from support.torch_audit import AtenRecorder
+from tgrad.kernels.launch import count_launches, launch_observers
 from tgrad.kernels.target import as_cuda
-from helpers import uniform64
 
 SHAPES = [(5, 3), (7,), (), (1, 4), (0,)]
 
@@ -238,14 +243,8 @@ def test_parameter_containers_match_torch():
 
 def test_clip_kernels_compile_for_sm90():
     """The pointer-table kernels compile for a CUDA target in the configurations launched here."""
-    pytest.importorskip("triton.backends.nvidia")
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
-    from test_cuda_compile import _record
     launches = {}
-    observer = _record(launches)
+    observer = record_launches(launches)
     launch_observers.append(observer)
     try:
         for norm_type in (2.0, math.inf, -math.inf, 0, 1.5):
@@ -264,7 +263,6 @@ def test_clip_kernels_compile_for_sm90():
 
 
 def test_clipping_computes_nothing_in_torch():
-    from test_no_torch_compute import AtenRecorder
     _, gp = pairs(torch.float32)
     with AtenRecorder() as rec:
         total = nn.utils.clip_grad_norm_(gp, 0.5, error_if_nonfinite=True)

@@ -16,9 +16,9 @@ import torch.nn.functional as TF
 
 import tgrad
 import tgrad.nn.functional as F
+from support.reference import TOL, assert_close, check_vs_torch, uniform64
 from tgrad.autograd import gradcheck, gradgradcheck
 from tgrad.ops.table import ROWS
-from helpers import TOL, assert_close, check_vs_torch, uniform64
 
 PUBLIC = [row for row in ROWS if row.where]
 # arguments to pass for a row's parameters in the tests (defaults otherwise)

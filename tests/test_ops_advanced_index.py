@@ -11,7 +11,7 @@ import torch
 
 import tgrad
 import tgrad.kernels.sort as KS
-from helpers import assert_close, uniform64
+from support.reference import assert_close, uniform64
 from tgrad.kernels import count_launches
 
 I = lambda *v, dtype=torch.int64: torch.tensor(list(v), dtype=dtype)  # noqa: E731

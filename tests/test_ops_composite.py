@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import tgrad
-from helpers import assert_close, uniform64
+from support.reference import assert_close, uniform64
 
 
 def pair(shape, low=-2.0, high=2.0, seed=0, dtype=torch.float64):

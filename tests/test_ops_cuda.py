@@ -9,7 +9,7 @@ import torch
 
 import tgrad
 import tgrad.nn.functional as TF
-from helpers import TOL, uniform64
+from support.reference import TOL, uniform64
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -1,12 +1,12 @@
 """In-place ops and dtype promotion against PyTorch: values on plain tensors and strided views,
 version counters, rebased histories on non-leaf tensors (grad_fn names and input gradients as
-torch), the leaf errors of spec F.25, and result/gradient dtypes of mixed-dtype arithmetic.
+torch), the errors of in-place ops on leaves that require grad, and result/gradient dtypes of mixed-dtype arithmetic.
 """
 import pytest
 import torch
 
 import tgrad
-from helpers import assert_close, check_vs_torch as check, make_pair, uniform64
+from support.reference import assert_close, check_vs_torch as check, make_pair, uniform64
 
 DTYPES = [tgrad.float32, tgrad.float64]
 

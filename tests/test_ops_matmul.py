@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tgrad
-from helpers import make_pair, node_signature as signature, to_torch, uniform64
+from support.reference import make_pair, node_signature as signature, to_torch, uniform64
 
 TOL = {torch.float32: 4e-6, torch.float64: 1e-13}
 DTYPES = [tgrad.float32, tgrad.float64]

@@ -3,14 +3,14 @@ gradient, result dtypes and grad_fn/next_functions, for every differentiable ele
 
 Each case runs forward and backward once (kernel launches are the cost under the interpreter) and
 compares with torch in float64 on the very same numbers. Domains keep away from kinks and poles,
-except the subgradients the spec defines (relu'(0)=0, abs'(0)=0, ...), which have their own test.
+except the subgradients at kinks (relu'(0)=0, abs'(0)=0, ..., as PyTorch), which have their own test.
 """
 import pytest
 import torch
 import torch.nn.functional as TF
 
 import tgrad
-from helpers import assert_close, check_vs_torch as check, make_pair, node_signature as signature, uniform64
+from support.reference import assert_close, check_vs_torch as check, make_pair, node_signature as signature, uniform64
 
 DTYPES = [tgrad.float32, tgrad.float64]
 # name -> (shape of the data, view taken of it); views give non-contiguous leaves
@@ -101,7 +101,7 @@ def test_unary_tensor_methods(name):
     assert_close(getattr(x, name)(), getattr(xr, name)())
 
 
-# at the kinks: the spec's subgradients, and torch's choices for the rest
+# at the kinks: PyTorch's subgradients
 KINKS = {
     "relu": (tgrad.relu, torch.relu, [-1.0, 0.0, 0.0, 2.0]),
     "abs": (tgrad.abs, torch.abs, [-1.0, 0.0, 0.0, 2.0]),

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tgrad
-from helpers import assert_close, make_pair, to_torch, uniform64
+from support.reference import assert_close, make_pair, to_torch, upstream
 
 INF = math.inf
 DTYPES = [tgrad.float32, tgrad.float64]
@@ -24,12 +24,6 @@ def pair_of(values, dtype=tgrad.float64):
     """(tgrad leaf, torch float64 leaf) holding exactly ``values``."""
     cast = torch.tensor(values, dtype=torch.float64).to(dtype.torch)
     return tgrad.from_torch(cast.clone()).requires_grad_(), cast.double().requires_grad_()
-
-
-def upstream(shape, dtype, seed=7):
-    """A random upstream gradient (never all ones): (tgrad tensor, its float64 torch copy)."""
-    g = uniform64(shape, -1.5, 1.5, seed).to(dtype.torch)
-    return tgrad.from_torch(g.clone()), g.double()
 
 
 def check_grad(out, ref, inputs, dtype, tol=None, seed=7):
@@ -166,7 +160,7 @@ def test_grad_fn_names_and_next_functions():
 
 @pytest.mark.parametrize("op", ["max", "min", "amax", "amin"])
 def test_full_extreme_splits_gradient_between_ties(op):
-    # spec G.29: max() of [1,3,3] gives [0, .5, .5]
+    # max() of [1,3,3] splits the gradient between ties: [0, .5, .5]
     values = [1.0, 3.0, 3.0] if op in ("max", "amax") else [3.0, 1.0, 1.0]
     x, _ = pair_of(values)
     getattr(x, op)().backward()
@@ -186,7 +180,7 @@ def test_amax_amin_over_dim_split_ties_like_torch(dtype):
 
 
 def test_max_dim_gives_gradient_to_the_returned_index_only():
-    # spec G.29: max(0).values gives the whole gradient to one index
+    # max(0).values gives the whole gradient to one index
     x, _ = pair_of([1.0, 3.0, 3.0])
     values, indices = x.max(0)
     values.backward()

@@ -1,5 +1,4 @@
-"""Movement ops and basic indexing against PyTorch autograd: values, shapes, grad_fn names (spec
-A.3), storage sharing, input gradients under a random upstream gradient, setitem (CopySlices) and
+"""Movement ops and basic indexing against PyTorch autograd: values, shapes, grad_fn names, storage sharing, input gradients under a random upstream gradient, setitem (CopySlices) and
 PyTorch's error types and messages.
 
 Data is built in float64 and cast (tests/helpers.py); the torch reference runs in float64 on the
@@ -9,15 +8,9 @@ import pytest
 import torch
 
 import tgrad
-from helpers import assert_close, make_pair, uniform64
+from support.reference import assert_close, make_pair, upstream
 
 DTYPES = [tgrad.float32, tgrad.float64]
-
-
-def upstream(shape, dtype, seed=11):
-    """A random upstream gradient (never all ones): (tgrad tensor, its float64 torch copy)."""
-    g = uniform64(shape, -1.5, 1.5, seed).to(dtype.torch)
-    return tgrad.from_torch(g.clone()), g.double()
 
 
 def shares_storage(a, b):
@@ -119,7 +112,7 @@ def test_movement_op_matches_torch(case, dtype):
     assert_close(x.grad, xr.grad, dtype)
 
 
-def test_grad_fn_names_from_the_spec():
+def test_view_and_join_grad_fn_names_and_edges():
     x = make_pair((2, 3), tgrad.float32)[0] * 1.0
     x1 = x.unsqueeze(0)
     names = [(x.view(3, 2), "ViewBackward0"), (x.reshape(6), "ViewBackward0"), (x.t(), "TBackward0"),

@@ -9,11 +9,17 @@ import warnings
 
 import pytest
 import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
 import tgrad
 import tgrad.optim as optim
-from tgrad.kernels.launch import count_launches
-from helpers import uniform64
+from support.launches import record_launches
+from support.reference import uniform64
+from support.torch_audit import AtenRecorder
+from tgrad.kernels.launch import count_launches, launch_observers
+from tgrad.utils.data import DataLoader, TensorDataset
 
 SHAPES = [(5, 3), (7,), (), (1, 4)]
 STEPS = 10
@@ -299,14 +305,8 @@ def test_scheduler_state_dict_round_trip_and_order_warning():
 def test_optimizer_kernels_compile_for_sm90():
     """The fused kernel compiles for a CUDA target in the configurations the tests launch (the
     interpreter accepts code the compiler rejects)."""
-    pytest.importorskip("triton.backends.nvidia")
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
-    from test_cuda_compile import _record
     launches = {}
-    observer = _record(launches)
+    observer = record_launches(launches)
     launch_observers.append(observer)
     try:
         for cls, kwargs in [(optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
@@ -331,9 +331,8 @@ def test_training_steps_with_every_optimizer_compute_nothing_in_torch():
     """The storage-only audit (tests/test_no_torch_compute.py) over a CNN training step with each
     optimizer, a shuffled DataLoader batch, a scheduler step and a checkpoint round trip."""
     import io
-    from test_no_torch_compute import AtenRecorder
+
     import tgrad.nn as nn
-    from tgrad.utils.data import DataLoader, TensorDataset
     tgrad.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(16, 3))

@@ -10,12 +10,18 @@ import warnings
 
 import pytest
 import torch
+import triton
 from torch.utils._python_dispatch import TorchDispatchMode
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
 import tgrad
 import tgrad.optim as optim
-from tgrad.kernels.launch import count_launches
-from helpers import uniform64
+from support.launches import record_launches
+from support.reference import uniform64
+from support.torch_audit import AtenRecorder
+from tgrad import graphs
+from tgrad.kernels.launch import count_launches, launch_observers
 
 optimizer_module = sys.modules[optim.Optimizer.__module__]  # where step() looks up is_capturing
 SHAPES = [(5, 3), (7,), (), (0,), (1, 4)]
@@ -301,7 +307,6 @@ def test_a_captured_step_replays_like_eager_steps(cls, kwargs):
     ``zero_grad(set_to_none=True)`` and a capture in which the gradients are made anew (new
     addresses: a table the capture uploads) from static inputs fed by copying. Replays follow eager
     steps exactly, device step counts included."""
-    graphs = pytest.importorskip("tgrad.graphs")
     tp, _ = make_params(torch.float32)
     grads = [[uniform64(tuple(p.shape), -1, 1, 100 * s + i).float() for i, p in enumerate(tp)] for s in range(5)]
     runs = []
@@ -345,14 +350,8 @@ def test_a_captured_step_replays_like_eager_steps(cls, kwargs):
 
 def test_capturable_kernels_compile_for_sm90():
     """Both capturable kernels, in the configurations above and CUDA's 1K-block one."""
-    pytest.importorskip("triton.backends.nvidia")
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
-    from test_cuda_compile import _record
     launches = {}
-    observer = _record(launches)
+    observer = record_launches(launches)
     launch_observers.append(observer)
     try:
         for dtype in (tgrad.float32, tgrad.float64):
@@ -373,7 +372,6 @@ def test_capturable_kernels_compile_for_sm90():
 
 
 def test_capturable_steps_compute_nothing_in_torch():
-    from test_no_torch_compute import AtenRecorder
     tp, gp = make_params(torch.float32)
     grads = [[uniform64(tuple(p.shape), -1, 1, 10 * s + i).float() for i, p in enumerate(gp)] for s in range(3)]
     for p in gp:

@@ -4,12 +4,16 @@ gets no gradient on some steps), PyTorch's defaults and non-default options, one
 parameter group, state dicts, and constructor errors."""
 import pytest
 import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
 import tgrad
 import tgrad.optim as optim
-from tgrad.kernels.launch import count_launches
-from helpers import uniform64
+from support.launches import record_launches
+from support.torch_audit import AtenRecorder
 from test_optim import assert_same, make_params, run_both, set_grads
+from tgrad.kernels.launch import launch_observers
 
 F = (torch.float32, torch.float64)
 
@@ -116,14 +120,8 @@ def test_repr_matches_torch():
 def test_kernel_compiles_for_sm90():
     """The fused kernel compiles for a CUDA target in every algorithm's configuration (the
     interpreter accepts code the compiler rejects), with the loop-over-blocks CUDA uses."""
-    pytest.importorskip("triton.backends.nvidia")
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from tgrad.kernels.launch import launch_observers
-    from test_cuda_compile import _record
     launches = {}
-    observer = _record(launches)
+    observer = record_launches(launches)
     launch_observers.append(observer)
     try:
         for name, kwargs in CASES[1::2] + [("RAdam", dict(betas=(0.6, 0.8)))]:
@@ -149,7 +147,6 @@ def test_kernel_compiles_for_sm90():
 
 
 def test_steps_compute_nothing_in_torch():
-    from test_no_torch_compute import AtenRecorder
     tp, gp = make_params(torch.float64)
     set_grads(tp, gp, 0, torch.float64)
     with AtenRecorder() as rec:

@@ -11,8 +11,8 @@ from triton.compiler import ASTSource
 import tgrad
 import tgrad.nn as nn
 import tgrad.optim
-from helpers import assert_close
-from test_cuda_compile import _record
+from support.launches import record_launches
+from support.reference import assert_close
 from tgrad.kernels.launch import launch_observers
 
 
@@ -132,7 +132,7 @@ def test_cuda_configurations_of_cpu_shortcuts_compile_for_sm90():
     paths with other flag values. Each is compiled here for sm_90 from configurations recorded on
     the CPU with the flags set as a GPU run sets them."""
     launches = {}
-    observer = _record(launches)
+    observer = record_launches(launches)
     launch_observers.append(observer)
     try:
         tgrad.manual_seed(0)

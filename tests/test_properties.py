@@ -19,8 +19,7 @@ import os
 
 import pytest
 import torch
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tgrad
 

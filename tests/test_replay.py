@@ -12,21 +12,16 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from triton.runtime.interpreter import InterpreterBuilder, TensorHandle, interpreter_semantic
 
 import tgrad
 import tgrad.kernels as K
+from support.kernel_guard import memory_checked
+from tgrad.kernels import interpreter as I, replay, triton_private
 from tgrad.kernels.launch import launch
 
-from kernel_guard import memory_checked
 
-
-@pytest.fixture(autouse=True)
-def verify_mode():
-    enabled, verify = K.replay_enabled(), K.replay_verify()
-    K.set_replay(True, verify=True)
-    K.clear_replay_cache()
-    yield
-    K.set_replay(enabled, verify=verify)
+pytestmark = pytest.mark.usefixtures("replay_verify_mode")
 
 
 def _counted(fn, times=4):
@@ -210,7 +205,6 @@ def test_segment_sums_with_different_duplicate_counts():
 
 
 def test_a_failing_guard_records_a_variant_and_bounded_variants_then_interpret():
-    from tgrad.kernels import replay
     x = torch.randn(3 * 8)
     out = torch.empty(8)
     with K.count_replays() as counts:
@@ -236,7 +230,6 @@ def test_memory_checker_disables_replay_while_active():
 
 
 def test_verify_mode_catches_a_replay_that_differs():
-    from tgrad.kernels import replay
     x = tgrad.randn(9)
     for _ in range(3):
         x + 1
@@ -294,7 +287,6 @@ def test_import_tgrad_does_not_load_the_private_interpreter_names():
 
 def test_unsupported_triton_version_is_a_clear_error(monkeypatch):
     import importlib
-    from tgrad.kernels import triton_private
     monkeypatch.setattr(triton, "__version__", "9.9.0")
     with pytest.raises(RuntimeError, match=r"tested with Triton 3\.9.*installed Triton is 9\.9\.0"):
         importlib.reload(triton_private)
@@ -313,7 +305,6 @@ def test_counts_are_readable_and_replays_are_still_counted_as_launches():
 
 
 def test_a_patched_builder_class_also_disables_replay(monkeypatch):
-    from triton.runtime.interpreter import InterpreterBuilder
     x = tgrad.randn(6)
     for _ in range(3):
         x * 3
@@ -334,8 +325,6 @@ def test_a_patched_builder_class_also_disables_replay(monkeypatch):
 def test_the_lean_broadcast_gives_tritons_operands_and_is_undone_after_the_launch():
     # kernels/interpreter.py shortcuts the semantic's broadcast_impl_value for same-shape blocks
     # and scalar splats; each case must give the types and values Triton's own gives
-    from triton.runtime.interpreter import TensorHandle, interpreter_semantic
-    from tgrad.kernels import interpreter as I
 
     def block(shape, dtype=tl.float32):
         data = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) - 2.5

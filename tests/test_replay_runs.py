@@ -9,17 +9,10 @@ import triton
 import triton.language as tl
 
 import tgrad.kernels as K
-from tgrad.kernels import replay
 from tgrad.kernels.launch import launch
 
 
-@pytest.fixture(autouse=True)
-def verify_mode():
-    enabled, verify = K.replay_enabled(), K.replay_verify()
-    K.set_replay(True, verify=True)
-    K.clear_replay_cache()
-    yield
-    K.set_replay(enabled, verify=verify)
+pytestmark = pytest.mark.usefixtures("replay_verify_mode")
 
 
 def _sources(kernel):

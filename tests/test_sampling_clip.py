@@ -1,6 +1,5 @@
 """tgrad.multinomial (Philox kernel) and nn.utils.clip_grad_norm_ / clip_grad_value_, what the
 character-level GPT example samples and clips with."""
-import re
 from contextlib import nullcontext
 
 import pytest
@@ -8,12 +7,8 @@ import torch
 
 import tgrad
 import tgrad.kernels.multinomial as KM
-from helpers import assert_close, make_pair
+from support.reference import assert_close, make_pair, raises
 from tgrad.kernels.target import as_cuda
-
-
-def raises(exc, text):
-    return pytest.raises(exc, match="^" + re.escape(text) + "$")
 
 
 def test_multinomial_with_replacement_follows_the_weights():

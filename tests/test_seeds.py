@@ -1,14 +1,13 @@
-"""The seed tutorials (/work/shared/seeds/000_*.txt and 003_*.txt), replayed twice: with
+"""Two PyTorch tutorials (the legacy Variable API, and the autograd part of the 60-minute blitz), replayed twice: with
 ``import tgrad as torch`` and with PyTorch itself, on the same input numbers.
 
 Each tutorial is written once, as a function of the library it runs on; ``show`` records what its
 ``print`` calls would print. Random inputs come from tgrad's ``randn`` and are copied into torch, so
 both runs see the same numbers and every printed line must agree: tgrad prints PyTorch's text with
-``torch.`` -> ``tgrad.`` (spec L.40), and graph nodes print as ``<AddBackward0 object at 0x...>``.
+``torch.`` -> ``tgrad.``, and graph nodes print as ``<AddBackward0 object at 0x...>``.
 The deterministic lines are also checked against the tutorials' own (today's PyTorch) output.
 """
 import contextlib
-import io
 import re
 import runpy
 import warnings

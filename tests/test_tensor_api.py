@@ -325,7 +325,7 @@ def test_to_is_differentiable_and_casts_the_gradient_back(dst):
     same(x.grad, torch.tensor([0.3, -2.0, 7.5], dtype=dst.torch).float())
     z = tgrad.tensor([1.0, 2.0], requires_grad=True)
     assert z.double().grad_fn.name() == "ToCopyBackward0"
-    assert not z.long().requires_grad  # an integer result carries no gradient (spec G.28)
+    assert not z.long().requires_grad  # an integer result carries no gradient
 
 
 def test_from_torch_and_torch_share_memory_both_ways():
