@@ -328,7 +328,7 @@ def test_optimizer_kernels_compile_for_sm90():
 
 
 def test_training_steps_with_every_optimizer_compute_nothing_in_torch():
-    """The storage-only audit (tests/test_no_torch_compute.py) over a CNN training step with each
+    """The storage-only audit (tests/kernels/test_no_torch_compute.py) over a CNN training step with each
     optimizer, a shuffled DataLoader batch, a scheduler step and a checkpoint round trip."""
     import io
 

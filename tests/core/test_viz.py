@@ -13,7 +13,7 @@ import torch
 import tgrad
 from tgrad import nn
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's `dot` program is not installed")
 
 NODE = re.compile(r'^\t(n\d+) \[label="((?:[^"\\]|\\.)*)"(?: fillcolor=(\w+))?\]$')

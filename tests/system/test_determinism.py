@@ -34,7 +34,7 @@ from tgrad.kernels import embedding as KE, segment
 from tgrad.kernels.launch import launch_observers
 from tgrad.utils.data import DataLoader, TensorDataset
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "train_examples"))
 
 # (module, arguments): every example, a few steps each

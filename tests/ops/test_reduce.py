@@ -2,7 +2,7 @@
 shapes, grad_fn names, and input gradients under a random upstream gradient.
 
 Every case builds its data in float64, casts it to the dtype under test, and compares with torch
-run in float64 on the cast numbers (tests/helpers.py). Inputs cover 0-d, (1,), odd sizes, size-1
+run in float64 on the cast numbers (tests/support/reference.py). Inputs cover 0-d, (1,), odd sizes, size-1
 dims, zero-size dims and non-contiguous views (transposed, sliced with a step); a few large cases
 make the kernels run many programs.
 """

@@ -74,7 +74,7 @@ def test_the_recorder_catches_a_torch_computed_op():
 
 # ------------------------------------------------------------------------------ static audit
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 # module-level torch functions that only allocate, wrap, convert or describe storage
 TORCH_STORAGE_FUNCTIONS = {
     "empty", "empty_strided", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",

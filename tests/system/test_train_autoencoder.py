@@ -1,12 +1,12 @@
 """train_examples/autoencoder.py in its --quick configuration, in-process through ``main(argv)``
-as tests/test_train_examples.py runs the others: it must beat the mean-image baseline, write its
+as tests/system/test_train_examples.py runs the others: it must beat the mean-image baseline, write its
 plot and a checkpoint that loads back into the model with PyTorch's key names."""
 import os
 import sys
 
 import tgrad
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "train_examples")
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "train_examples")
 sys.path.insert(0, EXAMPLES)
 
 import autoencoder  # noqa: E402

@@ -10,7 +10,7 @@ hypothesis profile chosen by the environment variable ``TGRAD_HYPOTHESIS_PROFILE
 - ``ci`` (the default): ``CI_EXAMPLES`` examples per property, derandomized (the same examples on
   every run, so CI is stable);
 - ``full``: 200 examples per property, random (``TGRAD_HYPOTHESIS_PROFILE=full pytest
-  tests/test_properties.py``).
+  tests/ops/test_properties.py``).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Movement ops and basic indexing against PyTorch autograd: values, shapes, grad_fn names, storage sharing, input gradients under a random upstream gradient, setitem (CopySlices) and
 PyTorch's error types and messages.
 
-Data is built in float64 and cast (tests/helpers.py); the torch reference runs in float64 on the
+Data is built in float64 and cast (tests/support/reference.py); the torch reference runs in float64 on the
 cast numbers. Views cost no kernel, so most cases are cheap; gradients mostly cost one.
 """
 import pytest

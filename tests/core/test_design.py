@@ -13,7 +13,7 @@ import tgrad
 from tgrad.autograd.function import BuiltinFunction, Node
 from tgrad.ops import generated, registry
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class Expanded(tgrad.autograd.Function):

@@ -217,7 +217,7 @@ def test_seed_003_deterministic_output():
 
 
 def test_autograd_tour_example_runs(capsys):
-    path = Path(__file__).resolve().parents[1] / "train_examples" / "autograd_tour.py"
+    path = Path(__file__).resolve().parents[2] / "train_examples" / "autograd_tour.py"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         runpy.run_path(str(path), run_name="__main__")

@@ -12,7 +12,7 @@ import tgrad
 import tgrad.optim as optim
 from support.launches import record_launches
 from support.torch_audit import AtenRecorder
-from test_optim import assert_same, make_params, run_both, set_grads
+from test_optimizers import assert_same, make_params, run_both, set_grads
 from tgrad.kernels.launch import launch_observers
 
 F = (torch.float32, torch.float64)

@@ -1,6 +1,6 @@
 """The drop-in runner (``python -m tgrad``): unmodified PyTorch programs against real PyTorch.
 
-Each program in tests/dropin_corpus/ runs twice, under real PyTorch and through the runner (all
+Each program in tests/system/dropin_corpus/ runs twice, under real PyTorch and through the runner (all
 programs of one kind in one process, see _driver.py). Printed lines must match exactly, except
 lines ``~ NAME VALUE atol=A`` (training outcomes), whose values must agree within ``A``.
 A program whose ``# needs:`` line names torch APIs that tgrad lacks is skipped, naming them; one with
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "dropin_corpus"
 PROGRAMS = sorted(p.name for p in CORPUS.glob("*.py") if not p.name.startswith("_"))
 TIMEOUT = 600

@@ -416,7 +416,7 @@ def test_a_32_bit_offset_is_caught(huge):
 
 test_a_32_bit_offset_is_caught.unchecked = True
 
-KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 # program ids used without widening, and why no offset product of theirs can reach 2^31
 NARROW_PROGRAM_IDS = {
     ("conv.py", "pid = tl.program_id(0)"): "split into group and tile; rows are widened before use",

@@ -13,7 +13,7 @@ for a random upstream gradient.
 CI runs a fixed-seed budget (``TGRAD_FUZZ_EXAMPLES``, default 200: seconds). A long
 campaign::
 
-    TGRAD_FUZZ_EXAMPLES=100000 TGRAD_FUZZ_SEED=random .venv/bin/python -m pytest tests/test_fuzz.py -q -x
+    TGRAD_FUZZ_EXAMPLES=100000 TGRAD_FUZZ_SEED=random .venv/bin/python -m pytest tests/system/test_fuzz.py -q -x
 
 hypothesis shrinks a failure to a minimal program and prints it (``program=...``).
 """

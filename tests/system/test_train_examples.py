@@ -13,7 +13,7 @@ import pytest
 
 import tgrad
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "train_examples")
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "train_examples")
 sys.path.insert(0, EXAMPLES)
 
 import digits  # noqa: E402

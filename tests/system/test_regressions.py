@@ -1,5 +1,5 @@
 """Regression tests for the classes of silent wrong answers and crashes found so far (by the fuzzers and sweeps), each
-compared against PyTorch on the same program (``tests/differential.py``): values, dtype, shape,
+compared against PyTorch on the same program (``tests/support/differential.py``): values, dtype, shape,
 requires_grad, and whether (and what type) it raised."""
 from __future__ import annotations
 
@@ -309,7 +309,7 @@ def test_batch_norm_on_a_permuted_hwc_image():
 
 
 def test_found_by_the_fuzzer():
-    """Single findings of tests/test_fuzz.py, kept as regressions."""
+    """Single findings of tests/system/test_fuzz.py, kept as regressions."""
     same(lambda L, F: L.zeros(1, 0).expand(2, 0).abs_())  # no overlap error for 0 elements
 
     def remainder_divisor_grad(L, F):  # PyTorch's floor division: NaN for an infinite dividend
