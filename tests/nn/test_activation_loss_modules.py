@@ -11,29 +11,8 @@ import torch.nn.functional as TF
 import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
-from support.reference import uniform64
+from support.reference import run, uniform64
 from support.torch_audit import AtenRecorder
-
-
-def check(fn_t, fn_g, inputs, grads=None, rtol=1e-10, atol=1e-12):
-    """``inputs``: float64 torch tensors (or other arguments); ``grads``: indices of the inputs to
-    differentiate (default: every floating tensor)."""
-    if grads is None:
-        grads = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
-    tin = [x.clone().requires_grad_(i in grads) if isinstance(x, torch.Tensor) else x for i, x in enumerate(inputs)]
-    gin = [tgrad.from_torch(x.clone()).requires_grad_(i in grads) if isinstance(x, torch.Tensor) else x
-           for i, x in enumerate(inputs)]
-    ref, got = fn_t(*tin), fn_g(*gin)
-    assert tuple(got.shape) == tuple(ref.shape)
-    torch.testing.assert_close(got.torch(), ref.detach(), rtol=rtol, atol=atol, equal_nan=True)
-    if grads:
-        up = uniform64(tuple(ref.shape), -1, 1, 123)
-        ref.backward(up)
-        got.backward(tgrad.from_torch(up.clone()))
-        for i in grads:
-            torch.testing.assert_close(gin[i].grad.torch(), tin[i].grad, rtol=rtol, atol=atol, equal_nan=True)
-    return got
-
 
 X = uniform64((3, 5, 4, 3), -3, 3, 1)
 
@@ -46,16 +25,16 @@ def test_activation_modules(name, kwargs):
     x = X if name != "GLU" or kwargs else uniform64((3, 5, 4), -3, 3, 2)
     tm, gm = getattr(torch.nn, name)(**kwargs), getattr(nn, name)(**kwargs)
     assert repr(gm) == repr(tm)
-    check(tm, gm, [x])
+    run(tm, gm, [x])
 
 
 def test_activation_edge_values():
     edge = torch.tensor([-3.0, 3.0, 0.0, -0.0, 25.0, -40.0, 1e-8], dtype=torch.float64)
     for fn in ("mish", "hardswish"):
-        check(getattr(TF, fn), getattr(F, fn), [edge])
+        run(getattr(TF, fn), getattr(F, fn), [edge])
     x = uniform64((4, 6), -4, 4, 5)
     for fn in ("mish", "hardswish"):  # in place on a non-leaf: the graph is rebased, as PyTorch's
-        check(lambda t: getattr(TF, fn)(t * 1, inplace=True), lambda t: getattr(F, fn)(t * 1, inplace=True), [x])
+        run(lambda t: getattr(TF, fn)(t * 1, inplace=True), lambda t: getattr(F, fn)(t * 1, inplace=True), [x])
         got = getattr(F, fn)(tgrad.from_torch(x.clone()), inplace=True)
         torch.testing.assert_close(got.torch(), getattr(TF, fn)(x), rtol=1e-12, atol=1e-14)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
@@ -86,18 +65,18 @@ def test_prelu(shape, num):
 
 def test_functional_distances():
     a, b = uniform64((5, 7), -2, 2, 7), uniform64((5, 7), -2, 2, 8)
-    check(TF.normalize, F.normalize, [a])
-    check(lambda x: TF.normalize(x, p=1.0, dim=0), lambda x: F.normalize(x, p=1.0, dim=0), [a])
-    check(TF.cosine_similarity, F.cosine_similarity, [a, b])
-    check(lambda x, y: TF.cosine_similarity(x, y, dim=-1), lambda x, y: F.cosine_similarity(x, y, dim=-1),
+    run(TF.normalize, F.normalize, [a])
+    run(lambda x: TF.normalize(x, p=1.0, dim=0), lambda x: F.normalize(x, p=1.0, dim=0), [a])
+    run(TF.cosine_similarity, F.cosine_similarity, [a, b])
+    run(lambda x, y: TF.cosine_similarity(x, y, dim=-1), lambda x, y: F.cosine_similarity(x, y, dim=-1),
           [a, uniform64((1, 7), -2, 2, 9)])  # broadcasting
-    check(TF.pairwise_distance, F.pairwise_distance, [a, b])
-    check(lambda x, y: TF.pairwise_distance(x, y, p=1.0, keepdim=True),
+    run(TF.pairwise_distance, F.pairwise_distance, [a, b])
+    run(lambda x, y: TF.pairwise_distance(x, y, p=1.0, keepdim=True),
           lambda x, y: F.pairwise_distance(x, y, p=1.0, keepdim=True), [a, b])
-    check(lambda x, y: TF.pairwise_distance(x, y, p=math.inf), lambda x, y: F.pairwise_distance(x, y, p=math.inf),
+    run(lambda x, y: TF.pairwise_distance(x, y, p=math.inf), lambda x, y: F.pairwise_distance(x, y, p=math.inf),
           [a, b])
     zero = torch.zeros(2, 3, dtype=torch.float64)
-    check(TF.normalize, F.normalize, [zero])  # eps keeps 0 / 0 away
+    run(TF.normalize, F.normalize, [zero])  # eps keeps 0 / 0 away
 
 
 def test_glu_softmin_errors_and_defaults():
@@ -126,7 +105,7 @@ def test_kl_div(reduction, log_target):
         else warnings.catch_warnings()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check(lambda x, t: TF.kl_div(x, t, reduction=reduction, log_target=log_target),
+        run(lambda x, t: TF.kl_div(x, t, reduction=reduction, log_target=log_target),
               lambda x, t: F.kl_div(x, t, reduction=reduction, log_target=log_target), [inp, target], grads)
     with ctx:
         nn.KLDivLoss(reduction=reduction, log_target=log_target)(tgrad.from_torch(inp), tgrad.from_torch(target))
@@ -137,14 +116,14 @@ def test_pair_and_triplet_losses(reduction):
     a, b, c = (uniform64((6, 5), -1, 1, s) for s in (20, 21, 22))
     y = torch.tensor([1, -1, 1, -1, -1, 1], dtype=torch.float64)
     for margin in (0.0, 0.3):
-        check(torch.nn.CosineEmbeddingLoss(margin, reduction=reduction),
+        run(torch.nn.CosineEmbeddingLoss(margin, reduction=reduction),
               nn.CosineEmbeddingLoss(margin, reduction=reduction), [a, b, y], [0, 1])
-        check(torch.nn.MarginRankingLoss(margin, reduction=reduction),
+        run(torch.nn.MarginRankingLoss(margin, reduction=reduction),
               nn.MarginRankingLoss(margin, reduction=reduction), [a[:, 0], b[:, 0], y], [0, 1])
-    check(torch.nn.CosineEmbeddingLoss(reduction=reduction), nn.CosineEmbeddingLoss(reduction=reduction),
+    run(torch.nn.CosineEmbeddingLoss(reduction=reduction), nn.CosineEmbeddingLoss(reduction=reduction),
           [a[0], b[0], y[:1].reshape(())], [0, 1])  # 1-D inputs, a 0-d target
     for kwargs in ({}, dict(margin=0.5, p=1.0, swap=True), dict(margin=2.0, eps=1e-3)):
-        check(torch.nn.TripletMarginLoss(**kwargs, reduction=reduction),
+        run(torch.nn.TripletMarginLoss(**kwargs, reduction=reduction),
               nn.TripletMarginLoss(**kwargs, reduction=reduction), [a, b, c])
 
 
@@ -154,13 +133,13 @@ def test_gaussian_and_poisson_nll(reduction):
     var = uniform64((5, 3), 0.1, 2, 32)
     var[0, 0] = 1e-9  # clamped to eps, the gradient passing through
     for v, full in ((var, False), (var, True), (var[:, 0], False), (var[:, :1], True)):
-        check(torch.nn.GaussianNLLLoss(full=full, reduction=reduction),
+        run(torch.nn.GaussianNLLLoss(full=full, reduction=reduction),
               nn.GaussianNLLLoss(full=full, reduction=reduction), [mu, target, v.clone()])
     counts = torch.tensor([[0, 1, 2], [3, 0, 5], [1, 1, 7], [2, 4, 0], [9, 1, 2]], dtype=torch.float64)
     rate = uniform64((5, 3), 0.1, 3, 33)
     for log_input, full in ((True, False), (True, True), (False, False), (False, True)):
         x = rate.log() if log_input else rate
-        check(torch.nn.PoissonNLLLoss(log_input, full, reduction=reduction),
+        run(torch.nn.PoissonNLLLoss(log_input, full, reduction=reduction),
               nn.PoissonNLLLoss(log_input, full, reduction=reduction), [x, counts], [0])
 
 
@@ -209,14 +188,14 @@ def test_legacy_size_average_and_reduce(size_average, reduce):
             tm = getattr(torch.nn, name)(size_average=size_average, reduce=reduce)
         assert gm.reduction == tm.reduction, name
         assert str(record[0].message).endswith(f"reduction='{tm.reduction}' instead.")
-        check(tm, gm, list(args), [0], rtol=1e-9, atol=1e-12)
+        run(tm, gm, list(args), [0], rtol=1e-9, atol=1e-12)
     # and the functional forms
     for fn, args in [("kl_div", (x, y.abs())), ("poisson_nll_loss", (x, y.abs())),
                      ("margin_ranking_loss", (x[:, 0], y[:, 0], torch.ones(4, dtype=torch.float64))),
                      ("triplet_margin_loss", (x, y, y.flip(0)))]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            check(lambda *a: getattr(TF, fn)(*a, size_average=size_average, reduce=reduce),
+            run(lambda *a: getattr(TF, fn)(*a, size_average=size_average, reduce=reduce),
                   lambda *a: getattr(F, fn)(*a, size_average=size_average, reduce=reduce), list(args), [0])
 
 

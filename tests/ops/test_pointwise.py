@@ -5,6 +5,7 @@ Each case runs forward and backward once (kernel launches are the cost under the
 compares with torch in float64 on the very same numbers. Domains keep away from kinks and poles,
 except the subgradients at kinks (relu'(0)=0, abs'(0)=0, ..., as PyTorch), which have their own test.
 """
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
@@ -357,3 +358,23 @@ def test_special_value_predicates(name, dtype):
     assert got.dtype is tgrad.bool and not got.requires_grad
     assert torch.equal(got.torch(), getattr(torch, name)(ref))
     assert torch.equal(getattr(tgrad, name)(x).torch(), getattr(torch, name)(ref))
+
+
+# ----------------------------------------------------------------------------- relu at special values
+# +0 for negatives and -inf, -0.0 and NaN passed through, zero gradient where the output is <= 0 even for an
+# inf upstream gradient (found by the drop-in corpus: printed ``-0.`` where PyTorch prints ``0.``)
+
+VALUES = [-1.0, 2.0, float("-inf"), float("nan"), float("inf"), -0.0, 0.0, -1e-30]
+UP = [1.0, 1.0, float("inf"), 1.0, 1.0, 1.0, 2.0, float("nan")]
+
+
+def test_relu_matches_torch_bitwise_on_special_values():
+    for dtype, tdtype in ((tgrad.float32, torch.float32), (tgrad.float64, torch.float64)):
+        x = tgrad.tensor(VALUES, dtype=dtype, requires_grad=True)
+        t = torch.tensor(VALUES, dtype=tdtype, requires_grad=True)
+        y, u = tgrad.relu(x), torch.relu(t)
+        y.backward(tgrad.tensor(UP, dtype=dtype))
+        u.backward(torch.tensor(UP, dtype=tdtype))
+        np.testing.assert_array_equal(y.detach().numpy(), u.detach().numpy())
+        np.testing.assert_array_equal(np.signbit(y.detach().numpy()), np.signbit(u.detach().numpy()))
+        np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())

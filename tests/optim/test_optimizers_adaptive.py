@@ -11,8 +11,8 @@ from triton.compiler import ASTSource
 import tgrad
 import tgrad.optim as optim
 from support.launches import record_launches
+from support.optimizers import assert_same, make_params, run_both, set_grads
 from support.torch_audit import AtenRecorder
-from test_optimizers import assert_same, make_params, run_both, set_grads
 from tgrad.kernels.launch import launch_observers
 
 F = (torch.float32, torch.float64)

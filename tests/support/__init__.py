@@ -9,6 +9,7 @@
 - ``fuzz_programs``: the random programs of the differential fuzzers and how their outcomes compare.
 - ``modules``: PyTorch's weights copied into a tgrad module; one backward through both.
 - ``kernel_guard``: lane-by-lane address checks of interpreted launches, poisoned allocations.
+- ``optimizers``: optimizers in both libraries on the same parameters and gradients, compared.
 - ``launches``: recording each distinct launch, for the tests that compile them for a GPU.
 - ``workloads``: the op workloads the compile-as-CUDA test runs configured as on a GPU.
 - ``torch_audit``: ``AtenRecorder``, which sees every aten op torch runs (torch must compute nothing).

@@ -24,12 +24,12 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.runtime.interpreter import InterpreterBuilder, interpreter_builder
-from triton.runtime.jit import mangle_type
 
 import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
 import tgrad.optim as optim
+from support.launches import arg_type
 from tgrad.kernels import embedding as KE, segment
 from tgrad.kernels.launch import launch_observers
 from tgrad.utils.data import DataLoader, TensorDataset
@@ -213,21 +213,11 @@ def test_sort_based_scatter_matches_the_atomic_one_bit_for_bit(dtype, monkeypatc
 
 
 def _signature(kernel, args, meta):
-    types = {torch.float32: "fp32", torch.float64: "fp64", torch.float16: "fp16", torch.int64: "i64",
-             torch.int32: "i32", torch.bool: "i1"}
-
-    def ty(a):
-        if isinstance(a, torch.Tensor):
-            return "*" + types[a.dtype]
-        if isinstance(a, tuple):
-            return tuple(ty(x) for x in a)
-        return "i1" if isinstance(a, bool) else mangle_type(a) if isinstance(a, int) else "fp32"
-
     names = kernel.arg_names
     params = dict(zip(names, args))
     params.update({k: v for k, v in meta.items() if k in names})
     constexprs = {names[i] for i in kernel.constexprs}
-    sig = {n: ("constexpr" if n in constexprs else ty(params[n])) for n in names if n in params}
+    sig = {n: ("constexpr" if n in constexprs else arg_type(params[n])) for n in names if n in params}
     return sig, {n: params[n] for n in names if n in constexprs and n in params}
 
 
