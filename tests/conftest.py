@@ -5,13 +5,12 @@ import os
 from contextlib import nullcontext
 
 import pytest
-import torch
 
+import tgrad.kernels
+from support.reference import DEVICES
 from tgrad.kernels.runtime.cuda_compile import CompileObserver, compile_report
 from tgrad.kernels.runtime.launch import launch_observers
 from tgrad.kernels.runtime.target import as_cuda
-
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.fixture(params=DEVICES)
@@ -19,7 +18,15 @@ def device(request):
     return request.param
 
 
-requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.fixture
+def replay_verify_mode():
+    """The CPU executor on, in verify mode (each replay also interpreted and the bytes compared),
+    with an empty cache: a test's launches interpret, then record, then replay."""
+    enabled, verify = tgrad.kernels.replay_enabled(), tgrad.kernels.replay_verify()
+    tgrad.kernels.set_replay(True, verify=True)
+    tgrad.kernels.clear_replay_cache()
+    yield
+    tgrad.kernels.set_replay(enabled, verify=verify)
 
 
 def pytest_addoption(parser):
@@ -60,7 +67,6 @@ def pytest_configure(config):
             usage=bool(config.getoption("--compile-report")), context=lambda: os.environ.get("PYTEST_CURRENT_TEST"))
         launch_observers.append(config._compile_observer)
     if config.getoption("--replay-verify", default=False):
-        import tgrad.kernels
         tgrad.kernels.set_replay(True, verify=True)
 
 

@@ -5,7 +5,7 @@ node name, the forward formula and the derivative formula (``@triton.jit`` funct
 ``kernels/math_*.py``, each written once), what the derivative reads, the op's parameters and
 dtype rule, whether an in-place form exists, and the domain its tests draw from. From a row,
 ``ops/generated.py`` builds the Function, the function, the method and the in-place method; the
-tests (``tests/test_op_table.py``) check every row against PyTorch.
+tests (``tests/ops/test_op_table.py``) check every row against PyTorch.
 
 Adding an op: write its formula and derivative in ``kernels/``, add a row here.
 

@@ -1,0 +1,218 @@
+"""Launches configured as on a GPU (``as_cuda()``: the GPU-side block sizes, tiles, warps, splits
+and paths, then interpreted) and compiled for sm_90 and sm_80 the way a GPU launch binds them
+(``kernels/cuda_compile.py``), once per kernel, dtypes and path. The workloads are
+tests/support/workloads.py's and one more for what they do not reach; the test fails on
+any kernel tgrad defines that none of them launches, so a new kernel is covered once a workload
+reaches it, and says which. The whole suite runs this way with ``pytest tests --as-cuda
+--compile-for 90,80 --compile-coverage`` (docs/gpu.md: 18 minutes here)."""
+from pathlib import Path
+
+import pytest
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.runtime.jit import JITFunction
+
+import tgrad
+import tgrad.kernels
+import tgrad.nn.functional as F
+from support.launches import arg_type
+from support.workloads import core_workload, resample_workload, sequence_workload
+from tgrad.kernels import attention as KA
+from tgrad.kernels.runtime import cuda_compile
+from tgrad.kernels.runtime.cuda_compile import compile_launch, resource_usage
+from tgrad.kernels.runtime.launch import launch, launch_observers
+from tgrad.kernels.runtime.target import as_cuda, target
+
+
+def _kernels():
+    """Every launchable kernel of tgrad.kernels: its modules' JIT functions named *_kernel."""
+    names = set()
+    root = Path(tgrad.kernels.__file__).parent
+    for path in root.rglob("*.py"):  # the kernels live in the families' modules, never in an __init__
+        if path.name == "__init__.py":
+            continue
+        module = __import__(".".join(("tgrad.kernels",) + path.relative_to(root).with_suffix("").parts), fromlist=["_"])
+        names |= {name for name, value in vars(module).items()
+                  if isinstance(value, JITFunction) and name.endswith("_kernel")}
+    return names
+
+
+def _training_workload():
+    """What the compile tests' workloads do not reach: a small CNN's training step with every
+    optimizer family, clipping, the non-deterministic embedding backward, sort and nonzero past one
+    block, linear algebra, a many-program cross-entropy, and a captured step with a capturable
+    optimizer and dropout (its random state and step counters set by launches)."""
+    nn = tgrad.nn
+    tgrad.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.AvgPool2d(1),
+                          nn.Flatten(), nn.Dropout(0.5), nn.Linear(16, 5), nn.LayerNorm(5))
+    emb = nn.Embedding(10, 5)
+    x, idx = tgrad.randn(4, 3, 6, 6), tgrad.tensor([1, 2, 9, 2])
+    out = model(x) + emb(idx)
+    (F.cross_entropy(out, idx % 5) + F.mse_loss(out, F.one_hot(idx % 5, 5).float())).backward()
+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    nn.utils.clip_grad_value_(model.parameters(), 0.1)
+    params = list(model.parameters())
+    for opt in (tgrad.optim.SGD(params, lr=0.1, momentum=0.9), tgrad.optim.Adam(params),
+                tgrad.optim.NAdam(params), tgrad.optim.Rprop(params)):
+        opt.step()
+    tgrad.use_deterministic_algorithms(False)
+    try:
+        emb(idx).sum().backward()
+    finally:
+        tgrad.use_deterministic_algorithms(True)
+    v = tgrad.randn(5000)
+    v.sort(), v.nonzero(), v.cumsum(0), tgrad.full((3,), 2.0)
+    a = tgrad.randn(4, 4)
+    low = tgrad.linalg.cholesky(a @ a.t() + 4 * tgrad.eye(4))
+    tgrad.linalg.solve_triangular(low, a, upper=False)
+    logits = tgrad.randn(512, 100, requires_grad=True)
+    F.cross_entropy(logits, tgrad.randint(0, 100, (512,))).backward()
+    w = tgrad.randn(8, 3, requires_grad=True)
+    opt = tgrad.optim.Adam([w], capturable=True)
+
+    def step():
+        opt.zero_grad()
+        (F.dropout(w, 0.5) ** 2).sum().backward()
+        opt.step()
+    step()
+    step()
+    graph = tgrad.graphs.Graph("cpu")
+    with tgrad.graphs.graph(graph):
+        step()
+    graph.replay()
+
+
+def test_every_kernel_compiles_for_sm90_and_sm80_as_a_gpu_launches_it():
+    observer = cuda_compile.CompileObserver(archs=(90, 80), coverage=True)
+    launch_observers.append(observer)
+    try:
+        with as_cuda():
+            core_workload()
+            resample_workload()
+            sequence_workload()
+            _training_workload()
+    finally:
+        launch_observers.remove(observer)
+    assert not observer.failures, "\n".join(f"{k} sm_{a}: {m}" for _, k, a, m in observer.failures)
+    compiled = {(r["kernel"], r["arch"]) for r in observer.compiled.values()}
+    for arch in (90, 80):
+        missing = _kernels() - {k for k, a in compiled if a == arch}
+        assert not missing, f"kernels no workload launches (add them to one): {sorted(missing)}"
+
+
+def test_as_cuda_configures_cpu_launches_as_a_gpu_and_nothing_else():
+    cpu, meta = torch.device("cpu"), torch.device("meta")
+    outside = target(cpu)  # "cuda" when the whole run is --as-cuda
+    with as_cuda():
+        assert target(cpu) == "cuda" and target(meta) == "meta"
+        with as_cuda():
+            assert target(cpu) == "cuda"
+        assert target(cpu) == "cuda"
+    assert target(cpu) == outside
+
+
+def test_a_launch_is_bound_as_a_gpu_binds_it():
+    """An int argument equal to 1 becomes a constant, 16-divisible ints are marked: the binding
+    ``kernel[grid](...)`` makes on a GPU, here without one."""
+
+    @triton.jit
+    def _probe_kernel(x_ptr, n, m, BLOCK: triton.language.constexpr):
+        i = triton.language.arange(0, BLOCK)
+        triton.language.store(x_ptr + i * m, i, mask=i < n)
+
+    x = torch.zeros(32, dtype=torch.int32)
+    key, src, options = cuda_compile.specialise(_probe_kernel, (x, 32, 1), {"BLOCK": 32, "num_warps": 2}, 90)
+    assert src.signature["m"] == "constexpr" and src.constants[(2,)] == 1  # m == 1: a constant
+    assert src.signature["n"] == "i32" and ((1,), [["tt.divisibility", 16]]) in src.attrs.items()
+    assert options.num_warps == 2
+    assert cuda_compile.compile_launch(_probe_kernel, (x, 32, 1), {"BLOCK": 32}, 80).asm["cubin"]
+    seen = cuda_compile.CompileObserver(archs=(90,))
+    seen(_probe_kernel, (1, 70000), (x, 32, 1), {"BLOCK": 32})
+    assert [f[3] for f in seen.failures] == ["grid (1, 70000, 1) exceeds CUDA's (2147483647, 65535, 65535)"]
+    launch(_probe_kernel, (1,), x, 32, 1, BLOCK=32)  # and the CPU still runs it
+    assert x.tolist() == list(range(32))
+
+
+class _Planned(Exception):
+    """Raised by an observer to stop a launch once its configuration is known."""
+
+
+def test_attention_over_many_heads_keeps_its_grid_within_cudas_limits():
+    """(batch, head) pairs sat on grid axis 1, which CUDA stops at 65,535: a batch of 70,000 single
+    heads would not launch on a GPU. They are on axis 0 now (2^31 - 1), the tiles on axis 1."""
+    grids = []
+
+    def plan_only(kernel, grid, args, meta):
+        grids.append(tuple(grid))
+        raise _Planned
+
+    q = torch.zeros(70000, 1, 16, 16)
+    for run in (lambda: KA.attention_forward(q, q, q, None, KA.MASK_NONE, False, 0.25),
+                lambda: KA.attention_backward(q, q, q, q, q[..., 0], q, None, KA.MASK_NONE, False, 0.25,
+                                              need_dq=False)):
+        launch_observers.append(plan_only)
+        try:
+            with as_cuda(), pytest.raises(_Planned):
+                run()
+        finally:
+            launch_observers.remove(plan_only)
+    assert grids == [(70000, 1), (70000, 1)]
+    assert all(g <= limit for grid in grids for g, limit in zip(grid, cuda_compile.GRID_LIMITS))
+
+
+def test_interpolate_of_size_one_compiles_as_a_gpu_launch_specialises_it():
+    """A GPU launch turns every int argument equal to 1 into a compile-time constant: an input or
+    output of height or width 1 must still compile (``.to()`` on such a constant failed)."""
+    seen = {}
+
+    def observe(kernel, grid, args, meta):
+        if kernel.__name__.startswith("interp_"):
+            names = kernel.arg_names
+            params = dict(zip(names, args), **{k: v for k, v in meta.items() if k in names})
+            constexprs = {names[i] for i in kernel.constexprs}
+            signature, constants = {}, {}
+            for name, value in params.items():
+                if name in constexprs or (type(value) is int and value == 1):  # as a GPU launch specialises
+                    signature[name], constants[name] = "constexpr", value
+                else:
+                    signature[name] = arg_type(value)
+            options = {k: v for k, v in meta.items() if k in ("num_warps", "num_stages")}
+            seen.setdefault(repr((kernel.__name__, sorted(constants.items()))), (kernel, signature, constants, options))
+    launch_observers.append(observe)
+    try:
+        for shape in ((1, 2, 1, 5), (1, 2, 4, 1), (1, 1, 1, 1)):
+            x = tgrad.randn(*shape, requires_grad=True)
+            for kw in (dict(size=(1, 3)), dict(size=(3, 1), mode="bilinear"),
+                       dict(size=(1, 1), mode="bilinear", align_corners=True),
+                       dict(scale_factor=1, mode="nearest-exact")):
+                F.interpolate(x, **kw).sum().backward()
+    finally:
+        launch_observers.remove(observe)
+    target = GPUTarget("cuda", 90, 32)
+    failures = []
+    for kernel, signature, constants, options in seen.values():
+        try:
+            assert triton.compile(ASTSource(kernel, signature, constants), target=target, options=options).asm["cubin"]
+        except Exception as e:
+            failures.append(f"{kernel.__name__} {sorted(constants.items())}: {type(e).__name__}: {str(e)[:300]}")
+    assert len(seen) >= 4
+    assert not failures, "\n".join(failures)
+
+
+def test_multinomial_of_many_samples_compiles_for_sm90_without_spilling():
+    """8192 samples: an uncapped sample block spilled 35 KB of registers and took 253 s to compile;
+    in GPU blocks the search tile stays (16, 256) whatever the count."""
+    launched = []
+    launch_observers.append(lambda kernel, grid, args, meta: launched.append((kernel, args, meta)))
+    try:
+        with as_cuda():
+            tgrad.multinomial(tgrad.rand(1, 300), 8192, replacement=True)
+    finally:
+        launch_observers.pop()
+    ((kernel, args, meta),) = [launch for launch in launched if launch[0].__name__ == "multinomial_kernel"]
+    assert meta["BLOCK_K"] == 16 and meta["BLOCK_C"] == 256
+    usage = resource_usage(compile_launch(kernel, args, meta, 90))
+    assert usage["spill_bytes"] == 0, usage

@@ -1,0 +1,106 @@
+"""How recorded traces reach memory (kernels/trace.py): views of argument memory, runs of memory
+at addresses read from a table, and which computed values a trace may skip.
+
+Each test launches enough times to interpret, record and replay, in verify mode (every replay is
+also interpreted from the same memory and the bytes compared) and against a plain reference."""
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import tgrad.kernels as K
+from tgrad.kernels.runtime.launch import launch
+
+
+pytestmark = pytest.mark.usefixtures("replay_verify_mode")
+
+
+def _sources(kernel):
+    state = kernel.__dict__["_tgrad_replay"]
+    return [v.source for e in state.entries.values() for v in e.variants]
+
+
+@triton.jit
+def _scale_rows(table, n_rows, EVEN_ONLY: tl.constexpr, BLOCK: tl.constexpr):
+    # row r of the table: (address of x, address of out, n); out[i] = 3 x[i] for the live lanes
+    for r in range(n_rows):
+        x = tl.load(table + 3 * r).to(tl.pointer_type(tl.float32))
+        out = tl.load(table + 3 * r + 1).to(tl.pointer_type(tl.float32))
+        n = tl.load(table + 3 * r + 2)
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        if EVEN_ONLY:
+            mask = mask & (offs % 2 == 0)
+        tl.store(out + offs, tl.load(x + offs, mask=mask, other=-1.0) * 3.0, mask=mask)
+
+
+@pytest.mark.parametrize("even_only", [False, True])
+def test_loads_and_stores_through_table_addresses_replay_as_the_interpreter(even_only):
+    sizes = (5, 16, 1, 11)
+    with K.count_replays() as counts:
+        for step in range(5):
+            xs = [torch.randn(n) for n in sizes]
+            outs = [torch.full((n,), 7.0) for n in sizes]
+            counts_now = [n - (step % 2) if n > 1 else n for n in sizes]  # n read from the table changes
+            table = torch.tensor([v for x, o, n in zip(xs, outs, counts_now) for v in (x.data_ptr(), o.data_ptr(), n)],
+                                 dtype=torch.int64)
+            launch(_scale_rows, (1,), table, len(sizes), EVEN_ONLY=even_only, BLOCK=16, keep_alive=xs + outs)
+            for x, o, n in zip(xs, outs, counts_now):
+                want = torch.full_like(x, 7.0)
+                live = torch.arange(x.numel()) < n
+                if even_only:
+                    live &= torch.arange(x.numel()) % 2 == 0
+                want[live] = 3 * x[live]
+                assert torch.equal(o, want)
+    assert counts["replayed"] >= 3
+    assert all("_run_load" in s and "_run_store" in s for s in _sources(_scale_rows))
+
+
+@triton.jit
+def _count_hits(counter, x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.atomic_add(counter + (x > 0).to(tl.int32), 1, mask=offs < n)  # the old values are never read
+
+
+def test_an_atomic_whose_result_is_unused_still_runs_in_the_trace():
+    for _ in range(5):
+        x = torch.randn(13)
+        counter = torch.zeros(2, dtype=torch.int32)
+        launch(_count_hits, (1,), counter, x, 13, BLOCK=16)
+        assert counter.tolist() == [int((x <= 0).sum()), int((x > 0).sum())]
+
+
+@triton.jit
+def _masked_copy(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_masked_stores_write_through_views_of_the_output(dtype):
+    for _ in range(4):
+        x = torch.randn(37).to(dtype)
+        out = torch.zeros(40, dtype=dtype)
+        launch(_masked_copy, (3,), out, x, 37, BLOCK=16)
+        assert torch.equal(out[:37], x + 1) and torch.equal(out[37:], torch.zeros(3, dtype=dtype))
+    assert any(".__setitem__" in s for s in _sources(_masked_copy))
+    assert not any("native.store" in s for s in _sources(_masked_copy))
+
+
+@triton.jit
+def _pick_flagged(out_ptr, x_ptr, flag_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    flags = tl.load(flag_ptr + offs, mask=offs < n, other=0)
+    live = (offs < n) & (flags > 0)  # a mask from data: lanes past n are never read
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=live, other=-2.0), mask=offs < n)
+
+
+def test_a_load_masked_by_data_reads_only_its_live_lanes():
+    for _ in range(5):
+        x = torch.randn(21)
+        flags = torch.randint(0, 2, (21,), dtype=torch.int32)
+        out = torch.empty(21)
+        launch(_pick_flagged, (1,), out, x, flags, 21, BLOCK=64)
+        assert torch.equal(out, torch.where(flags > 0, x, torch.tensor(-2.0)))
+    assert any("_gather" in s for s in _sources(_pick_flagged))

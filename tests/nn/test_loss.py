@@ -1,0 +1,303 @@
+"""The losses of tgrad.nn.functional against torch.nn.functional in float64 on the same numbers,
+with a random upstream gradient: cross_entropy (class and probability targets, weights,
+ignore_index, label_smoothing, spatial dims), nll_loss, and the elementwise losses, in float32 and
+float64 with every reduction; the kernels' chunked and multi-program paths (forced by small
+blocks); double backward; launch counts; bad targets and inputs raising PyTorch's errors."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import tgrad
+import tgrad.nn.functional as F
+from support.reference import assert_close, make_pair, uniform64, upstream
+from tgrad.kernels.losses import cross_entropy as KCE
+from tgrad.kernels import losses as KL
+
+DTYPES = [tgrad.float32, tgrad.float64]
+REDUCTIONS = ["mean", "sum", "none"]
+
+
+def compare(out, ref, pairs, dtype):
+    """Outputs, then the gradients of ``pairs`` [(tgrad leaf, torch leaf)] under one random
+    upstream gradient."""
+    assert_close(out, ref, dtype)
+    assert out.dtype is dtype
+    g, gr = upstream(ref.shape, dtype)
+    out.backward(g)
+    ref.backward(gr)
+    for t, r in pairs:
+        assert_close(t.grad, r.grad, dtype)
+
+
+def classes(shape, C, seed=0, ignore=None):
+    t = (uniform64(shape, 0, C, seed).floor()).long()
+    if ignore is not None:
+        t.view(-1)[::3] = ignore  # every third sample ignored
+    return tgrad.from_torch(t.clone()), t
+
+
+def tensor_or_none(t, dtype):
+    return (None, None) if t is None else (tgrad.from_torch(t.to(dtype.torch).clone()), t.to(dtype.torch).double())
+
+
+# ------------------------------------------------------------------------------ cross entropy
+
+CE_CASES = [  # (input shape, kwargs)
+    ((6, 5), {}),
+    ((7, 5), {"weight": True}),
+    ((7, 5), {"ignore_index": 2}),
+    ((9, 4), {"ignore_index": -100, "weight": True, "label_smoothing": 0.15}),
+    ((5, 6), {"label_smoothing": 0.3}),
+    ((3, 5, 2, 3), {"weight": True, "ignore_index": 1}),
+    ((5,), {"label_smoothing": 0.1}),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("case", range(len(CE_CASES)))
+def test_cross_entropy_class_targets(dtype, reduction, case):
+    shape, kw = CE_CASES[case]
+    kw = dict(kw)
+    x, xr = make_pair(shape, dtype, -3, 3, seed=case)
+    C = shape[1] if len(shape) > 1 else shape[0]
+    ignore = kw.get("ignore_index")
+    t, tr = classes(shape[:1] + shape[2:] if len(shape) > 1 else (), C, case, ignore)
+    w, wr = tensor_or_none(uniform64((C,), 0.2, 2.0, 9) if kw.pop("weight", False) else None, dtype)
+    out = F.cross_entropy(x, t, weight=w, reduction=reduction, **kw)
+    ref = TF.cross_entropy(xr, tr, weight=wr, reduction=reduction, **kw)
+    compare(out, ref, [(x, xr)], dtype)
+    assert out.grad_fn is None or out.grad_fn.name() == "NllLossBackward0"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape,smoothing,weight", [((6, 5), 0.0, False), ((4, 7, 3), 0.2, True)])
+def test_cross_entropy_probability_targets(dtype, reduction, shape, smoothing, weight):
+    x, xr = make_pair(shape, dtype, -3, 3, seed=1)
+    p, pr = make_pair(shape, dtype, 0, 1, seed=2)  # any non-negative targets; gradients flow to them
+    w, wr = tensor_or_none(uniform64(shape[1:2], 0.2, 2.0, 9) if weight else None, dtype)
+    out = F.cross_entropy(x, p, weight=w, reduction=reduction, label_smoothing=smoothing)
+    ref = TF.cross_entropy(xr, pr, weight=wr, reduction=reduction, label_smoothing=smoothing)
+    compare(out, ref, [(x, xr), (p, pr)], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss(dtype, reduction):
+    x, xr = make_pair((3, 6, 5), dtype, -3, 0, seed=3)
+    t, tr = classes((3, 5), 6, 4, ignore=0)
+    w, wr = tensor_or_none(uniform64((6,), 0.2, 2.0, 9), dtype)
+    out = F.nll_loss(x, t, weight=w, ignore_index=0, reduction=reduction)
+    compare(out, TF.nll_loss(xr, tr, weight=wr, ignore_index=0, reduction=reduction), [(x, xr)], dtype)
+
+
+@pytest.mark.parametrize("target", ["class", "prob"])
+def test_cross_entropy_chunked_classes_and_partial_sums(target, monkeypatch):
+    """Class rows longer than a block (the online pass) and several programs (partials summed by
+    a second launch), forced on the CPU with small blocks; the input is transposed."""
+    monkeypatch.setattr(KCE, "block_shape_2d", lambda r, c, d: (4, 8, 4))
+    monkeypatch.setattr(KCE, "programs_for", lambda n, d: 3)
+    dtype = tgrad.float32
+    cast = uniform64((37, 13), -4, 4, 5).to(torch.float32)
+    cast[0, 3] = 30.0  # a large score late in the row: the running max must rescale the sums
+    x = tgrad.from_torch(cast.clone().t()).requires_grad_()
+    xr = cast.double().t().detach().requires_grad_()
+    w, wr = tensor_or_none(uniform64((37,), 0.2, 2.0, 9), dtype)
+    if target == "class":
+        t, tr = classes((13,), 37, 6, ignore=5)
+        kw = {"ignore_index": 5, "label_smoothing": 0.1}
+    else:
+        t, tr = make_pair((13, 37), dtype, 0, 1, seed=7)
+        kw = {"label_smoothing": 0.1}
+    with tgrad.count_launches() as launches:
+        out = F.cross_entropy(x, t, weight=w, **kw)
+    compare(out, TF.cross_entropy(xr, tr, weight=wr, **kw), [(x, xr)], dtype)
+    assert dict(launches) == {"cross_entropy_fwd_kernel": 1, "finish_sum_kernel": 1}
+
+
+def test_cross_entropy_launches_once_each_way():
+    x = tgrad.randn(8, 10, requires_grad=True)
+    t = tgrad.tensor([1, 2, 3, 4, 5, 6, 7, 8])
+    with tgrad.count_launches() as fwd:
+        loss = F.cross_entropy(x, t, label_smoothing=0.1)
+    with tgrad.count_launches() as bwd:
+        tgrad.autograd.grad(loss, [x])
+    assert dict(fwd) == {"cross_entropy_fwd_kernel": 1} and dict(bwd) == {"cross_entropy_bwd_kernel": 1}
+
+
+def test_cross_entropy_edge_values():
+    # every target ignored: the mean is 0/0 = nan, as in torch, and the gradient is zero
+    x = tgrad.randn(3, 4, requires_grad=True)
+    loss = F.cross_entropy(x, tgrad.tensor([-100, -100, -100]))
+    assert math.isnan(loss.item())
+    loss.backward()
+    assert x.grad.tolist() == [[0.0] * 4] * 3
+    # very large scores stay finite (the row max is subtracted)
+    rows = [[1000.0, 0.0, -1000.0], [3000.0, 2999.0, 2998.5]]  # exp() alone would overflow
+    big, bigr = tgrad.tensor(rows, dtype=tgrad.float64), torch.tensor(rows, dtype=torch.float64)
+    loss = F.cross_entropy(big, tgrad.tensor([0, 2]))
+    assert math.isfinite(loss.item())
+    assert_close(loss, TF.cross_entropy(bigr, torch.tensor([0, 2])))
+
+
+@pytest.mark.parametrize("bad", [5, -1, 7])
+def test_cross_entropy_out_of_range_target(bad):
+    x = tgrad.randn(4, 5, requires_grad=True)
+    for fn in (F.cross_entropy, F.nll_loss):
+        with pytest.raises(IndexError, match=f"^Target {bad} is out of bounds.$"):
+            fn(x, tgrad.tensor([0, 1, bad, 2]))
+
+
+def test_cross_entropy_bad_arguments():
+    x = tgrad.randn(3, 5)
+    with pytest.raises(ValueError, match=r"Expected input batch_size \(3\) to match target batch_size \(2\)"):
+        F.cross_entropy(x, tgrad.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got Float"):
+        F.cross_entropy(x, tgrad.tensor([0.0, 1.0, 2.0]))
+    with pytest.raises(RuntimeError, match=r"Expected target size \[3, 2\], got \[3, 3\]"):
+        F.cross_entropy(tgrad.randn(3, 5, 2), tgrad.zeros(3, 3, dtype=tgrad.int64))
+    with pytest.raises(RuntimeError, match="weight tensor should be defined either for all 5 classes"):
+        F.cross_entropy(x, tgrad.tensor([0, 1, 2]), weight=tgrad.ones(4))
+    with pytest.raises(RuntimeError, match="label_smoothing must be between 0.0 and 1.0. Got: 1.5"):
+        F.cross_entropy(x, tgrad.tensor([0, 1, 2]), label_smoothing=1.5)
+    with pytest.raises(ValueError, match="^foo is not a valid value for reduction$"):
+        F.cross_entropy(x, tgrad.tensor([0, 1, 2]), reduction="foo")
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        F.cross_entropy(x, tgrad.tensor([0, 1, 2]), weight=tgrad.ones(5, requires_grad=True))
+
+
+# ------------------------------------------------------------------------------ elementwise losses
+
+ELEMENTWISE = {  # name: (input range, extra kwargs)
+    "mse_loss": ((-2, 2), {}), "l1_loss": ((-2, 2), {}), "smooth_l1_loss": ((-2, 2), {"beta": 0.6}),
+    "huber_loss": ((-2, 2), {"delta": 0.7}), "binary_cross_entropy": ((0.02, 0.98), {}),
+    "binary_cross_entropy_with_logits": ((-4, 4), {}),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name", list(ELEMENTWISE))
+def test_elementwise_losses(dtype, reduction, name):
+    (lo, hi), kw = ELEMENTWISE[name]
+    x, xr = make_pair((5, 7), dtype, lo, hi, seed=1)
+    y, yr = make_pair((5, 7), dtype, 0, 1, seed=2)  # the target gets a gradient too
+    out = getattr(F, name)(x, y, reduction=reduction, **kw)
+    compare(out, getattr(TF, name)(xr, yr, reduction=reduction, **kw), [(x, xr), (y, yr)], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_weighted_binary_cross_entropy(dtype, reduction):
+    x, xr = make_pair((4, 6), dtype, 0.02, 0.98, seed=1)
+    y, yr = make_pair((4, 6), dtype, 0, 1, seed=2)
+    w, wr = tensor_or_none(uniform64((6,), 0.1, 2, 3), dtype)
+    out = F.binary_cross_entropy(x, y, weight=w, reduction=reduction)
+    compare(out, TF.binary_cross_entropy(xr, yr, weight=wr, reduction=reduction), [(x, xr), (y, yr)], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_bce_with_logits_weight_and_pos_weight(dtype, reduction):
+    x, xr = make_pair((6, 4), dtype, -30, 30, seed=1)  # far into both tails: stability
+    y, yr = make_pair((6, 4), dtype, 0, 1, seed=2)
+    w, wr = tensor_or_none(uniform64((6, 1), 0.1, 2, 3), dtype)
+    q, qr = tensor_or_none(uniform64((4,), 0.5, 3, 4), dtype)
+    out = F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=q, reduction=reduction)
+    ref = TF.binary_cross_entropy_with_logits(xr, yr, weight=wr, pos_weight=qr, reduction=reduction)
+    compare(out, ref, [(x, xr), (y, yr)], dtype)
+
+
+@pytest.mark.parametrize("name,kw", [("smooth_l1_loss", {"beta": 0.0}), ("smooth_l1_loss", {}),
+                                     ("huber_loss", {"delta": 2.5}), ("mse_loss", {})])
+def test_regression_losses_broadcast_and_strided(name, kw):
+    dtype = tgrad.float64
+    base, baser = make_pair((7, 5), dtype, -3, 3, seed=1)
+    x, xr = base.t(), baser.t()  # (5, 7), transposed
+    y, yr = make_pair((1, 7), dtype, -1, 1, seed=2)  # broadcast over the rows: torch warns
+    with pytest.warns(UserWarning, match=r"Using a target size \(tgrad.Size\(\[1, 7\]\)\) that is different"):
+        out = getattr(F, name)(x, y, **kw)
+    with pytest.warns(UserWarning):
+        ref = getattr(TF, name)(xr, yr, **kw)
+    compare(out, ref, [(base, baser), (y, yr)], dtype)
+
+
+def test_elementwise_partial_sums_and_launches(monkeypatch):
+    x, xr = make_pair((5, 9), tgrad.float64, seed=1)
+    y, yr = make_pair((5, 9), tgrad.float64, seed=2)
+    with tgrad.count_launches() as fwd:
+        loss = F.huber_loss(x, y)
+    with tgrad.count_launches() as bwd:
+        tgrad.autograd.grad(loss, [x, y])
+    assert dict(fwd) == {"loss_fwd_kernel": 1} and dict(bwd) == {"loss_bwd_kernel": 1}
+    monkeypatch.setattr(KL, "block_for", lambda n, d: 8)  # 6 blocks over 4 programs: partials
+    monkeypatch.setattr(KL, "programs_for", lambda n, d: 4)
+    for reduction in ("mean", "sum"):
+        assert_close(F.mse_loss(x, y, reduction=reduction), TF.mse_loss(xr, yr, reduction=reduction))
+
+
+def test_elementwise_losses_bad_inputs():
+    x, y = tgrad.rand(3), tgrad.rand(4)
+    with pytest.raises(ValueError, match="is different to the input size"):
+        F.binary_cross_entropy(x, y)
+    with pytest.raises(ValueError, match=r"Target size \(tgrad.Size\(\[4\]\)\) must be the same as input size"):
+        F.binary_cross_entropy_with_logits(x, y)
+    with pytest.raises(RuntimeError, match="^all elements of input should be between 0 and 1$"):
+        F.binary_cross_entropy(tgrad.tensor([0.5, 1.5]), tgrad.tensor([0.0, 1.0]))
+    with pytest.raises(RuntimeError, match="The size of tensor a \\(3\\) must match the size of tensor b \\(4\\)"), \
+            pytest.warns(UserWarning):
+        F.mse_loss(x, y)
+    with pytest.raises(ValueError, match="^sum2 is not a valid value for reduction$"):
+        F.l1_loss(x, x, reduction="sum2")
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'pos_weight'"):
+        F.binary_cross_entropy_with_logits(x, x, pos_weight=tgrad.ones(3, requires_grad=True))
+
+
+# ------------------------------------------------------------------------------ double backward
+
+def _double_backward(fn, ref_fn, pairs):
+    out, ref = fn(*[t for t, _ in pairs]), ref_fn(*[r for _, r in pairs])
+    grads = tgrad.autograd.grad(out, [t for t, _ in pairs], create_graph=True)
+    rgrads = torch.autograd.grad(ref, [r for _, r in pairs], create_graph=True)
+    c = [upstream(r.shape, tgrad.float64, seed=k) for k, r in enumerate(rgrads)]
+    second = tgrad.autograd.grad(sum((a * ci[0]).sum() for a, ci in zip(grads, c)), [t for t, _ in pairs])
+    rsecond = torch.autograd.grad(sum((b * ci[1]).sum() for b, ci in zip(rgrads, c)), [r for _, r in pairs])
+    for a, b in zip(grads + second, rgrads + rsecond):
+        assert_close(a, b, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("kind", ["class", "prob", "nll"])
+def test_cross_entropy_double_backward(kind):
+    x, xr = make_pair((4, 5), tgrad.float64, seed=1)
+    w, wr = tensor_or_none(uniform64((5,), 0.2, 2, 3), tgrad.float64)
+    if kind == "prob":
+        pairs = [(x, xr), make_pair((4, 5), tgrad.float64, 0, 1, seed=2)]
+        _double_backward(lambda a, p: F.cross_entropy(a, p, w, label_smoothing=0.1),
+                         lambda a, p: TF.cross_entropy(a, p, wr, label_smoothing=0.1), pairs)
+        return
+    t, tr = classes((4,), 5, 3, ignore=1)
+    if kind == "nll":
+        _double_backward(lambda a: F.nll_loss(a.tanh(), t, w, ignore_index=1),
+                         lambda a: TF.nll_loss(a.tanh(), tr, wr, ignore_index=1), [(x, xr)])
+    else:
+        _double_backward(lambda a: F.cross_entropy(a, t, w, ignore_index=1, label_smoothing=0.2),
+                         lambda a: TF.cross_entropy(a, tr, wr, ignore_index=1, label_smoothing=0.2), [(x, xr)])
+
+
+@pytest.mark.parametrize("name", list(ELEMENTWISE))
+def test_elementwise_double_backward(name):
+    (lo, hi), kw = ELEMENTWISE[name]
+    pairs = [make_pair((3, 4), tgrad.float64, lo, hi, seed=1), make_pair((3, 4), tgrad.float64, 0, 1, seed=2)]
+    _double_backward(lambda a, b: getattr(F, name)(a, b, **kw).exp(),
+                     lambda a, b: getattr(TF, name)(a, b, **kw).exp(), pairs)
+
+
+def test_probability_target_weight_gradient():
+    x, xr = make_pair((3, 4), tgrad.float64, seed=1)
+    p, pr = make_pair((3, 4), tgrad.float64, 0, 1, seed=2)
+    w, wr = make_pair((4,), tgrad.float64, 0.2, 2, seed=3)
+    compare(F.cross_entropy(x, p, w, reduction="sum"), TF.cross_entropy(xr, pr, wr, reduction="sum"),
+            [(x, xr), (p, pr), (w, wr)], tgrad.float64)

@@ -1,0 +1,111 @@
+"""RMSNorm / rms_norm, GroupNorm / group_norm, InstanceNorm1d/2d against torch with copied weights:
+outputs, gradients of input, weight and bias (random upstream), running statistics, double
+backward and PyTorch's errors."""
+
+import pytest
+import torch
+
+import tgrad
+import tgrad.nn.functional as F
+from support.modules import backward_both, copy_module
+from support.reference import assert_close, make_pair, raises
+from tgrad.kernels.runtime.launch import count_launches
+
+
+def affine(shape, seed):
+    w, wr = make_pair(shape, tgrad.float64, 0.5, 1.5, seed=seed)
+    b, br = make_pair(shape, tgrad.float64, -0.5, 0.5, seed=seed + 1)
+    return w, wr, b, br
+
+
+@pytest.mark.parametrize("dtype", [tgrad.float64, tgrad.float32])
+def test_rms_norm(dtype):
+    x, xr = make_pair((3, 2, 5, 7), dtype, seed=1)
+    w, wr, _, _ = affine((5, 7), 2)
+    w = w.to(dtype).detach().requires_grad_()
+    out = F.rms_norm(x, (5, 7), w, eps=1e-6)
+    ref = torch.nn.functional.rms_norm(xr, (5, 7), wr, eps=1e-6)
+    backward_both([out], [ref])
+    assert_close(x.grad, xr.grad)
+    assert_close(w.grad, wr.grad, rtol=1e-4 if dtype is tgrad.float32 else None)
+    y, yr = make_pair((4, 7), dtype, seed=3)  # default eps, no weight
+    backward_both([F.rms_norm(y, 7)], [torch.nn.functional.rms_norm(yr, (7,))])
+    assert_close(y.grad, yr.grad)
+
+
+def test_rms_norm_module_and_launches():
+    torch.manual_seed(0)
+    ref = torch.nn.RMSNorm(6, eps=1e-5).double()
+    mod = tgrad.nn.RMSNorm(6, eps=1e-5, dtype=tgrad.float64)
+    copy_module(ref, mod)
+    x, xr = make_pair((5, 6), tgrad.float64, seed=4)
+    with count_launches() as c:
+        out = mod(x)
+    assert sum(c.values()) == 1
+    backward_both([out], [ref(xr)])
+    assert_close(mod.weight.grad, ref.weight.grad)
+
+
+@pytest.mark.parametrize("shape,groups", [((3, 6, 5), 3), ((2, 4, 3, 5), 2), ((2, 5), 5)])
+def test_group_norm(shape, groups):
+    x, xr = make_pair(shape, tgrad.float64, seed=5)
+    w, wr, b, br = affine((shape[1],), 6)
+    backward_both([F.group_norm(x, groups, w, b, 1e-4)], [torch.nn.functional.group_norm(xr, groups, wr, br, 1e-4)])
+    for a, r in ((x, xr), (w, wr), (b, br)):
+        assert_close(a.grad, r.grad)
+
+
+def test_group_norm_module_and_double_backward():
+    torch.manual_seed(0)
+    ref = torch.nn.GroupNorm(2, 4).double()
+    mod = tgrad.nn.GroupNorm(2, 4, dtype=tgrad.float64)
+    copy_module(ref, mod)
+    x, xr = make_pair((3, 4, 5), tgrad.float64, seed=7)
+    (g,) = tgrad.autograd.grad((mod(x) ** 3).sum(), [x], create_graph=True)
+    (gr,) = torch.autograd.grad((ref(xr) ** 3).sum(), [xr], create_graph=True)
+    assert_close(g, gr)
+    (g * g).sum().backward()
+    (gr * gr).sum().backward()
+    assert_close(x.grad, xr.grad)
+    assert_close(mod.weight.grad, ref.weight.grad)
+    assert_close(mod.bias.grad, ref.bias.grad)
+
+
+@pytest.mark.parametrize("kind,shape", [("InstanceNorm1d", (3, 4, 5)), ("InstanceNorm2d", (2, 3, 4, 5)),
+                                        ("InstanceNorm1d", (4, 5))])
+@pytest.mark.parametrize("kw", [dict(), dict(affine=True, track_running_stats=True, momentum=0.3),
+                                dict(track_running_stats=True, momentum=None)])
+def test_instance_norm(kind, shape, kw):
+    torch.manual_seed(0)
+    C = shape[-2] if len(shape) == 2 else shape[1]
+    ref = getattr(torch.nn, kind)(C, **kw).double()
+    mod = getattr(tgrad.nn, kind)(C, dtype=tgrad.float64, **kw)
+    copy_module(ref, mod) if kw else None
+    x, xr = make_pair(shape, tgrad.float64, seed=8)
+    backward_both([mod(x)], [ref(xr)])
+    assert_close(x.grad, xr.grad)
+    if kw:
+        if kw.get("affine"):
+            assert_close(mod.weight.grad, ref.weight.grad)
+        mod(x)
+        ref(xr)  # a second batch
+        assert_close(mod.running_mean, ref.running_mean)
+        assert_close(mod.running_var, ref.running_var)
+        assert mod.num_batches_tracked.item() == ref.num_batches_tracked.item()
+        mod.eval()
+        ref.eval()
+        y, yr = make_pair(shape, tgrad.float64, seed=9)
+        backward_both([mod(y)], [ref(yr)])
+        assert_close(y.grad, yr.grad)
+
+
+def test_errors():
+    with raises(ValueError, "num_channels must be divisible by num_groups"):
+        tgrad.nn.GroupNorm(3, 4)
+    with raises(RuntimeError, "Expected number of channels in input to be divisible by num_groups, but got input "
+                              "of shape [2, 4, 3] and num_groups=3"):
+        F.group_norm(tgrad.zeros(2, 4, 3), 3)
+    with raises(ValueError, "expected 3D or 4D input (got 2D input)"):
+        tgrad.nn.InstanceNorm2d(3)(tgrad.zeros(3, 4))
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        F.rms_norm(tgrad.zeros(2, 3), (4,))
