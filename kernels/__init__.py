@@ -18,8 +18,9 @@ Layout
   embedding, pad, triangular), ``linalg/`` (matmul, Cholesky and triangular solves), ``random/``
   (Philox fills, dropout, multinomial), ``spatial/`` (conv, unfold, pooling, interpolation),
   ``normalization/`` (layer, batch, RMS and group norm), ``losses/`` (elementwise losses,
-  cross-entropy), and the single-file families ``attention.py``, ``rnn.py``, ``factories.py``,
-  ``optim.py``/``optim_more.py``, ``clip_grad.py``. Each kernel file's docstring states its math.
+  cross-entropy), ``optim/`` (one fused optimizer step, its update formulas, the parameter
+  pointer tables, gradient clipping), and the single-file families ``attention.py``, ``rnn.py``,
+  ``factories.py``. Each kernel file's docstring states its math.
 
 The executor's switches and counters are reached from here (``replay_counts``,
 ``fallback_reasons``, ``count_replays``, ``set_replay``, ``replay_disabled``, ...), loaded on
@@ -32,7 +33,8 @@ One dialect
   once. Elementwise ops (``elementwise/pointwise.py``: ``OP``), losses (``losses/elementwise.py``:
   ``LOSS``/``LOSS_BWD``), reductions (``reductions/reduce.py``: ``FOLD``/``TERM``/``FINISH``),
   random distributions (``random/philox.py``: ``DRAW``), indexing (``indexing/index.py``: ``OP``),
-  matmul epilogues (``linalg/matmul.py``: ``ACT``). A family's host function takes the op's public
+  matmul epilogues (``linalg/matmul.py``: ``ACT``), optimizer steps (``optim/step.py``:
+  ``UPDATE``). A family's host function takes the op's public
   name and looks its formulas up in one table (``LOSSES``, ``REDUCTIONS``, ``INDEX_OPS``,
   ``ACTIVATIONS``). Derivative formulas are plain enough that tgrad also evaluates them on Tensors
   (``tgrad.ops.formula.traced``) for ``create_graph``.

@@ -29,7 +29,8 @@ import tgrad
 import tgrad.nn.functional as F
 import tgrad.optim  # noqa: F401
 from support.kernel_guard import Guard, MemoryViolation, memory_checked, poisoned_allocations, raw_bytes
-from tgrad.kernels import factories as KF, elementwise as M, random as KR
+from tgrad.kernels import factories as KF, elementwise as M
+from tgrad.kernels.random import philox as KR
 from tgrad.kernels.indexing import index as KI
 from tgrad.kernels.linalg import matmul as KM
 from tgrad.kernels.reductions import segment

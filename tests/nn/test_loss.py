@@ -13,7 +13,7 @@ import tgrad
 import tgrad.nn.functional as F
 from support.reference import assert_close, make_pair, uniform64, upstream
 from tgrad.kernels.losses import cross_entropy as KCE
-from tgrad.kernels import losses as KL
+from tgrad.kernels.losses import elementwise as KL
 
 DTYPES = [tgrad.float32, tgrad.float64]
 REDUCTIONS = ["mean", "sum", "none"]
