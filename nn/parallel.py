@@ -1,12 +1,15 @@
 """``tgrad.nn.parallel``: ``DataParallel`` as a single-device pass-through (tgrad does not replicate a
-module over GPUs); there is no ``DistributedDataParallel`` (no torch.distributed in tgrad)."""
+module over GPUs); ``DistributedDataParallel`` importable, refusing as PyTorch's does without a
+process group (tgrad.distributed never has one)."""
 from __future__ import annotations
 
 import warnings
 
+from tgrad import distributed
+
 from .modules.module import Module
 
-__all__ = ["DataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel"]
 
 
 class DataParallel(Module):
@@ -25,9 +28,10 @@ class DataParallel(Module):
         return self.module(*inputs, **kwargs)
 
 
-def __getattr__(name):
-    if name == "DistributedDataParallel":
-        raise AttributeError("tgrad.nn.parallel has no DistributedDataParallel: tgrad has no torch.distributed "
-                             "(multi-process training); train the module directly, or wrap it in DataParallel "
-                             "(a single-device pass-through)")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+class DistributedDataParallel(Module):
+    """Needs an initialized process group, which tgrad (one process) never has: PyTorch's error."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
+                 process_group=None, bucket_cap_mb=None, find_unused_parameters=False, **kwargs):
+        super().__init__()
+        distributed.get_world_size()  # raises PyTorch's ValueError: no process group

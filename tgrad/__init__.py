@@ -16,7 +16,9 @@ from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, is_infer
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
-from . import backends, cuda, graphs, return_types, viz  # noqa: F401
+from . import amp, backends, cuda, graphs, random, return_types, viz  # noqa: F401
+from .random import get_rng_state, set_rng_state  # noqa: F401
+from .printing import set_printoptions  # noqa: F401
 from tgrad.kernels.reductions import segment
 from tgrad.kernels.runtime.launch import count_launches  # noqa: F401
 from .ops.random import Generator  # noqa: F401
@@ -24,6 +26,9 @@ from .serialization import load, save  # noqa: F401
 import torch as _torch
 
 device = _torch.device
+# the threads of torch's storage work (copies, fills); the interpreter's kernels run on one thread
+set_num_threads, get_num_threads = _torch.set_num_threads, _torch.get_num_threads
+set_num_interop_threads, get_num_interop_threads = _torch.set_num_interop_threads, _torch.get_num_interop_threads
 __version__ = "0.1.0"
 
 
@@ -49,6 +54,8 @@ def numel(t):
 def __getattr__(name):
     # `import tgrad as torch; torch.nn.Linear` works as with torch, while the core itself still
     # never imports nn/optim/utils: they load on first access
-    if name in ("nn", "optim", "utils", "distributions", "accelerator", "onnx", "linalg"):
+    if name in ("nn", "optim", "utils", "distributions", "accelerator", "onnx", "linalg", "distributed", "compiler"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "compile":
+        return importlib.import_module(f"{__name__}.compiler").compile
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

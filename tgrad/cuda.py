@@ -5,10 +5,11 @@ import torch as _torch
 
 from . import graphs  # noqa: F401  (tgrad.cuda.graphs: the capture module, as torch.cuda.graphs)
 from .graphs import Graph, graph
-from .ops.random import manual_seed as _seed
+from .ops.random import default_generator, manual_seed as _seed
 
 __all__ = ["is_available", "device_count", "synchronize", "manual_seed", "manual_seed_all", "empty_cache",
-           "current_device", "get_device_name", "CUDAGraph", "graph", "graph_pool_handle", "graphs"]
+           "current_device", "get_device_name", "CUDAGraph", "graph", "graph_pool_handle", "graphs", "get_rng_state",
+           "set_rng_state", "get_rng_state_all", "set_rng_state_all", "seed", "seed_all", "initial_seed"]
 
 is_available = _torch.cuda.is_available
 device_count = _torch.cuda.device_count
@@ -22,6 +23,47 @@ def manual_seed(seed):
 
 
 manual_seed_all = manual_seed
+
+
+def _need_cuda(what):
+    if not _torch.cuda.is_available():
+        raise RuntimeError(f"torch.cuda.{what}() needs a CUDA device, and none is available")
+
+
+def seed():
+    """Seed CUDA draws non-deterministically (a no-op without CUDA, as in PyTorch)."""
+    if _torch.cuda.is_available():
+        default_generator.seed()
+
+
+seed_all = seed
+
+
+def initial_seed():
+    _need_cuda("initial_seed")
+    return default_generator.initial_seed()
+
+
+def get_rng_state(device="cuda"):
+    """The state CUDA tensors draw from (tgrad's one generator: the same as ``tgrad.get_rng_state()``)."""
+    _need_cuda("get_rng_state")
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state, device="cuda"):
+    _need_cuda("set_rng_state")
+    default_generator.set_state(new_state)
+
+
+def get_rng_state_all():
+    _need_cuda("get_rng_state_all")
+    return [default_generator.get_state() for _ in range(_torch.cuda.device_count())]
+
+
+def set_rng_state_all(new_states):
+    _need_cuda("set_rng_state_all")
+    for state in new_states:
+        default_generator.set_state(state)
 
 
 def empty_cache():

@@ -2,7 +2,7 @@
 
 The storage (``_data``) is only allocated, viewed, copied and filled by torch; every value it holds
 is computed by a Triton kernel. This file holds identity, metadata and autograd bookkeeping; it
-imports nothing of tgrad but dtypes and modes. Methods that compute are attached by ``tgrad.ops``
+imports nothing of tgrad but dtypes, modes and printing. Methods that compute are attached by ``tgrad.ops``
 (its registry: ``x.exp()``, operators, the legacy ``Tensor(data)`` constructor, ``_refresh_view``),
 and the autograd verbs (``backward``, ``register_hook``, ...) by ``tgrad.autograd``.
 """
@@ -17,6 +17,7 @@ import torch
 from . import _dtype
 from ._dtype import Size
 from .modes import _inference_mode_enabled, is_grad_enabled
+from .printing import format_tensor
 
 
 class _Version:
@@ -113,6 +114,23 @@ class Tensor:
     @property
     def is_cuda(self):
         return self._data.device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self._data.device.type == "cpu"
+
+    # tgrad's tensors are dense and live on the CPU or CUDA: PyTorch's other flags read False
+    is_xpu = is_mps = is_meta = is_xla = is_ipu = is_mtia = is_maia = is_vulkan = property(lambda self: False)
+    is_mkldnn = is_quantized = is_sparse = is_sparse_csr = is_nested = property(lambda self: False)
+
+    def is_complex(self):
+        return False  # tgrad has no complex dtypes
+
+    def is_signed(self):
+        return self._data.is_signed()
+
+    def is_same_size(self, other):
+        return self.shape == other.shape
 
     @property
     def ndim(self):
@@ -303,7 +321,7 @@ class Tensor:
 
     # ------------------------------------------------------------------ printing
     def __repr__(self):
-        return _format(self)
+        return format_tensor(self)
 
     __str__ = __repr__
 
@@ -391,18 +409,6 @@ class Tensor:
         if self._data.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
-
-
-def _format(t: Tensor) -> str:
-    # torch formats the numbers (printing is no forward/backward path); tgrad writes the suffixes.
-    body = repr(t._data.detach())
-    assert body.endswith(")")
-    body = body[:-1].replace("torch.", f"{_dtype.NAMESPACE}.")
-    if t._grad_fn is not None:
-        body += f", grad_fn=<{t._grad_fn.name()}>"
-    elif t._requires_grad:
-        body += ", requires_grad=True"
-    return body + ")"
 
 
 def check_inplace(t: Tensor):

@@ -44,6 +44,9 @@ def _positive_int(name, value, exc=ValueError):
         raise exc(f"{name} should be a positive integer value, but got {name}={value}")
 
 
+_REPLACEMENT_CHUNK = 4096  # indices drawn at once with replacement
+
+
 class RandomSampler(Sampler):
     """A fresh random order each pass (or ``num_samples`` draws with replacement)."""
 
@@ -60,8 +63,10 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n, k = len(self.data_source), self.num_samples
-        if self.replacement:
-            yield from tgrad.randint(0, n, (k,), generator=self.generator).tolist()
+        if self.replacement:  # drawn a chunk at a time, as the loader asks (num_samples may be 1e10)
+            for start in range(0, k, _REPLACEMENT_CHUNK):
+                size = min(_REPLACEMENT_CHUNK, k - start)
+                yield from tgrad.randint(0, n, (size,), generator=self.generator).tolist()
             return
         for _ in range(k // n):
             yield from tgrad.randperm(n, generator=self.generator).tolist()

@@ -3,6 +3,8 @@ import warnings
 
 import pytest
 import torch
+import torch.distributed as tdist
+from torch.nn.parallel import DistributedDataParallel as TorchDDP
 
 import tgrad
 import tgrad.nn as gnn
@@ -55,8 +57,47 @@ def test_data_parallel_is_a_pass_through():
     assert gnn.parallel.DataParallel is gnn.DataParallel
     dp(x).sum().backward()
     assert inner.weight.grad is not None
-    with pytest.raises(AttributeError, match="no DistributedDataParallel"):
-        gnn.parallel.DistributedDataParallel
+
+
+def test_distributed_answers_a_single_process_as_torch_uninitialized():
+    gdist = tgrad.distributed
+    assert gdist.is_initialized() is tdist.is_initialized() is False
+    assert gdist.is_available() is False  # tgrad has no backend (documented difference)
+    for name in ("get_rank", "get_world_size", "barrier"):
+        with pytest.raises(ValueError) as theirs:
+            getattr(tdist, name)()
+        with pytest.raises(ValueError) as ours:
+            getattr(gdist, name)()
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(ValueError, match="not been initialized"):
+        TorchDDP(torch.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="not been initialized"):
+        gnn.parallel.DistributedDataParallel(gnn.Linear(2, 2))
+    with pytest.raises(RuntimeError, match="single process"):
+        gdist.init_process_group("gloo")
+
+
+def test_tensor_device_and_layout_flags_match_torch():
+    for dtype in ("float32", "int64", "uint8", "bool"):
+        ours, theirs = tgrad.ones(2, dtype=getattr(tgrad, dtype)), torch.ones(2, dtype=getattr(torch, dtype))
+        flags = [n for n in dir(theirs) if n.startswith("is_") and not callable(getattr(theirs, n))]
+        assert len(flags) >= 15
+        for name in flags:
+            assert getattr(ours, name) == getattr(theirs, name), name
+        for name in ("is_complex", "is_signed", "is_floating_point"):
+            assert getattr(ours, name)() == getattr(theirs, name)(), name
+        assert ours.is_same_size(tgrad.zeros(2)) and not ours.is_same_size(tgrad.zeros(3))
+
+
+def test_thread_settings_are_torchs():
+    old = tgrad.get_num_threads()
+    assert old == torch.get_num_threads()
+    tgrad.set_num_threads(1)
+    assert tgrad.get_num_threads() == torch.get_num_threads() == 1
+    tgrad.set_num_threads(old)
+    assert tgrad.get_num_interop_threads() == torch.get_num_interop_threads()
+    with pytest.raises(RuntimeError):
+        tgrad.set_num_threads(0)
 
 
 def test_onnx_export_says_why_not():

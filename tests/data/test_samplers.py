@@ -1,6 +1,8 @@
 """tgrad.utils.data samplers, ConcatDataset and DataLoader's sampler/batch_sampler against
 torch.utils.data: deterministic results equal, random ones checked as permutations/frequencies,
 the same errors."""
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -123,3 +125,12 @@ def test_errors_as_torch(make, exc, text):
     for U in (TU, GU):
         with pytest.raises(exc, match=text):
             make(U)
+
+
+def test_random_sampler_with_replacement_draws_lazily_like_torch():
+    """minGPT asks for 1e10 samples: PyTorch draws them as the loader iterates, so must tgrad."""
+    ours = GU.RandomSampler(range(10), replacement=True, num_samples=int(1e10))
+    theirs = TU.RandomSampler(range(10), replacement=True, num_samples=int(1e10))
+    assert len(ours) == len(theirs) == int(1e10)
+    drawn = list(itertools.islice(iter(ours), 5000))
+    assert len(drawn) == 5000 and set(drawn) == set(range(10))

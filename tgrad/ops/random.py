@@ -7,7 +7,8 @@ later draw reproducible, on the CPU and on CUDA alike.
 from __future__ import annotations
 
 import math
-import time
+import os
+import struct
 
 import torch
 
@@ -37,6 +38,13 @@ class GraphDraws:
         self.state, self.used = state, 0
 
 
+_STATE_BYTES = 16
+
+
+def _what(obj):
+    return f"a {obj.dtype} tensor" if isinstance(obj, Tensor) else type(obj).__name__
+
+
 class Generator:
     def __init__(self, device="cpu"):
         self.device = torch.device(device)
@@ -51,17 +59,27 @@ class Generator:
         return self
 
     def seed(self):
-        self.manual_seed(int(time.time_ns()) % (2 ** 63))
+        """Seed from the OS's entropy (as PyTorch's ``seed()``), returning the seed."""
+        self.manual_seed(int.from_bytes(os.urandom(8), "little") % (2 ** 63))
         return self._seed
 
     def initial_seed(self):
         return self._seed
 
     def get_state(self):
-        return (self._seed, self.offset)
+        """The state as a uint8 tensor, as PyTorch's: here 16 bytes, the seed and the counter
+        offset (little-endian uint64); PyTorch's Mersenne-Twister states are not interchangeable."""
+        raw = bytearray(struct.pack("<QQ", self._seed, self.offset))
+        return _new(torch.frombuffer(raw, dtype=torch.uint8).clone())
 
-    def set_state(self, state):
-        self._seed, self.offset = state
+    def set_state(self, new_state):
+        if not isinstance(new_state, Tensor) or new_state.dtype is not _dtype.uint8:
+            raise TypeError(f"RNG state must be a torch.ByteTensor, not {_what(new_state)}")
+        if new_state.numel() != _STATE_BYTES:
+            raise RuntimeError(f"Expected an RNG state of size {_STATE_BYTES} (tgrad's Philox seed and offset) "
+                               f"but found the input RNG state size to be {new_state.numel()}")
+        self._seed, self.offset = struct.unpack("<QQ", new_state._data.cpu().contiguous().numpy().tobytes())
+        return self
 
     def take(self, used: int):
         """Return the offset to draw from, then move past the ``used`` counters (during a graph
@@ -87,6 +105,7 @@ class Generator:
 
 
 default_generator = Generator()
+default_generator.seed()  # as PyTorch's: a new seed per process until manual_seed
 
 
 def manual_seed(seed):
