@@ -28,6 +28,13 @@ def norm_except_dim(v: Tensor, dim: int) -> Tensor:
     return tgrad.linalg.vector_norm(v, 2, dim=[d for d in range(v.ndim) if d != dim], keepdim=True)
 
 
+def weight_matrix(weight: Tensor, dim: int) -> Tensor:
+    """``weight`` as the matrix spectral norm measures: ``dim`` first, the other dims flattened."""
+    if dim != 0:
+        weight = weight.permute(dim, *(d for d in range(weight.ndim) if d != dim))
+    return weight.flatten(1)
+
+
 class _WeightNorm(Module):
     def __init__(self, dim=0):
         super().__init__()
@@ -69,9 +76,7 @@ class _SpectralNorm(Module):
             self._power_method(weight_mat, 15)
 
     def _reshape_weight_to_matrix(self, weight):
-        if self.dim != 0:
-            weight = weight.permute(self.dim, *(d for d in range(weight.ndim) if d != self.dim))
-        return weight.flatten(1)
+        return weight_matrix(weight, self.dim)
 
     def _power_method(self, weight_mat, n_power_iterations):
         with tgrad.no_grad():

@@ -163,3 +163,31 @@ def test_hook_based_weight_norm_matches():
     _close(ours.weight, theirs.weight)
     with pytest.raises(ValueError, match="weight_norm of 'weight' not found"):
         tgrad.nn.utils.remove_weight_norm(ours)
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.nn.Linear(5, 4), lambda lib: lib.nn.ConvTranspose2d(2, 3, 3)])
+def test_hook_based_spectral_norm_matches(make):
+    torch.manual_seed(2)
+    theirs, ours = make(torch).double(), make(tgrad).double()
+    _copy_weights(ours, theirs)
+    torch.nn.utils.spectral_norm(theirs)
+    tgrad.nn.utils.spectral_norm(ours)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict({k: _g(v) for k, v in theirs.state_dict().items()})
+    x = torch.randn((2, 5) if isinstance(theirs, torch.nn.Linear) else (1, 2, 4, 4), dtype=torch.float64)
+    for _ in range(2):  # each training forward takes one power step
+        for m in (ours, theirs):
+            m.zero_grad()
+        _forward_and_grads(ours, theirs, x)
+    for k, v in theirs.state_dict().items():
+        _close(ours.state_dict()[k], v)
+    for lib, m in ((torch, theirs), (tgrad, ours)):
+        with pytest.raises(RuntimeError, match="Cannot register two spectral_norm hooks"):
+            lib.nn.utils.spectral_norm(m)
+    ours.eval(), theirs.eval()
+    torch.nn.utils.remove_spectral_norm(theirs)
+    tgrad.nn.utils.remove_spectral_norm(ours)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    _close(ours.weight, theirs.weight)
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
+        tgrad.nn.utils.remove_spectral_norm(ours)
