@@ -87,7 +87,7 @@ def one_hot(tensor, num_classes=-1):
     if num_classes < -1:
         raise RuntimeError("num_classes should be positive")
     if tensor.numel() == 0:
-        if num_classes == -1:
+        if num_classes <= 0:  # PyTorch: 0 classes on an empty input counts as "infer", which cannot be done
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
     else:
         lo, hi = KE.index_range(tensor._data)  # one launch, one read-back

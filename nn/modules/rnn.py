@@ -150,6 +150,10 @@ class RNNBase(Module):
         dirs = 2 if self.bidirectional else 1
         H, P = self.hidden_size, self.proj_size or self.hidden_size
         packed = isinstance(input, PackedSequence)
+        dtype, weight_dtype = (input.data if packed else input).dtype, self.weight_ih_l0.dtype
+        if dtype is not weight_dtype:
+            raise ValueError(f"RNN input dtype ({dtype}) does not match weight dtype ({weight_dtype}). Convert "
+                             f"input: input.to({weight_dtype}), or convert model: model.to({dtype})")
         lengths = None
         if packed:
             data, batch_sizes, sorted_indices, unsorted_indices = input

@@ -185,6 +185,8 @@ def test_kl_pairs():
     (tc, gc), (td, gd) = pair([-1.0, 0.5]), pair([2.0, 3.0])
     check(TD.kl_divergence(TD.Uniform(ta, tb), TD.Uniform(tc, td)),
           GD.kl_divergence(GD.Uniform(ga, gb), GD.Uniform(gc, gd)), (ta, tb, tc, td), (ga, gb, gc, gd))
+    check(TD.kl_divergence(TD.Uniform(ta, tb), TD.Normal(tl[:2], ts[:2])),
+          GD.kl_divergence(GD.Uniform(ga, gb), GD.Normal(gl[:2], gs[:2])), (ta, tb, tl, ts), (ga, gb, gl, gs))
     n = 3
     tm, gm = pair(RNG.standard_normal((2, n)))
     tL1, gL1 = pair(np.linalg.cholesky(_spd(n, (2,))))

@@ -319,7 +319,8 @@ def test_one_hot():
     assert F.one_hot(tgrad.tensor([], dtype=tgrad.int64), 3).shape == (0, 3)
     for t, n, msg in (([0, 3], 2, r"Class values must be smaller than num_classes\. \(got 3 with num_classes=2\)"),
                       ([0, -1], 5, r"Class values must be non-negative\. \(got -1\)"),
-                      ([], -1, "Can not infer total number of classes from empty tensor.")):
+                      ([], -1, "Can not infer total number of classes from empty tensor."),
+                      ([], 0, "Can not infer total number of classes from empty tensor.")):
         with pytest.raises(RuntimeError, match=f"^{msg}$"):
             F.one_hot(tgrad.tensor(t, dtype=tgrad.int64), n)
     with pytest.raises(RuntimeError, match="only applicable to index tensor of type LongTensor"):

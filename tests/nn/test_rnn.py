@@ -211,5 +211,10 @@ def test_errors():
         mod(tgrad.zeros(2, 2, 3), (tgrad.zeros(1, 3, 4), tgrad.zeros(1, 2, 4)))
     with raises(RuntimeError, "input has inconsistent input_size: got 2 expected 3"):
         tgrad.nn.GRUCell(3, 4)(tgrad.zeros(2, 2))
+    for lib in (torch, tgrad):  # the dtype mismatch is a ValueError in both, naming both dtypes
+        with pytest.raises(ValueError, match=r"RNN input dtype \(\w+\.float64\) does not match weight dtype"):
+            lib.nn.RNN(3, 4)(lib.zeros(2, 5, 3, dtype=lib.float64))
+        with pytest.raises(ValueError, match=r"RNN input dtype \(\w+\.float32\) does not match weight dtype"):
+            lib.nn.GRU(3, 4).double()(lib.zeros(2, 5, 3))
     with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
         pack_padded_sequence(tgrad.zeros(3, 2, 1), [1, 3])

@@ -2,6 +2,8 @@
 (``register_kl`` adds more); the most specific registered pair wins."""
 from __future__ import annotations
 
+import math
+
 import tgrad
 from ._linalg import solve_lower
 from .bernoulli import Bernoulli
@@ -73,6 +75,16 @@ def _kl_categorical_categorical(p, q):
 def _kl_uniform_uniform(p, q):
     result = ((q.high - q.low) / (p.high - p.low)).log()
     return tgrad.where((q.low > p.low) | (q.high < p.high), _INF, result)
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p, q):
+    # E_p[log p - log q]: log(sqrt(2 pi) sigma / w) + (w^2 / 12 + (midpoint - mu)^2) / (2 sigma^2)
+    width = p.high - p.low
+    t1 = (math.sqrt(2 * math.pi) * q.scale / width).log()
+    t2 = width.pow(2) / 12
+    t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
+    return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
 
 
 @register_kl(MultivariateNormal, MultivariateNormal)
