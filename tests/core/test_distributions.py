@@ -226,8 +226,14 @@ def test_errors():
         GD.MultivariateNormal(tgrad.zeros(2))
     with pytest.raises(ValueError, match="scale_tril"):
         GD.MultivariateNormal(tgrad.zeros(2), scale_tril=tgrad.tensor([[1.0, 0.5], [0.0, 1.0]]))
-    with pytest.raises(torch.linalg.LinAlgError, match="not positive-definite"):
-        GD.MultivariateNormal(tgrad.zeros(2), covariance_matrix=tgrad.tensor([[1.0, 2.0], [2.0, 1.0]]))
+    not_pd = [[1.0, 2.0], [2.0, 1.0]]
+    for D, lib in ((TD, torch), (GD, tgrad)):  # validated: PyTorch's constraint error, naming the matrix given
+        for name in ("covariance_matrix", "precision_matrix"):
+            with pytest.raises(ValueError, match=f"Expected parameter {name} .*{name}: .* to satisfy the constraint "
+                                                 r"PositiveDefinite\(\)"):
+                D.MultivariateNormal(lib.zeros(2), **{name: lib.tensor(not_pd)})
+        with pytest.raises(torch.linalg.LinAlgError, match="not positive-definite"):
+            D.MultivariateNormal(lib.zeros(2), covariance_matrix=lib.tensor(not_pd), validate_args=False)
     with pytest.raises(NotImplementedError, match="No KL"):
         GD.kl_divergence(GD.Normal(0.0, 1.0), GD.Uniform(0.0, 1.0))
     for D in (TD, GD):

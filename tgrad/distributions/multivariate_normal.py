@@ -21,7 +21,6 @@ __all__ = ["MultivariateNormal"]
 
 class MultivariateNormal(Distribution):
     has_rsample = True
-    _param_names = ("loc", "covariance_matrix")
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
         if loc.ndim < 1:
@@ -43,17 +42,25 @@ class MultivariateNormal(Distribution):
         self._validate_now = validate_args if validate_args is not None else Distribution._validate_args
         if self._validate_now:
             self._check_matrix(scale_tril, covariance_matrix, precision_matrix)
-        if scale_tril is not None:
-            L = scale_tril
-        elif covariance_matrix is not None:
-            L = cholesky(covariance_matrix)
-        else:
-            Lp = cholesky(precision_matrix)
-            eye = tgrad.eye(n, dtype=Lp.dtype, device=Lp.device).expand(tuple(Lp.shape))
-            inv_lp = solve_lower(Lp, eye)                       # Lp^-1
-            L = cholesky(solve_lower(Lp, inv_lp, transpose=True))  # chol(Lp^-T Lp^-1)
-        self._unbroadcasted_scale_tril = L
+        try:
+            self._unbroadcasted_scale_tril = self._scale_tril_of(scale_tril, covariance_matrix, precision_matrix)
+        except RuntimeError:  # not positive-definite: with validation, PyTorch's constraint error
+            if self._validate_now and scale_tril is None:
+                name = "covariance_matrix" if covariance_matrix is not None else "precision_matrix"
+                self._check_param(name, given, tgrad.tensor(False), "PositiveDefinite()")
+            raise
         super().__init__(batch, (n,), validate_args)
+
+    @staticmethod
+    def _scale_tril_of(scale_tril, cov, prec):
+        if scale_tril is not None:
+            return scale_tril
+        if cov is not None:
+            return cholesky(cov)
+        Lp = cholesky(prec)
+        eye = tgrad.eye(Lp.shape[-1], dtype=Lp.dtype, device=Lp.device).expand(tuple(Lp.shape))
+        inv_lp = solve_lower(Lp, eye)                       # Lp^-1
+        return cholesky(solve_lower(Lp, inv_lp, transpose=True))  # chol(Lp^-T Lp^-1)
 
     def _check_matrix(self, scale_tril, cov, prec):
         if scale_tril is not None:
@@ -142,6 +149,8 @@ class MultivariateNormal(Distribution):
         h = 0.5 * n * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
         return h.expand(self._batch_shape) if tuple(h.shape) != tuple(self._batch_shape) else h
 
-    def __repr__(self):
+    def __repr__(self):  # as PyTorch's: loc and the matrix given, at their broadcast shapes
         n = self.loc.shape[-1]
-        return f"MultivariateNormal(loc: {self.loc.size()}, covariance_matrix: {Size(tuple(self.loc.shape) + (n,))})"
+        name = next(k for k, m in zip(("scale_tril", "covariance_matrix", "precision_matrix"), self._given)
+                    if m is not None)
+        return f"MultivariateNormal(loc: {self.loc.size()}, {name}: {Size(tuple(self.loc.shape) + (n,))})"
