@@ -16,7 +16,9 @@ from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, is_infer
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
-from . import amp, backends, cuda, graphs, random, return_types, viz  # noqa: F401
+from . import amp, backends, cpu, cuda, graphs, random, return_types, viz  # noqa: F401
+from .amp.autocast_mode import (autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype,  # noqa: F401
+                                set_autocast_enabled)
 from .random import get_rng_state, set_rng_state  # noqa: F401
 from .printing import set_printoptions  # noqa: F401
 from tgrad.kernels.reductions import segment

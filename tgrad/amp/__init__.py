@@ -1,4 +1,6 @@
-"""``tgrad.amp``, as ``torch.amp``: gradient scaling for low-precision training."""
+"""``tgrad.amp``, as ``torch.amp``: ``autocast`` (lower-precision matmuls and convolutions,
+float32 losses, per device and thread) and ``GradScaler`` (loss scaling)."""
+from .autocast_mode import autocast, is_autocast_available
 from .grad_scaler import GradScaler
 
-__all__ = ["GradScaler"]
+__all__ = ["autocast", "GradScaler", "is_autocast_available"]

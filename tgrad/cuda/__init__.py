@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import torch as _torch
 
-from . import graphs  # noqa: F401  (tgrad.cuda.graphs: the capture module, as torch.cuda.graphs)
-from .graphs import Graph, graph
-from .ops.random import default_generator, manual_seed as _seed
+from .. import graphs  # noqa: F401  (tgrad.cuda.graphs: the capture module, as torch.cuda.graphs)
+from ..graphs import Graph, graph
+from ..ops.random import default_generator, manual_seed as _seed
+from . import amp  # noqa: F401  (torch.cuda.amp: the deprecated autocast and GradScaler)
 
 __all__ = ["is_available", "device_count", "synchronize", "manual_seed", "manual_seed_all", "empty_cache",
            "current_device", "get_device_name", "CUDAGraph", "graph", "graph_pool_handle", "graphs", "get_rng_state",
-           "set_rng_state", "get_rng_state_all", "set_rng_state_all", "seed", "seed_all", "initial_seed"]
+           "set_rng_state", "get_rng_state_all", "set_rng_state_all", "seed", "seed_all", "initial_seed", "amp"]
 
 is_available = _torch.cuda.is_available
 device_count = _torch.cuda.device_count
