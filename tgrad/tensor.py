@@ -8,6 +8,7 @@ and the autograd verbs (``backward``, ``register_hook``, ...) by ``tgrad.autogra
 """
 from __future__ import annotations
 
+import copy
 import operator
 import warnings
 import weakref
@@ -371,26 +372,42 @@ class Tensor:
         return a.astype(dtype) if dtype is not None else a
 
     def __reduce_ex__(self, proto):
-        raise TypeError("tgrad tensors are not picklable; use tgrad.save for checkpoints")
+        """Pickled as PyTorch pickles tensors: the storage (through torch's own reducer, so
+        multiprocessing queues share memory), the class (a Parameter stays a Parameter),
+        ``requires_grad`` and the attributes a user set; not ``.grad`` nor the history, so a
+        non-leaf comes back as a leaf that requires grad. ``copy.copy`` rebuilds over the same
+        storage, as PyTorch's does."""
+        state = {k: v for k, v in self.__dict__.items()} if self.__dict__ else None
+        return _rebuild, (type(self), self._data.detach(), self.requires_grad, state)
 
     def __deepcopy__(self, memo):
-        """A leaf with its own copy of the storage (a byte copy), the same requires_grad and a deep
-        copy of ``.grad``, as PyTorch's (``copy.deepcopy(model)`` relies on it)."""
+        """A leaf of the same class with its own copy of the storage (a byte copy), the same
+        requires_grad and deep copies of ``.grad`` and of the attributes a user set, as PyTorch's (``copy.deepcopy(model)`` relies on it)."""
         if self._grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
                                "protocol at the moment.")
         if id(self) in memo:
             return memo[id(self)]
-        new = Tensor._wrap(self._data.clone(), requires_grad=self._requires_grad)
+        new = Tensor._init(object.__new__(type(self)), self._data.clone(), self._requires_grad)
         memo[id(self)] = new
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
+        if self.__dict__:
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
     def __iter__(self):
         if self._data.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
+
+
+def _rebuild(cls, data: torch.Tensor, requires_grad: bool, state):
+    """Unpickles a tensor (``Tensor.__reduce_ex__``); ``cls`` is Tensor or a subclass."""
+    t = Tensor._init(object.__new__(cls), data, requires_grad)
+    if state:
+        t.__dict__.update(state)
+    return t
 
 
 def _format(t: Tensor) -> str:
