@@ -239,6 +239,10 @@ def _caller_globals(depth):
 def _import(name, globals=None, locals=None, fromlist=(), level=0):
     if level or not (name == "torch" or name.startswith("torch.")):
         return _orig_import(name, globals, locals, fromlist, level)
+    if type(fromlist) is list and not fromlist:
+        # C code's import (PyImport_Import passes an empty list), e.g. pickle finding torch._utils
+        # for a torch tensor, with the user's frame as globals: it means the real torch
+        return _orig_import(name, globals, locals, fromlist, level)
     if not _is_user(globals if globals is not None else _caller_globals(1)):
         return _orig_import(name, globals, locals, fromlist, level)
     obj = _resolve(name)

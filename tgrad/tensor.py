@@ -9,6 +9,7 @@ and the autograd verbs (``backward``, ``register_hook``, ...) by ``tgrad.autogra
 from __future__ import annotations
 
 import copy
+import importlib
 import operator
 import warnings
 import weakref
@@ -66,6 +67,10 @@ class Tensor:
     # ------------------------------------------------------------------ construction
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._home = (cls.__module__, cls.__qualname__)
 
     @staticmethod
     def _init(t, data: torch.Tensor, requires_grad=False, version=None, base=None):
@@ -378,7 +383,7 @@ class Tensor:
         non-leaf comes back as a leaf that requires grad. ``copy.copy`` rebuilds over the same
         storage, as PyTorch's does."""
         state = {k: v for k, v in self.__dict__.items()} if self.__dict__ else None
-        return _rebuild, (type(self), self._data.detach(), self.requires_grad, state)
+        return _rebuild, (*type(self)._home, self._data.detach(), self.requires_grad, state)
 
     def __deepcopy__(self, memo):
         """A leaf of the same class with its own copy of the storage (a byte copy), the same
@@ -402,9 +407,24 @@ class Tensor:
         return (self[i] for i in range(self._data.shape[0]))
 
 
-def _rebuild(cls, data: torch.Tensor, requires_grad: bool, state):
-    """Unpickles a tensor (``Tensor.__reduce_ex__``); ``cls`` is Tensor or a subclass."""
-    t = Tensor._init(object.__new__(cls), data, requires_grad)
+# where a tensor class is defined, by name: pickle finds classes by ``__module__``, which the
+# drop-in runner sets to torch's (``torch.nn.parameter``) so that scripts print PyTorch's names
+Tensor._home = (__name__, "Tensor")
+
+
+def tensor_class(module: str, qualname: str) -> type:
+    """The Tensor class (Tensor, or a subclass such as Parameter) that ``_home`` names."""
+    cls = importlib.import_module(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"{module}.{qualname} is not a tgrad Tensor class")
+    return cls
+
+
+def _rebuild(module: str, qualname: str, data: torch.Tensor, requires_grad: bool, state):
+    """Unpickles a tensor (``Tensor.__reduce_ex__``) of the class that ``module``.``qualname`` names."""
+    t = Tensor._init(object.__new__(tensor_class(module, qualname)), data, requires_grad)
     if state:
         t.__dict__.update(state)
     return t

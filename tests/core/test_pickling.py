@@ -14,6 +14,7 @@ import torch
 import tgrad
 import tgrad.nn as nn
 import tgrad.optim as optim
+from tgrad import dropin
 
 
 def _pair(values, dtype=torch.float64, requires_grad=False):
@@ -149,3 +150,19 @@ def test_a_spawned_worker_returns_tensors():
     np.testing.assert_array_equal(doubled.numpy(), [0.0, 2.0, 4.0, 6.0])
     assert isinstance(param, nn.Parameter) and param.requires_grad
     np.testing.assert_array_equal(param.detach().numpy(), [0.0, 1.0, 2.0, 3.0])
+
+
+def test_pickling_under_the_drop_in_runner():
+    """The runner gives tgrad's classes torch's module names (torch.nn.parameter.Parameter, torch.Size),
+    which pickle would resolve to PyTorch's own classes: tgrad's pickles name them otherwise."""
+    dropin.install()
+    try:
+        p = nn.Parameter(tgrad.ones(2), requires_grad=False)
+        back = _round_trip({"p": p, "t": tgrad.ones(1), "shape": tgrad.zeros(2, 3).shape, "dtype": tgrad.float16})
+        # a real torch tensor pickled from user code (pickle imports torch._utils: the real one)
+        real = _round_trip(torch.ones(2))
+    finally:
+        dropin.uninstall()
+    assert type(back["p"]) is nn.Parameter and not back["p"].requires_grad
+    assert type(back["t"]) is tgrad.Tensor and type(back["shape"]) is tgrad.Size and back["shape"] == (2, 3)
+    assert back["dtype"] is tgrad.float16 and type(real) is torch.Tensor

@@ -130,13 +130,16 @@ def test_one_tensor_saved_twice_is_one_tensor_and_tied_weights_share_memory():
     assert sd["0.weight"].data_ptr() != sd["1.weight"].data_ptr()
 
 
-def test_size_stays_size():
+def test_size_and_dtypes_stay_themselves():
     x = tgrad.zeros(2, 3)
     back = _tgrad_round_trip({"shape": x.shape, "shapes": [x.shape, tgrad.Size([])], "tuple": (2, 3)})
     theirs = _torch_round_trip({"shape": torch.zeros(2, 3).shape})
     assert type(back["shape"]) is tgrad.Size and type(theirs["shape"]) is torch.Size
     assert back["shape"] == theirs["shape"] == (2, 3)
     assert [type(s) for s in back["shapes"]] == [tgrad.Size, tgrad.Size] and type(back["tuple"]) is tuple
+    # dtypes, which torch.load(weights_only=True) allows too
+    assert _tgrad_round_trip([tgrad.float16, tgrad.int64]) == [tgrad.float16, tgrad.int64]
+    assert _torch_round_trip([torch.float16, torch.int64]) == [torch.float16, torch.int64]
 
 
 def test_float_and_tuple_keys_round_trip():
