@@ -6,6 +6,8 @@ the two libraries continues as it would have in PyTorch."""
 import copy
 import io
 import pickle
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -172,3 +174,39 @@ def test_optimizers_load_each_others_state_dicts(make):
 def test_to_torch_refuses_what_is_not_data():
     with pytest.raises(TypeError, match=r"not Linear objects \(at m\)"):
         tgrad.to_torch({"m": nn.Linear(2, 2)})
+
+
+_RUNNER_SCRIPT = """
+import io, sys
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+model = nn.Linear(3, 2)
+opt = torch.optim.Adam(model.parameters(), lr=0.1)
+model(torch.ones(4, 3)).sum().backward()
+opt.step()
+torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "shape": model.weight.shape}, sys.argv[1])
+buf = io.BytesIO()
+torch.save(model.state_dict(), buf)
+open(sys.argv[2], "wb").write(buf.getvalue())
+back = torch.load(sys.argv[1])
+print(type(back["model"]["weight"]).__module__, back["shape"], back["opt"]["state"][0]["step"])
+"""
+
+
+def test_checkpoints_written_under_the_runner_are_read_by_pytorch(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(_RUNNER_SCRIPT)
+    ckpt, raw = tmp_path / "run.ckpt", tmp_path / "buffer.bin"
+    proc = subprocess.run([sys.executable, "-m", "tgrad", str(script), str(ckpt), str(raw)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["torch", "torch.Size([2,", "3])", "tensor(1.)"]  # tgrad, printed as torch
+    theirs = torch.load(ckpt, weights_only=True)  # real PyTorch, its default loader
+    assert type(theirs["model"]["weight"]) is torch.Tensor and theirs["shape"] == (2, 3)
+    ref = torch.nn.Linear(3, 2)
+    ref.load_state_dict(theirs["model"])
+    opt = torch.optim.Adam(ref.parameters(), lr=0.1)
+    opt.load_state_dict(theirs["opt"])
+    assert float(opt.state_dict()["state"][0]["step"]) == 1.0
+    assert torch.equal(torch.load(raw, weights_only=True)["weight"], theirs["model"]["weight"])
