@@ -335,7 +335,7 @@ class Tensor:
 
     def __bool__(self):
         if self._data.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __float__(self):
@@ -377,17 +377,14 @@ class Tensor:
         return a.astype(dtype) if dtype is not None else a
 
     def __reduce_ex__(self, proto):
-        """Pickled as PyTorch pickles tensors: the storage (through torch's own reducer, so
-        multiprocessing queues share memory), the class (a Parameter stays a Parameter),
-        ``requires_grad`` and the attributes a user set; not ``.grad`` nor the history, so a
-        non-leaf comes back as a leaf that requires grad. ``copy.copy`` rebuilds over the same
-        storage, as PyTorch's does."""
-        state = {k: v for k, v in self.__dict__.items()} if self.__dict__ else None
-        return _rebuild, (*type(self)._home, self._data.detach(), self.requires_grad, state)
+        """As PyTorch's: the storage (by torch's reducer: queues share memory), the class,
+        requires_grad and user attributes; no ``.grad`` nor history (a non-leaf comes back a leaf
+        that requires grad). ``copy.copy`` rebuilds over the same storage."""
+        return _rebuild, (*type(self)._home, self._data.detach(), self.requires_grad, dict(self.__dict__))
 
     def __deepcopy__(self, memo):
-        """A leaf of the same class with its own copy of the storage (a byte copy), the same
-        requires_grad and deep copies of ``.grad`` and of the attributes a user set, as PyTorch's (``copy.deepcopy(model)`` relies on it)."""
+        """A leaf of the same class with its own copy of the storage (a byte copy), requires_grad,
+        and deep copies of ``.grad`` and user attributes, as PyTorch's (``copy.deepcopy(model)``)."""
         if self._grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
                                "protocol at the moment.")
@@ -414,19 +411,16 @@ Tensor._home = (__name__, "Tensor")
 
 def tensor_class(module: str, qualname: str) -> type:
     """The Tensor class (Tensor, or a subclass such as Parameter) that ``_home`` names."""
-    cls = importlib.import_module(module)
-    for part in qualname.split("."):
-        cls = getattr(cls, part)
+    cls = getattr(importlib.import_module(module), qualname)
     if not (isinstance(cls, type) and issubclass(cls, Tensor)):
         raise TypeError(f"{module}.{qualname} is not a tgrad Tensor class")
     return cls
 
 
-def _rebuild(module: str, qualname: str, data: torch.Tensor, requires_grad: bool, state):
+def _rebuild(module: str, qualname: str, data: torch.Tensor, requires_grad: bool, state: dict):
     """Unpickles a tensor (``Tensor.__reduce_ex__``) of the class that ``module``.``qualname`` names."""
     t = Tensor._init(object.__new__(tensor_class(module, qualname)), data, requires_grad)
-    if state:
-        t.__dict__.update(state)
+    t.__dict__.update(state)
     return t
 
 

@@ -4,8 +4,10 @@ Each case does the same thing to a torch object and to a tgrad object and compar
 the class (a Parameter stays a Parameter), requires_grad, leaf-ness, ``.grad`` (not pickled), the
 values, whether ``copy.copy`` shares the storage, and the errors (deepcopy of a non-leaf)."""
 import copy
+import io
 import multiprocessing
 import pickle
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
@@ -150,6 +152,16 @@ def test_a_spawned_worker_returns_tensors():
     np.testing.assert_array_equal(doubled.numpy(), [0.0, 2.0, 4.0, 6.0])
     assert isinstance(param, nn.Parameter) and param.requires_grad
     np.testing.assert_array_equal(param.detach().numpy(), [0.0, 1.0, 2.0, 3.0])
+
+
+def test_multiprocessing_queues_share_memory_as_in_torch():
+    big = tgrad.zeros(1 << 18, dtype=tgrad.float64)
+    sizes = []
+    for t in (big, big.torch()):
+        buf = io.BytesIO()
+        ForkingPickler(buf).dump(t)  # what multiprocessing queues and pools send
+        sizes.append(len(buf.getvalue()))
+    assert max(sizes) < 4096 < big.numel() * 8  # a handle to shared memory, not the data
 
 
 def test_pickling_under_the_drop_in_runner():
