@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -210,3 +211,15 @@ def test_checkpoints_written_under_the_runner_are_read_by_pytorch(tmp_path):
     opt.load_state_dict(theirs["opt"])
     assert float(opt.state_dict()["state"][0]["step"]) == 1.0
     assert torch.equal(torch.load(raw, weights_only=True)["weight"], theirs["model"]["weight"])
+
+
+def test_numpy_arrays_in_pt_files_follow_pytorchs_rule(tmp_path):
+    obj = {"rng": np.arange(3)}
+    tgrad.save(obj, tmp_path / "ours.pt")
+    torch.save(obj, tmp_path / "theirs.pt")
+    for name in ("ours.pt", "theirs.pt"):
+        with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+            torch.load(tmp_path / name)
+        with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+            tgrad.load(tmp_path / name)
+        assert np.array_equal(tgrad.load(tmp_path / name, weights_only=False)["rng"], np.arange(3))
