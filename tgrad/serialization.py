@@ -182,6 +182,7 @@ def _checksum(metadata: dict, table, chunks) -> str:
 
 
 def _encode(obj) -> bytes:
+    obj = torch_format.from_torch_objects(obj)  # torch tensors given to tgrad.save are saved as tgrad's
     if (isinstance(obj, dict) and len({id(v) for v in obj.values()}) == len(obj)
             and all(isinstance(k, str) and type(v) is Tensor and not v.requires_grad for k, v in obj.items())):
         tensors = {k: v._data for k, v in obj.items()}
@@ -229,7 +230,8 @@ def _sorted_metadata(payload: bytes) -> bytes:
 
 def save(obj, f, format=None) -> None:
     """Write ``obj`` (a state dict, or nested dicts/lists of tensors, NumPy arrays and plain
-    values) to ``f`` (a path, written atomically, or a binary file object).
+    values; PyTorch's tensors are taken as tgrad's) to ``f`` (a path, written atomically, or a
+    binary file object).
 
     ``format``: ``"safetensors"`` (tgrad's checkpoints) or ``"torch"`` (``torch.save``'s zip
     archive, which PyTorch's ``torch.load`` reads); by default ``"torch"`` for a path ending in

@@ -13,6 +13,7 @@ modules and optimizers are refused by the caller's ``refuse``, as by the safeten
 """
 from __future__ import annotations
 
+import copy
 import io
 
 import numpy as np
@@ -24,7 +25,9 @@ from .tensor import Tensor, tensor_class
 
 __all__ = ["read", "write", "to_torch", "from_torch_objects", "to_torch_objects"]
 
-_PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.device, np.ndarray, np.generic)
+# what torch.save writes as it is (torch's own objects included: a caller may mix them in)
+_PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.device, torch.dtype, torch.Size, torch.Tensor,
+          np.ndarray, np.generic)
 
 
 def _parameter():
@@ -33,16 +36,17 @@ def _parameter():
 
 
 def _container(obj, convert):
-    """``obj`` rebuilt with ``convert`` applied to its items, keeping its container type
-    (``OrderedDict`` and its ``_metadata``, which ``state_dict()`` carries)."""
+    """``obj`` rebuilt with ``convert(item, where)`` applied to its keys (``where`` None) and items
+    (``where`` their key or index), keeping its container type and attributes (an ``OrderedDict``'s
+    ``_metadata`` from ``state_dict()``, a defaultdict's factory)."""
     if isinstance(obj, dict):
-        out = type(obj)((convert(k), convert(v)) for k, v in obj.items())
-        if hasattr(obj, "_metadata"):
-            out._metadata = obj._metadata
+        out = copy.copy(obj)
+        out.clear()
+        for k, v in obj.items():
+            out[convert(k, None)] = convert(v, str(k))
         return out
-    if isinstance(obj, list):
-        return [convert(v) for v in obj]
-    return tuple(convert(v) for v in obj)
+    items = [convert(v, str(i)) for i, v in enumerate(obj)]
+    return items if isinstance(obj, list) else tuple(items)
 
 
 def from_torch_objects(obj, memo=None):
@@ -52,7 +56,7 @@ def from_torch_objects(obj, memo=None):
         return memo[id(obj)]
     if isinstance(obj, torch.Tensor):
         if obj.dtype not in _dtype._BY_TORCH:
-            raise TypeError(f"tgrad.load: a tensor of dtype {obj.dtype}, which tgrad tensors do not support "
+            raise TypeError(f"a torch tensor of dtype {obj.dtype}, which tgrad tensors do not support "
                             f"(tgrad supports {', '.join(str(d) for d in _dtype._BY_TORCH)})")
         cls = _parameter() if isinstance(obj, torch.nn.Parameter) else Tensor
         out = Tensor._init(object.__new__(cls), obj.detach())
@@ -62,8 +66,8 @@ def from_torch_objects(obj, memo=None):
         out = Size(obj)
     elif isinstance(obj, torch.dtype):
         out = _dtype._BY_TORCH.get(obj, obj)
-    elif isinstance(obj, (dict, list, tuple)):
-        out = _container(obj, lambda v: from_torch_objects(v, memo))
+    elif isinstance(obj, (dict, list, tuple)) and not isinstance(obj, Size):
+        out = _container(obj, lambda v, _: from_torch_objects(v, memo))
     else:
         return obj
     memo[id(obj)] = out
@@ -86,15 +90,11 @@ def to_torch_objects(obj, refuse, path=(), memo=None):
         out = torch.Size(obj)
     elif isinstance(obj, _dtype.dtype):
         out = obj.torch
-    elif isinstance(obj, dict):
-        out = type(obj)((k, to_torch_objects(v, refuse, (*path, str(k)), memo)) for k, v in obj.items())
-        if hasattr(obj, "_metadata"):
-            out._metadata = obj._metadata
-    elif isinstance(obj, (list, tuple)):
-        items = [to_torch_objects(v, refuse, (*path, str(i)), memo) for i, v in enumerate(obj)]
-        out = items if isinstance(obj, list) else tuple(items)
     elif isinstance(obj, _PLAIN):
         return obj
+    elif isinstance(obj, (dict, list, tuple)):
+        out = _container(obj, lambda v, where: to_torch_objects(v, refuse, path if where is None else
+                                                                  (*path, where), memo))
     else:
         refuse(obj, list(path))
     memo[id(obj)] = out

@@ -223,3 +223,17 @@ def test_numpy_arrays_in_pt_files_follow_pytorchs_rule(tmp_path):
         with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
             tgrad.load(tmp_path / name)
         assert np.array_equal(tgrad.load(tmp_path / name, weights_only=False)["rng"], np.arange(3))
+
+
+def test_torch_tensors_given_to_tgrad_save_are_saved_as_tgrad_tensors(tmp_path):
+    ref, _ = _pair_of_models()
+    obj = {"model": ref.state_dict(), "param": ref[0].weight, "shape": ref[0].weight.shape}
+    for name in ("m.safetensors", "m.pt"):
+        tgrad.save(obj, tmp_path / name)
+        back = tgrad.load(tmp_path / name)
+        assert all(type(v) is tgrad.Tensor and torch.equal(v.torch(), ref.state_dict()[k])
+                   for k, v in back["model"].items())
+        assert type(back["param"]) is nn.Parameter and back["param"].requires_grad
+        assert type(back["shape"]) is tgrad.Size
+    with pytest.raises(TypeError, match="a torch tensor of dtype torch.complex64, which tgrad tensors do not"):
+        tgrad.save({"z": torch.zeros(2, dtype=torch.complex64)}, io.BytesIO())
