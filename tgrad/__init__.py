@@ -25,6 +25,7 @@ from tgrad.kernels.reductions import segment
 from tgrad.kernels.runtime.launch import count_launches  # noqa: F401
 from .ops.random import Generator  # noqa: F401
 from .serialization import load, save  # noqa: F401
+from .torch_format import to_torch  # noqa: F401
 import torch as _torch
 
 device = _torch.device

@@ -130,6 +130,9 @@ class Size(tuple):
     def __repr__(self):
         return f"{NAMESPACE}.Size({list(self)})"
 
+    def __reduce__(self):  # by a function: the drop-in runner gives the class torch's module name
+        return (_size, (tuple(self),))
+
     __str__ = __repr__
 
     def numel(self):
@@ -141,6 +144,10 @@ class Size(tuple):
     def __getitem__(self, item):
         r = super().__getitem__(item)
         return Size(r) if isinstance(item, slice) else r
+
+
+def _size(dims):
+    return Size(dims)
 
 
 def as_device(d) -> torch.device:

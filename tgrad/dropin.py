@@ -126,9 +126,22 @@ class TorchView(types.ModuleType):
 _MISSING = object()
 
 
+def _torch_save(obj, f, *args, **kwargs):
+    """``torch.save`` under the runner: PyTorch's zip format whatever the file's name, so that real
+    PyTorch reads what the program wrote (``torch.load`` reads it back through ``tgrad.load``).
+    torch.save's pickling options have no effect: only data is written."""
+    tgrad.save(obj, f, format="torch")
+
+
+# names that differ under the runner from tgrad's own
+_OVERRIDES = {("torch", "save"): _torch_save, ("torch.serialization", "save"): _torch_save}
+
+
 def _lookup(torch_parent, target, name):
     """``torch_parent.name`` under tgrad: a plain attribute of ``target``, a view of tgrad's
     counterpart of the torch module ``torch_parent.name``, or _MISSING."""
+    if (torch_parent, name) in _OVERRIDES:
+        return _OVERRIDES[torch_parent, name]
     value = getattr(target, name, _MISSING)
     if value is not _MISSING and not isinstance(value, types.ModuleType):
         return value
@@ -238,6 +251,10 @@ def _caller_globals(depth):
 
 def _import(name, globals=None, locals=None, fromlist=(), level=0):
     if level or not (name == "torch" or name.startswith("torch.")):
+        return _orig_import(name, globals, locals, fromlist, level)
+    if type(fromlist) is list and not fromlist:
+        # C code's import (PyImport_Import passes an empty list), e.g. pickle finding torch._utils
+        # for a torch tensor, with the user's frame as globals: it means the real torch
         return _orig_import(name, globals, locals, fromlist, level)
     if not _is_user(globals if globals is not None else _caller_globals(1)):
         return _orig_import(name, globals, locals, fromlist, level)

@@ -1,4 +1,4 @@
-"""``tgrad.save`` / ``tgrad.load``: checkpoints in the safetensors format, never pickle.
+"""``tgrad.save`` / ``tgrad.load``: checkpoints in the safetensors format (or PyTorch's, see the end).
 
 The file format is the ``safetensors`` package's (https://github.com/huggingface/safetensors):
 ``safetensors.torch.save`` lays the file out (an 8-byte header length, a JSON header of each
@@ -9,15 +9,19 @@ it) and, when the library refuses a file, to say what is wrong in the file's ter
 Any safetensors reader (``safetensors.torch.load_file`` ...) reads the tensors of a tgrad file.
 What tgrad adds lives in ``__metadata__``:
 
-- ``"tgrad.keys"``: for a flat ``{str: Tensor}`` dict (a model's ``state_dict()``), the names in
-  their insertion order (the file's own order is the library's). The tensors are stored under
-  exactly those names.
-- ``"tgrad.tree"``: for anything else built of dicts, lists, tuples, numbers, strings, bools, None,
-  tensors and NumPy arrays (an optimizer's ``state_dict()``, ``{"model": ..., "epoch": 3}``), a
-  JSON skeleton: each tensor is ``{"__tensor__": name}`` (named by its path, ``"state/0/exp_avg"``),
-  each NumPy array ``{"__ndarray__": name}`` (a NumPy scalar adds ``"scalar": true``) and loads back
-  as a NumPy array of its dtype and shape, dicts are lists of ``[key, value]`` pairs (integer keys
-  stay integers) and tuples are marked.
+- ``"tgrad.keys"``: for a flat ``{str: Tensor}`` dict of distinct plain tensors that do not require
+  grad (a model's ``state_dict()``), the names in their insertion order (the file's own order is
+  the library's). The tensors are stored under exactly those names. ``"tgrad.shared"`` maps a name
+  to an earlier one over the same memory and layout (tied weights): they load back sharing memory.
+- ``"tgrad.tree"``: for anything else built of dicts, lists, tuples, ``Size``, dtypes, numbers,
+  strings, bools, None, tensors and NumPy arrays (an optimizer's ``state_dict()``, ``{"model": ...,
+  "epoch": 3}``), a JSON skeleton: each tensor is ``{"__tensor__": name}`` (named by its path,
+  ``"state/0/exp_avg"``; ``"requires_grad": true``, ``"class"`` for a Parameter, ``"shares"``
+  naming an earlier tensor over the same memory; a tensor object met twice is one node and loads
+  back as one object), each NumPy array ``{"__ndarray__": name}`` (a NumPy scalar adds
+  ``"scalar": true``) and loads back as a NumPy array of its dtype and shape, dicts are lists of
+  ``[key, value]`` pairs (keys: scalars, floats included, or marked tuples), tuples, Sizes and
+  dtypes are marked.
 - ``"tgrad.crc32"``: the CRC-32 of the rest of the metadata, of the tensor table (name, dtype,
   shape) and of the tensors' bytes, in name order, then of any bytes of the data section that no
   tensor covers. It catches damage the library's validation cannot see (a flipped bit in the data,
@@ -25,23 +29,20 @@ What tgrad adds lives in ``__metadata__``:
   checked. Files from tgrad's earlier hand-written writer carry its older checksum, checked too.
 
 A safetensors file from another writer (no tgrad metadata) loads as a flat dict of tensors in the
-file's order. ``load`` names what a file is when it is not safetensors at all: a PyTorch
-``torch.save`` checkpoint (zip or legacy pickle) gets the steps to convert it.
+file's order. A ``torch.save`` checkpoint (zip or legacy pickle) is read by PyTorch's weights-only
+loader (``torch_format``); ``load`` names what any other file is (``file_kinds``).
 
-``save`` writes a temporary file in the target's directory (``os.write``), fsyncs it, then renames
-it over the target (``os.replace``) and fsyncs the directory, so a crash leaves either the old file
-or the new one, never half of one. A whole module or optimizer is refused with the advice to save
-its ``state_dict()``: storing one would mean pickling code, which tgrad never does (PyTorch 2.6+
-refuses to load such files by default too).
+``save`` writes a path atomically, as ``open(path, "wb")`` would (``atomic_write``). A path ending
+in .pt or .pth, or ``format="torch"``, gets PyTorch's zip format (``torch_format``), which
+``torch.load`` reads. A whole module or optimizer is refused, in either format, with the advice to
+save its ``state_dict()``: storing one would mean pickling code (PyTorch 2.6+ refuses to load such
+files by default too); in memory, ``pickle`` and ``copy`` work on them as in PyTorch.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import struct
-import tempfile
-import zipfile
 import zlib
 
 import numpy as np
@@ -49,7 +50,11 @@ import safetensors
 import safetensors.torch
 import torch
 
-from .tensor import Tensor
+from . import _dtype, file_kinds, torch_format
+from .file_kinds import MAX_HEADER
+from ._dtype import Size
+from .atomic_write import write_file
+from .tensor import Tensor, tensor_class
 
 __all__ = ["save", "load"]
 
@@ -63,8 +68,7 @@ _BY_TORCH = {v[0]: k for k, v in _CODES.items()}
 _BY_NUMPY = {np.dtype(v[1]): k for k, v in _CODES.items() if v[1]}
 # the dtypes a tgrad tensor can have (uint16/32/64 only come from NumPy arrays)
 _TENSOR_CODES = ("F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL")
-_KEYS_KEY, _TREE_KEY, _CRC_KEY = "tgrad.keys", "tgrad.tree", "tgrad.crc32"
-_MAX_HEADER = 100_000_000  # safetensors refuses a larger header
+_KEYS_KEY, _TREE_KEY, _SHARED_KEY, _CRC_KEY = "tgrad.keys", "tgrad.tree", "tgrad.shared", "tgrad.crc32"
 _SCALARS = (bool, int, float, str, type(None))
 
 
@@ -98,32 +102,74 @@ def _array(a) -> torch.Tensor:
     return torch.from_numpy(a if a.flags.writeable else a.copy())  # (torch warns on read-only arrays)
 
 
-def _skeleton(obj, path, tensors):
-    """``obj`` as JSON-able data with each tensor and array replaced by a reference into ``tensors``."""
-    numeric = isinstance(obj, np.ndarray) or isinstance(obj, np.generic) and obj.dtype.kind in "biuf"
-    if isinstance(obj, Tensor) or numeric:
+def _key(k):
+    """A dict key as JSON: scalars as themselves, tuples (and Size) marked, as ``_rebuild`` reads."""
+    if isinstance(k, Size):
+        return {"__size__": list(k)}
+    if isinstance(k, tuple):
+        return {"__tuple__": [_key(x) for x in k]}
+    if isinstance(k, _SCALARS):
+        return k
+    raise TypeError(f"tgrad.save: dict keys must be str, int, float, bool, None or tuples of them, "
+                    f"got {type(k).__name__}")
+
+
+def _view_key(t: torch.Tensor):
+    """Two tensor objects over the same memory with the same layout (``w`` and ``w.detach()``)."""
+    return t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype, t.device
+
+
+class _Skeleton:
+    """``obj`` as JSON-able data with each tensor and array replaced by a reference into
+    ``tensors``. A tensor object met twice is one entry (it loads back as one object); another
+    object over the same memory and layout records ``"shares"`` (it loads back sharing memory)."""
+
+    def __init__(self):
+        self.tensors, self.nodes, self.views = {}, {}, {}
+
+    def name(self, path):
         name = base = "/".join(path) or "tensor"
         i = 1
-        while name in tensors:  # {"a/b": x, "a": {"b": y}}: two paths, one name
+        while name in self.tensors:  # {"a/b": x, "a": {"b": y}}: two paths, one name
             name, i = f"{base}#{i}", i + 1
+        return name
+
+    def tensor(self, t: Tensor, path):
+        if id(t) in self.nodes:
+            return self.nodes[id(t)]
+        name = self.name(path)
+        self.tensors[name] = t._data
+        node = {"__tensor__": name}
+        if t.requires_grad:
+            node["requires_grad"] = True
+        if type(t) is not Tensor:  # a Parameter: the core names its class without importing nn
+            node["class"] = ":".join(type(t)._home)
+        if t._data.numel():
+            node["shares"] = self.views.setdefault(_view_key(t._data), name)
+            if node["shares"] == name:
+                del node["shares"]
+        self.nodes[id(t)] = node
+        return node
+
+    def __call__(self, obj, path):
         if isinstance(obj, Tensor):
-            tensors[name] = obj._data
-            return {"__tensor__": name}
-        tensors[name] = _array(obj)
-        return {"__ndarray__": name, "scalar": True} if isinstance(obj, np.generic) else {"__ndarray__": name}
-    if isinstance(obj, dict):
-        pairs = []
-        for k, v in obj.items():
-            if not isinstance(k, _SCALARS) or isinstance(k, float):
-                raise TypeError(f"tgrad.save: dict keys must be str, int, bool or None, got {type(k).__name__}")
-            pairs.append([k, _skeleton(v, path + [str(k)], tensors)])
-        return {"__dict__": pairs}
-    if isinstance(obj, (list, tuple)):
-        items = [_skeleton(v, path + [str(i)], tensors) for i, v in enumerate(obj)]
-        return {"__tuple__": items} if isinstance(obj, tuple) else items
-    if isinstance(obj, _SCALARS):
-        return obj
-    _refuse(obj, path)
+            return self.tensor(obj, path)
+        if isinstance(obj, np.ndarray) or isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+            name = self.name(path)
+            self.tensors[name] = _array(obj)
+            return {"__ndarray__": name, "scalar": True} if isinstance(obj, np.generic) else {"__ndarray__": name}
+        if isinstance(obj, dict):
+            return {"__dict__": [[_key(k), self(v, path + [str(k)])] for k, v in obj.items()]}
+        if isinstance(obj, Size):
+            return {"__size__": list(obj)}
+        if isinstance(obj, _dtype.dtype):
+            return {"__dtype__": obj.name}
+        if isinstance(obj, (list, tuple)):
+            items = [self(v, path + [str(i)]) for i, v in enumerate(obj)]
+            return {"__tuple__": items} if isinstance(obj, tuple) else items
+        if isinstance(obj, _SCALARS):
+            return obj
+        _refuse(obj, path)
 
 
 def _checksum(metadata: dict, table, chunks) -> str:
@@ -136,12 +182,22 @@ def _checksum(metadata: dict, table, chunks) -> str:
 
 
 def _encode(obj) -> bytes:
-    if isinstance(obj, dict) and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items()):
+    obj = torch_format.from_torch_objects(obj)  # torch tensors given to tgrad.save are saved as tgrad's
+    if (isinstance(obj, dict) and len({id(v) for v in obj.values()}) == len(obj)
+            and all(isinstance(k, str) and type(v) is Tensor and not v.requires_grad for k, v in obj.items())):
         tensors = {k: v._data for k, v in obj.items()}
         metadata = {"format": "pt", _KEYS_KEY: json.dumps(list(tensors))}
+        views, shared = {}, {}
+        for k, t in tensors.items():  # w and w.detach() (tied weights in a state_dict) load back sharing
+            first = views.setdefault(_view_key(t), k) if t.numel() else k
+            if first != k:
+                shared[k] = first
+        if shared:
+            metadata[_SHARED_KEY] = json.dumps(shared)
     else:
-        tensors = {}
-        metadata = {"format": "pt", _TREE_KEY: json.dumps(_skeleton(obj, [], tensors))}
+        skeleton = _Skeleton()
+        metadata = {"format": "pt", _TREE_KEY: json.dumps(skeleton(obj, []))}
+        tensors = skeleton.tensors
     flat, seen = {}, set()
     for name, t in tensors.items():
         code = _BY_TORCH.get(t.dtype)
@@ -172,39 +228,27 @@ def _sorted_metadata(payload: bytes) -> bytes:
     return payload[:8] + (head[:start] + text + head[end:]).encode("utf-8") + payload[8 + n:]
 
 
-def _write_all(fd: int, payload: bytes) -> None:
-    view = memoryview(payload)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def save(obj, f) -> None:
+def save(obj, f, format=None) -> None:
     """Write ``obj`` (a state dict, or nested dicts/lists of tensors, NumPy arrays and plain
-    values) to ``f`` (a path, written atomically, or a binary file object)."""
-    payload = _encode(obj)
+    values; PyTorch's tensors are taken as tgrad's) to ``f`` (a path, written atomically, or a
+    binary file object).
+
+    ``format``: ``"safetensors"`` (tgrad's checkpoints) or ``"torch"`` (``torch.save``'s zip
+    archive, which PyTorch's ``torch.load`` reads); by default ``"torch"`` for a path ending in
+    .pt or .pth, else ``"safetensors"``."""
+    if format is None:
+        name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else ""
+        format = "torch" if str(name).lower().endswith((".pt", ".pth")) else "safetensors"
+    if format == "safetensors":
+        payload = _encode(obj)
+    elif format == "torch":
+        payload = torch_format.write(obj, _refuse)
+    else:
+        raise ValueError(f"tgrad.save: format must be 'safetensors' or 'torch', got {format!r}")
     if hasattr(f, "write"):
         f.write(payload)
         return
-    path = os.fspath(f)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=directory)
-    try:
-        try:
-            _write_all(fd, payload)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    if hasattr(os, "O_DIRECTORY"):  # make the rename itself durable
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    write_file(payload, os.fspath(f))
 
 
 # ----------------------------------------------------------------------------- load
@@ -213,56 +257,18 @@ def _corrupt(where, why):
     return RuntimeError(f"{where}: not a valid tgrad/safetensors checkpoint ({why})")
 
 
-_CONVERT = ("tgrad.load reads safetensors files and never unpickles. To convert it, in PyTorch: "
-            "sd = torch.load(path, map_location='cpu', weights_only=True), then "
-            "safetensors.torch.save_file(sd, 'model.safetensors') (a file tgrad.load reads), or "
-            "tgrad.save({k: tgrad.from_torch(v) for k, v in sd.items()}, 'model.safetensors')")
-# torch.save's legacy format opens with a pickled magic number (0x1950a86a20f9469cfc6c, a LONG1)
-_TORCH_MAGIC = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
-
-
-def _foreign(raw: bytes):
-    """What a file that does not start like a safetensors file is, or None when unknown."""
-    if raw[:4] == b"PK\x03\x04":
-        try:
-            names = zipfile.ZipFile(io.BytesIO(raw)).namelist()
-        except (zipfile.BadZipFile, ValueError):
-            names = []
-        if any("/code/" in n for n in names) and any(n.endswith("constants.pkl") for n in names):
-            return ("it is a TorchScript archive written by torch.jit.save, which holds code and pickles; "
-                    "tgrad.load reads safetensors files of tensors")
-        if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
-            return f"it is a PyTorch checkpoint written by torch.save (a zip archive holding data.pkl). {_CONVERT}"
-        if names and all(n.endswith(".npy") for n in names):
-            return "it is a NumPy .npz archive: read it with numpy.load"
-        return "it is a zip archive, not a safetensors file"
-    if raw[:1] == b"\x80" and _TORCH_MAGIC in raw[:24]:
-        return f"it is a PyTorch checkpoint written by torch.save in the legacy pickle format. {_CONVERT}"
-    if raw[:1] == b"\x80" and 2 <= raw[1] <= 5 and struct.unpack("<Q", raw[:8])[0] > _MAX_HEADER:
-        return f"it is a Python pickle (protocol {raw[1]}); tgrad.load reads safetensors files and never unpickles"
-    if raw.startswith(b"\x93NUMPY"):
-        return "it is a NumPy .npy file: read it with numpy.load"
-    if raw.startswith(b"\x89HDF\r\n\x1a\n"):
-        return "it is an HDF5 file (h5py, Keras), not a safetensors file"
-    if raw.startswith(b"\x1f\x8b"):
-        return "it is a gzip-compressed file: decompress it first"
-    if all(32 <= b < 127 or b in b"\t\r\n" for b in raw[:8]):
-        return f"it starts with text ({raw[:8].decode('ascii')!r}...), not with a safetensors header length"
-    return None
-
-
 def _header(raw: bytes, where: str):
     """The JSON header (the library's bytes API does not return the metadata) and the data offset."""
     if len(raw) < 8:
         raise _corrupt(where, f"the file is truncated: {len(raw)} bytes, fewer than the 8-byte header length")
     (n,) = struct.unpack("<Q", raw[:8])
-    if n > _MAX_HEADER or 8 + n > len(raw):
-        what = _foreign(raw)
+    if n > MAX_HEADER or 8 + n > len(raw):
+        what = file_kinds.foreign(raw)
         if what:
             raise _corrupt(where, what)
-        if n > _MAX_HEADER:
+        if n > MAX_HEADER:
             raise _corrupt(where, f"the first 8 bytes announce a header of {n} bytes, more than safetensors allows "
-                                  f"({_MAX_HEADER}): not a safetensors file, or a damaged one")
+                                  f"({MAX_HEADER}): not a safetensors file, or a damaged one")
         raise _corrupt(where, f"the file is truncated: the header needs {n} bytes but only {len(raw) - 8} follow")
     try:
         header = json.loads(raw[8:8 + n].decode("utf-8"))
@@ -336,7 +342,7 @@ def _decode(raw: bytes, where: str, device):
         raise _explain(header, metadata, data, where, e) from None
     _check_crc(metadata, header, data, where)
 
-    def tensor(name):
+    def storage(name):
         code, shape, buf = entries[name]["dtype"], list(entries[name]["shape"]), entries[name]["data"]
         if code not in _TENSOR_CODES:
             raise RuntimeError(f"{where}: tensor {name!r} has dtype {code}, which tgrad tensors do not support "
@@ -344,7 +350,7 @@ def _decode(raw: bytes, where: str, device):
         dtype = _CODES[code][0]
         t = (torch.from_numpy(np.frombuffer(buf, dtype=np.uint8).copy()).view(dtype).reshape(shape) if buf else
              torch.empty(shape, dtype=dtype))
-        return Tensor._wrap(t if device is None else t.to(device))
+        return t if device is None else t.to(device)
 
     def array(name):
         code, shape, buf = entries[name]["dtype"], list(entries[name]["shape"]), entries[name]["data"]
@@ -352,14 +358,43 @@ def _decode(raw: bytes, where: str, device):
             raise _corrupt(where, f"array {name!r} has dtype {code}, which NumPy has no dtype for")
         return np.frombuffer(buf, dtype=np.dtype(_CODES[code][1])).reshape(shape).copy()
 
+    loaded = {}  # name -> Tensor: a tensor saved twice is one object, "shares" reuses the memory
+
+    def tensor(node):
+        if isinstance(node, str):
+            node = {"__tensor__": node}
+        name = node["__tensor__"]
+        if name not in loaded:
+            data = loaded[node["shares"]]._data if "shares" in node else storage(name)
+            t = Tensor._init(object.__new__(_tensor_class(node.get("class"))), data)
+            if node.get("requires_grad"):
+                t.requires_grad_(True)
+            loaded[name] = t
+        return loaded[name]
+
     for key, what in ((_TREE_KEY, "structure"), (_KEYS_KEY, "key list")):
         if key in metadata:
             try:
                 node = json.loads(metadata[key])
-                return _rebuild(node, tensor, array) if key == _TREE_KEY else {k: tensor(k) for k in node}
+                if key == _TREE_KEY:
+                    return _rebuild(node, tensor, array)
+                shared = json.loads(metadata.get(_SHARED_KEY, "{}"))
+                return {k: tensor({"__tensor__": k, "shares": shared[k]} if k in shared else k) for k in node}
             except (KeyError, TypeError, ValueError, IndexError) as e:
                 raise _corrupt(where, f"the {what} in __metadata__ is damaged: {e!r}") from None
     return {name: tensor(name) for name in header}  # a plain safetensors file: its tensors in the file's order
+
+
+def _tensor_class(path):
+    """The class a tensor was saved as: tgrad's own Tensor subclasses (``tgrad.nn.Parameter``) come
+    back as themselves; a user's subclass, whose code a checkpoint does not hold, as a Tensor."""
+    module, _, name = (path or "").partition(":")
+    if module.split(".")[0] != "tgrad":
+        return Tensor
+    try:
+        return tensor_class(module, name)
+    except (ImportError, AttributeError, TypeError) as e:
+        raise ValueError(f"no tensor class {path!r}: {e}") from None
 
 
 def _rebuild(node, tensor, array):
@@ -367,25 +402,34 @@ def _rebuild(node, tensor, array):
         return [_rebuild(v, tensor, array) for v in node]
     if isinstance(node, dict):
         if "__tensor__" in node:
-            return tensor(node["__tensor__"])
+            return tensor(node)
         if "__ndarray__" in node:
             a = array(node["__ndarray__"])
             return a[()] if node.get("scalar") else a
         if "__tuple__" in node:
             return tuple(_rebuild(v, tensor, array) for v in node["__tuple__"])
-        return {k: _rebuild(v, tensor, array) for k, v in node["__dict__"]}
+        if "__size__" in node:
+            return Size(node["__size__"])
+        if "__dtype__" in node:
+            return _dtype._BY_NAME[node["__dtype__"]]
+        return {_rebuild(k, tensor, array): _rebuild(v, tensor, array) for k, v in node["__dict__"]}
     return node
 
 
 def load(f, map_location=None, weights_only=None, **kwargs):
-    """Read what ``save`` wrote (or any safetensors file) from a path or binary file object.
+    """Read what ``save`` wrote, any safetensors file, or a ``torch.save`` checkpoint from a path or
+    binary file object.
 
     Returns the saved structure with tensors as tgrad tensors, on ``map_location`` (a device, or
-    the CPU when None), and NumPy arrays as NumPy arrays. ``weights_only`` is accepted for PyTorch
-    compatibility: nothing but tensors, arrays and plain values can be loaded anyway."""
-    device = None if map_location is None else torch.device(map_location)
+    the CPU when None), and NumPy arrays as NumPy arrays. A ``torch.save`` file is read by
+    ``torch.load`` with PyTorch's rules: ``weights_only=True`` unless ``weights_only=False`` is
+    passed (``torch_format``). A safetensors file holds nothing but data whatever ``weights_only``."""
     if hasattr(f, "read"):
-        return _decode(f.read(), getattr(f, "name", "<file object>"), device)
-    path = os.fspath(f)
-    with open(path, "rb") as fh:
-        return _decode(fh.read(), path, device)
+        raw, where = f.read(), getattr(f, "name", "<file object>")
+    else:
+        where = os.fspath(f)
+        with open(where, "rb") as fh:
+            raw = fh.read()
+    if file_kinds.is_torch_file(raw):
+        return torch_format.read(raw, map_location, weights_only)
+    return _decode(raw, where, None if map_location is None else torch.device(map_location))

@@ -8,6 +8,8 @@ and the autograd verbs (``backward``, ``register_hook``, ...) by ``tgrad.autogra
 """
 from __future__ import annotations
 
+import copy
+import importlib
 import operator
 import warnings
 import weakref
@@ -66,6 +68,10 @@ class Tensor:
     # ------------------------------------------------------------------ construction
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._home = (cls.__module__, cls.__qualname__)
 
     @staticmethod
     def _init(t, data: torch.Tensor, requires_grad=False, version=None, base=None):
@@ -347,7 +353,7 @@ class Tensor:
 
     def __bool__(self):
         if self._data.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __float__(self):
@@ -389,26 +395,51 @@ class Tensor:
         return a.astype(dtype) if dtype is not None else a
 
     def __reduce_ex__(self, proto):
-        raise TypeError("tgrad tensors are not picklable; use tgrad.save for checkpoints")
+        """As PyTorch's: the storage (by torch's reducer: queues share memory), the class,
+        requires_grad and user attributes; no ``.grad`` nor history (a non-leaf comes back a leaf
+        that requires grad). ``copy.copy`` rebuilds over the same storage."""
+        return _rebuild, (*type(self)._home, self._data.detach(), self.requires_grad, dict(self.__dict__))
 
     def __deepcopy__(self, memo):
-        """A leaf with its own copy of the storage (a byte copy), the same requires_grad and a deep
-        copy of ``.grad``, as PyTorch's (``copy.deepcopy(model)`` relies on it)."""
+        """A leaf of the same class with its own copy of the storage (a byte copy), requires_grad,
+        and deep copies of ``.grad`` and user attributes, as PyTorch's (``copy.deepcopy(model)``)."""
         if self._grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
                                "protocol at the moment.")
         if id(self) in memo:
             return memo[id(self)]
-        new = Tensor._wrap(self._data.clone(), requires_grad=self._requires_grad)
+        new = Tensor._init(object.__new__(type(self)), self._data.clone(), self._requires_grad)
         memo[id(self)] = new
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
+        if self.__dict__:
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
     def __iter__(self):
         if self._data.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
+
+
+# where a tensor class is defined, by name: pickle finds classes by ``__module__``, which the
+# drop-in runner sets to torch's (``torch.nn.parameter``) so that scripts print PyTorch's names
+Tensor._home = (__name__, "Tensor")
+
+
+def tensor_class(module: str, qualname: str) -> type:
+    """The Tensor class (Tensor, or a subclass such as Parameter) that ``_home`` names."""
+    cls = getattr(importlib.import_module(module), qualname)
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"{module}.{qualname} is not a tgrad Tensor class")
+    return cls
+
+
+def _rebuild(module: str, qualname: str, data: torch.Tensor, requires_grad: bool, state: dict):
+    """Unpickles a tensor (``Tensor.__reduce_ex__``) of the class that ``module``.``qualname`` names."""
+    t = Tensor._init(object.__new__(tensor_class(module, qualname)), data, requires_grad)
+    t.__dict__.update(state)
+    return t
 
 
 def check_inplace(t: Tensor):

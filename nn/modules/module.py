@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict, namedtuple
 
+import torch
+
 import tgrad
 from tgrad import _dtype
 from tgrad.autograd.hooks import RemovableHandle
@@ -366,6 +368,8 @@ class Module:
                     missing.append(key)
                 continue
             value = state_dict[key]
+            if isinstance(value, torch.Tensor):  # a PyTorch module's state_dict(): no copy
+                value = tgrad.from_torch(value)
             if not isinstance(value, Tensor):
                 errors.append(f'While copying the parameter named "{key}", expected tgrad.Tensor or Tensor-like '
                               f"object from checkpoint but received {type(value)}")

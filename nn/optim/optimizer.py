@@ -24,6 +24,7 @@ from itertools import chain
 import torch
 
 import tgrad
+from tgrad import torch_format
 from tgrad.kernels.runtime.capture import is_capturing
 from tgrad.kernels.optim.step import fused_step
 from tgrad.kernels.optim.tables import TableCache
@@ -224,7 +225,7 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict):
-        state_dict = dict(state_dict)
+        state_dict = torch_format.from_torch_objects(dict(state_dict))  # a PyTorch optimizer's, too
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
