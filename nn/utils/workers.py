@@ -4,8 +4,8 @@ collate batches while the main process trains.
 Task ``i`` (a batch's indices, or one index without auto-batching) goes to worker ``i % n``,
 ``prefetch_factor`` tasks per worker ahead; batches come back in task order. A worker seeds tgrad
 and ``random`` with ``base_seed + id`` (``base_seed`` drawn from the loader's generator each
-epoch), calls ``worker_init_fn(id)``, and answers ``get_worker_info()``. Tensors travel as torch
-storage through torch's shared-memory queues and become tgrad tensors again without a copy. For an
+epoch), calls ``worker_init_fn(id)``, and answers ``get_worker_info()``. Tensors are pickled as
+tgrad pickles them: their storage goes through torch's shared-memory reducer, not copied. For an
 ``IterableDataset`` each worker iterates its own copy (split it with ``get_worker_info()``) and the
 main process takes batches from the workers in turn. An error in a worker is raised in the main
 process with its type and the worker's traceback, as PyTorch does.
@@ -23,7 +23,6 @@ import traceback
 import torch.multiprocessing as tmp
 
 import tgrad
-from tgrad.tensor import Tensor
 
 __all__ = ["WorkerInfo", "get_worker_info", "MapFetcher", "IterableFetcher", "WorkerPool"]
 
@@ -44,39 +43,6 @@ _worker_info: WorkerInfo | None = None
 def get_worker_info() -> WorkerInfo | None:
     """In a DataLoader worker: its id, the number of workers, its seed and its dataset copy; else None."""
     return _worker_info
-
-
-class _Carried:
-    """A tgrad tensor on its way between processes (its storage goes through shared memory)."""
-    __slots__ = ("data", "requires_grad")
-
-    def __init__(self, t: Tensor):
-        self.data, self.requires_grad = t._data.detach(), t.requires_grad
-
-
-def _ship(obj):
-    """``obj`` with every tgrad tensor wrapped for the queue (containers rebuilt as they were)."""
-    if isinstance(obj, Tensor):
-        return _Carried(obj)
-    if isinstance(obj, dict):
-        return type(obj)((k, _ship(v)) for k, v in obj.items())
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_ship(v) for v in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_ship(v) for v in obj)
-    return obj
-
-
-def _unship(obj):
-    if isinstance(obj, _Carried):
-        return tgrad.from_torch(obj.data).requires_grad_(obj.requires_grad)
-    if isinstance(obj, dict):
-        return type(obj)((k, _unship(v)) for k, v in obj.items())
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_unship(v) for v in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_unship(v) for v in obj)
-    return obj
 
 
 class MapFetcher:
@@ -148,7 +114,7 @@ def _worker_loop(worker_id, num_workers, seed, dataset, fetcher, init_fn, tasks,
         try:
             if fetch is None:
                 continue
-            results.put((index, _ship(fetch(work))))
+            results.put((index, fetch(work)))
         except StopIteration:
             results.put((index, _Exhausted()))
         except BaseException as error:
@@ -228,7 +194,7 @@ class WorkerPool:
                 if owner[want] in active:
                     active.remove(owner[want])
             else:
-                yield _unship(value)
+                yield value
             send()
 
     def shutdown(self):
