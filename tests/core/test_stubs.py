@@ -162,18 +162,22 @@ def _wheel_layout(dest: Path) -> Path:
     return dest
 
 
-def _mypy(tmp_path, code: str):
-    """mypy over ``code`` with tgrad as a wheel installs it. Imports are not followed into ``.py``
-    files (tgrad's own code, torch): the stubs, and the program, are what is checked."""
+def _mypy(tmp_path, code: str, follow: bool = False, *more: str):
+    """mypy over ``code`` (as program.py, with ``more`` as program1.py, ...) with tgrad as a wheel installs
+    it. By default imports are not followed into ``.py`` files (tgrad's own code, torch): the stubs,
+    checked too, and the programs are what is read. ``follow``: as for an installed package, tgrad's
+    code and torch are read too (a minute), and only the programs' errors are reported."""
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed (pip install mypy, or the test extra)")
     site = _wheel_layout(tmp_path / "site")
-    program = tmp_path / "program.py"
-    program.write_text(code)
-    stub_files = sorted(str(p) for p in site.rglob("*.pyi"))
+    programs = []
+    for i, text in enumerate((code, *more)):
+        programs.append(tmp_path / f"program{i or ''}.py")
+        programs[-1].write_text(text)
+    checked = [] if follow else sorted(str(p) for p in site.rglob("*.pyi"))
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--follow-imports=skip", "--no-error-summary", "--show-error-codes",
-         "--cache-dir", str(tmp_path / "cache"), str(program), *stub_files],
+        [sys.executable, "-m", "mypy", f"--follow-imports={'silent' if follow else 'skip'}", "--no-error-summary",
+         "--show-error-codes", "--cache-dir", str(tmp_path / "cache"), *map(str, programs), *checked],
         capture_output=True, text=True, cwd=tmp_path, env={"MYPYPATH": str(site), "PATH": "/usr/bin:/bin"})
     return result.stdout + result.stderr
 
@@ -243,7 +247,17 @@ def test_mypy_finds_no_error_in_a_seed_tutorial(tmp_path, seed, statements):
     assert "error" not in out, program + out
 
 
+TOUR = ROOT / "train_examples" / "autograd_tour.py"  # the repository's own run of both seed tutorials
+
+
 def test_mypy_finds_no_error_in_the_autograd_tour(tmp_path):
-    # the repository's own run of both seed tutorials (train_examples/autograd_tour.py)
-    out = _mypy(tmp_path, (ROOT / "train_examples" / "autograd_tour.py").read_text())
+    out = _mypy(tmp_path, TOUR.read_text())
     assert "error" not in out, out
+
+
+def test_mypy_reading_tgrad_as_installed_finds_no_error_in_the_tutorials(tmp_path):
+    # ``Variable(t)`` is a Tensor to a type checker that reads tgrad's code (Variable.__new__ says so)
+    seeds = [seed_program(p.read_text()) for p in sorted(SEEDS.glob("0*.txt"))]
+    out = _mypy(tmp_path, TOUR.read_text(), True, *seeds, "import tgrad\ntgrad.randn(3).exp().sum().backward()\n"
+                "from tgrad.autograd import Variable\nreveal_type(Variable(tgrad.ones(2)) + 1)\n")
+    assert out.splitlines() == [f'program{len(seeds) + 1}.py:4: note: Revealed type is "tgrad.tensor.Tensor"'], out
