@@ -226,9 +226,13 @@ def module_stub(module: types.ModuleType, names: list[str], ops: set[str]) -> st
 
 
 def class_stub(cls: type, ops: dict) -> str:
-    """The stub of the module holding ``cls``, with every public member and operator of the class as it
-    is after import; members that are ``ops`` entries (installed ops) return Tensor unless ruled otherwise."""
+    """The stub of the module holding ``cls``: the class with every public member and operator as it is
+    after import (members that are ``ops`` entries, installed ops, return Tensor unless ruled otherwise),
+    and the module's own public functions."""
     writer = Writer(cls.__module__)
+    module = sys.modules[cls.__module__]
+    functions = [_def(writer, name, value, False) for name, value in sorted(vars(module).items())
+                 if not name.startswith("_") and _is_function(value) and value.__module__ == module.__name__]
     body = []
     for name, member in sorted(vars(cls).items()):
         if name in _CLASS_BOOKKEEPING or (name.startswith("_") and not (name.startswith("__") and name.endswith("__"))):
@@ -251,7 +255,7 @@ def class_stub(cls: type, ops: dict) -> str:
             body.append("    " + _value(writer, name, member))
     bases = [writer.type_of(b) for b in cls.__bases__ if b is not object]
     head = f"class {cls.__name__}({', '.join(bases)}):\n" if bases else f"class {cls.__name__}:\n"
-    return writer.header() + "\n\n" + head + "".join(body)
+    return writer.header() + "\n\n" + head + "".join(body) + "\n\n" + "".join(functions)
 
 
 def _public_names(module: types.ModuleType, on_access: tuple[str, ...] = ()) -> list[str]:
@@ -301,11 +305,13 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming the stale stubs")
     args = parser.parse_args(argv)
     expected = stubs()
-    unread = sum(int(n) for text in expected.values() for n in re.findall(rf"^# (\d+) {re.escape(UNREAD)}$", text, re.M))
     if args.check:
-        for path in stale(expected):
+        paths = stale(expected)
+        for path in paths:
             print(f"stale: {path} (re-run python -m tgrad.stubs)", file=sys.stderr)
-        return 1 if stale(expected) else 0
+        return 1 if paths else 0
+    counts = (re.findall(rf"^# (\d+) {re.escape(UNREAD)}$", text, re.M) for text in expected.values())
+    unread = sum(int(n) for found in counts for n in found)
     for path, text in expected.items():
         path.write_text(text)
         print(f"wrote {path}")

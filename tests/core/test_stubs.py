@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,18 @@ def test_wrapped_ops_keep_the_out_and_keepdims_their_wrappers_add():
     names = _parameter_names(_defs(_stub(tgrad).body)["sum"])
     assert "out" in names and "keepdims" in names and "keepdim" in names
     assert "out" not in _parameter_names(_defs(_tensor_class().body)["sum"])
+
+
+def test_an_unreadable_signature_is_written_star_args_and_counted():
+    def positional(a, /, b, *, c=1):
+        pass
+
+    fake = types.ModuleType("fake_ops")
+    fake.opaque, fake.positional = max, positional  # max: a builtin with no signature to read
+    text = stubs.module_stub(fake, ["opaque", "positional"], {"opaque", "positional"})
+    assert "# 1 signature(s) could not be read" in text and "def opaque(*args, **kwargs) -> Tensor: ..." in text
+    assert "def positional(a, /, b, *, c=...) -> Tensor: ..." in text
+    ast.parse(text)
 
 
 def test_non_tensor_results_are_not_claimed_to_be_tensors():
