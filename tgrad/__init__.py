@@ -4,6 +4,7 @@
 custom Functions, ``tgrad.nn`` and ``tgrad.optim``. CPU tensors run the kernels through Triton's
 interpreter; CUDA tensors run them compiled.
 """
+import builtins
 import importlib
 
 from ._dtype import (Size, bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: F401,A004
@@ -35,14 +36,14 @@ set_num_interop_threads, get_num_interop_threads = _torch.set_num_interop_thread
 __version__ = "0.1.0"
 
 
-def use_deterministic_algorithms(mode: bool) -> None:
+def use_deterministic_algorithms(mode: builtins.bool) -> None:  # tgrad.bool is the dtype
     """On by default in tgrad: scatter-adds on CUDA (embedding and indexing backward, scatter_add)
     sort their keys and sum each destination in a fixed order instead of using float atomics, so
     training is bit-for-bit repeatable. ``False`` allows the faster atomic path."""
     segment.set_deterministic(mode)
 
 
-def are_deterministic_algorithms_enabled() -> bool:
+def are_deterministic_algorithms_enabled() -> builtins.bool:
     return segment.deterministic_enabled()
 
 
@@ -54,10 +55,14 @@ def numel(t):
     return t.numel()
 
 
+# `import tgrad as torch; torch.nn.Linear` works as with torch, while the core itself still never
+# imports nn/optim/utils: they load on first access (tgrad.stubs lists them from here)
+_LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "accelerator", "onnx", "linalg", "distributed",
+                    "compiler")
+
+
 def __getattr__(name):
-    # `import tgrad as torch; torch.nn.Linear` works as with torch, while the core itself still
-    # never imports nn/optim/utils: they load on first access
-    if name in ("nn", "optim", "utils", "distributions", "accelerator", "onnx", "linalg", "distributed", "compiler"):
+    if name in _LAZY_SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
     if name == "compile":
         return importlib.import_module(f"{__name__}.compiler").compile

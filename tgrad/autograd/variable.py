@@ -14,7 +14,8 @@ class _VariableMeta(type):
 
 
 class Variable(metaclass=_VariableMeta):
-    def __new__(cls, data=None, requires_grad=False, volatile=False):
+    # a type checker takes the type of ``Variable(t)`` from here: a Tensor, not a Variable
+    def __new__(cls, data=None, requires_grad=False, volatile=False) -> Tensor:  # type: ignore[misc]
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with tgrad.no_grad():` instead.",
                           UserWarning, stacklevel=2)
