@@ -59,11 +59,12 @@ def numel(t):
 # imports nn/optim/utils: they load on first access (tgrad.stubs lists them from here)
 _LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "accelerator", "onnx", "linalg", "distributed",
                     "compiler")
+_LAZY_ATTRIBUTES = {"compile": "compiler"}  # tgrad.compile is tgrad.compiler.compile (built on nn)
 
 
 def __getattr__(name):
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
-    if name == "compile":
-        return importlib.import_module(f"{__name__}.compiler").compile
+    if name in _LAZY_ATTRIBUTES:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY_ATTRIBUTES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -274,7 +274,7 @@ def _public_names(module: types.ModuleType, on_access: tuple[str, ...] = ()) -> 
                 value.__name__ != f"{module.__name__}.{name}" or name not in (*bound, *on_access))):
             continue
         names.append(name)
-    return sorted(names)
+    return sorted(names + list(getattr(module, "_LAZY_ATTRIBUTES", ())))
 
 
 def stubs() -> dict[Path, str]:
