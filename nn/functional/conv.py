@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels.spatial import conv as CONV
-from tgrad.kernels.reductions.reduce import reduce
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor
@@ -44,23 +43,8 @@ class Convolution(BuiltinFunction):
                                         dilation, groups, out_hw))
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g):  # the GEMMs as Functions, each differentiable in turn
         x, w = ctx.saved_tensors
-        stride, padding, dilation, groups = ctx.conv
-        gd = g._data
-        dx = dw = db = None
-        if ctx.needs_input_grad[0]:
-            dx = wrap(CONV.conv2d_grad_input(gd, w._data, x.shape, stride, padding, dilation, groups))
-        if ctx.needs_input_grad[1]:
-            dw = wrap(CONV.conv2d_grad_weight(x._data, gd, w.shape, stride, padding, dilation, groups))
-        if ctx.needs_input_grad[2]:
-            db = wrap(reduce(gd, (0,) + tuple(range(2, gd.dim())), "sum"))
-        return dx, dw, db, None, None, None, None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):  # the same GEMMs as recorded, differentiable Functions
-        x, w = ctx.saved_tensors
-        stride, padding, dilation, groups = ctx.conv
         # (with an edge to x for dx and to w for dw, whose derivative is undefined, as PyTorch's)
         need = ctx.needs_input_grad
         return (ZeroSlope.apply(ConvGradInput.apply(g, w, x.shape, ctx.conv), x, True) if need[0] else None,
@@ -284,26 +268,8 @@ class ConvTranspose(BuiltinFunction):
                                            None if b is None else b._data))
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g):  # the conv's own Functions, each differentiable in turn
         x, w = ctx.saved_tensors
-        stride, padding, dilation, groups = ctx.conv
-        need = ctx.needs_input_grad
-        dims = (0,) + tuple(range(2, g.ndim))
-        in_hw = tuple(x.shape[2:])
-        gd = g._data
-        dx = dw = db = None
-        if need[0]:
-            dx = wrap(CONV.conv2d_forward(gd, w._data, None, stride, padding, dilation, groups, in_hw))
-        if need[1]:
-            dw = wrap(CONV.conv2d_grad_weight(gd, x._data, w.shape, stride, padding, dilation, groups))
-        if need[2]:
-            db = wrap(reduce(gd, dims, "sum"))
-        return dx, dw, db, None, None, None, None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):  # the conv's own differentiable Functions
-        x, w = ctx.saved_tensors
-        stride, padding, dilation, groups = ctx.conv
         need = ctx.needs_input_grad
         dims = (0,) + tuple(range(2, g.ndim))
         in_hw = tuple(x.shape[2:])

@@ -97,18 +97,6 @@ class MaxPool2d(BuiltinFunction):
         if g is None:
             return (None,) * 6
         idx, = ctx.saved_tensors
-        shape, kernel, stride, padding, dilation = ctx.pool
-        gd, idxd = g._data, idx._data
-        if len(shape) != gd.ndim:
-            gd, idxd = gd.unsqueeze(0), idxd.unsqueeze(0)
-        dx = POOL.max_pool2d_backward(gd, idxd, shape, kernel, stride, padding, dilation)
-        return (wrap(dx.view(g.shape[:-2] + tuple(shape[-2:]))),) + (None,) * 5
-
-    @staticmethod
-    def differentiable_backward(ctx, g, _):  # the scatter as a recorded op
-        if g is None:
-            return (None,) * 6
-        idx, = ctx.saved_tensors
         return (MaxPool2dBackward.apply(g, ctx.x, idx, ctx.pool),) + (None,) * 5
 
 
@@ -159,14 +147,7 @@ class AvgPool2d(BuiltinFunction):
         return wrap(y if x.ndim == 4 else y.squeeze(0))
 
     @staticmethod
-    def backward(ctx, g):
-        shape, kernel, stride, padding, count_include_pad, divisor_override = ctx.pool
-        gd = g._data if g.ndim == 4 else g._data.unsqueeze(0)
-        dx = POOL.avg_pool2d_backward(gd, shape, kernel, stride, padding, count_include_pad, divisor_override)
-        return (wrap(dx if g.ndim == 4 else dx.squeeze(0)),) + (None,) * 6
-
-    @staticmethod
-    def differentiable_backward(ctx, g):  # the scatter as a recorded op (x: zero derivative)
+    def backward(ctx, g):  # the scatter as an op of g (x: zero derivative)
         return (ZeroSlope.apply(AvgPool2dBackward.apply(g, ctx.pool, ctx.ceil_mode), ctx.x),) + (None,) * 6
 
 
@@ -221,11 +202,6 @@ class AdaptiveAvgPool2d(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        dx = AP.adaptive_avg_pool2d_backward(_as4d(g._data), _lift(ctx.shape))
-        return wrap(dx.view(ctx.shape)), None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
         return ZeroSlope.apply(AdaptiveAvgPool2dBackward.apply(g, ctx.shape), ctx.x), None
 
 
@@ -262,14 +238,6 @@ class AdaptiveMaxPool2d(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g, _):
-        if g is None:
-            return None, None
-        idx, = ctx.saved_tensors
-        dx = AP.adaptive_max_pool2d_backward(_as4d(g._data), _as4d(idx._data), _lift(ctx.shape))
-        return wrap(dx.view(ctx.shape)), None
-
-    @staticmethod
-    def differentiable_backward(ctx, g, _):
         if g is None:
             return None, None
         idx, = ctx.saved_tensors

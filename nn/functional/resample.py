@@ -42,12 +42,6 @@ class Interpolate(BuiltinFunction):
     @staticmethod
     def backward(ctx, g):
         shape, mode, align_corners, scales = ctx.cfg
-        dx = INTERP.interpolate_backward(_lift(g._data), _lift_shape(shape), mode, align_corners, scales)
-        return wrap(dx.view(shape)), None, None, None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        shape, mode, align_corners, scales = ctx.cfg
         return _node(InterpolateBackward, mode, len(shape) - 2, g, shape, mode, align_corners, scales), \
             None, None, None, None
 
@@ -171,12 +165,7 @@ class PixelShuffle(BuiltinFunction):
         return wrap(_shuffle(x._data, r, unshuffle))
 
     @staticmethod
-    def backward(ctx, g):
-        r, unshuffle = ctx.cfg
-        return wrap(_shuffle(g._data, r, not unshuffle)), None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
+    def backward(ctx, g):  # the inverse permutation, itself differentiable
         r, unshuffle = ctx.cfg
         return (PixelUnshuffle if not unshuffle else PixelShuffle).apply(g, r, not unshuffle), None, None
 
@@ -244,14 +233,8 @@ class Unfold(BuiltinFunction):
         return wrap(y if x.ndim == 4 else y.squeeze(0))
 
     @staticmethod
-    def backward(ctx, g):
-        shape, image_hw, blocks, geometry = ctx.cfg
-        data = g._data if g.ndim == 3 else g._data.unsqueeze(0)
-        return wrap(UNFOLD.col2im(data, image_hw, *geometry, blocks).view(shape)), None, None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        shape, image_hw, blocks, geometry = ctx.cfg
+    def backward(ctx, g):  # col2im: fold, whose backward is unfold again
+        _, image_hw, blocks, geometry = ctx.cfg
         return Fold.apply(g, image_hw, blocks, geometry), None, None, None
 
 
@@ -268,14 +251,7 @@ class Fold(BuiltinFunction):
         return wrap(y if cols.ndim == 3 else y.squeeze(0))
 
     @staticmethod
-    def backward(ctx, g):
-        image_hw, blocks, geometry = ctx.cfg
-        data = g._data if g.ndim == 4 else g._data.unsqueeze(0)
-        y = UNFOLD.im2col(data, *geometry, blocks)
-        return wrap(y if g.ndim == 4 else y.squeeze(0)), None, None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
+    def backward(ctx, g):  # im2col: unfold, whose backward is fold again
         image_hw, blocks, geometry = ctx.cfg
         return Unfold.apply(g, image_hw, blocks, geometry), None, None, None
 
