@@ -66,7 +66,7 @@ class _LayerNorm(BuiltinFunction):
         def recorded(g, x, w, b):
             return composed_grads(composed, (x, w, b), need, (g,))
 
-        return fused_backward(ctx, kernel, recorded, g, x, w, b) + (None, None)
+        return fused_backward(ctx, kernel, recorded, g, x, w, b, depends=((0, 1, 2), (0, 1), (0,))) + (None, None)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -126,6 +126,7 @@ class BatchNorm(BuiltinFunction):
             return composed_grads(lambda x, w, b: _batch_norm_ops(x, w, b, mean, rstd, training, eps), (x, w, b),
                                   need, (g,))
 
+        # (in eval dx = w rstd g is recorded with an edge to x, of undefined derivative, as PyTorch's)
         return fused_backward(ctx, kernel, recorded, g, x, weight) + (None,) * 5
 
 
@@ -226,7 +227,7 @@ class _RowNorm(BuiltinFunction):
             return composed_grads(lambda x2, w, b: _composed(x2, w, b, groups, cpg, sp, eps, center), (x2, w, b),
                                   need, (g,))
 
-        return fused_backward(ctx, kernel, recorded, g, x2, w, b) + (None,) * 5
+        return fused_backward(ctx, kernel, recorded, g, x2, w, b, depends=((0, 1, 2), (0, 1), (0,))) + (None,) * 5
 
 
 class _RMSNorm(_RowNorm):

@@ -11,7 +11,6 @@ decision (``create_graph``), as for any Function.
 from __future__ import annotations
 
 from ..modes import enable_grad
-from ..tensor import Tensor
 from .engine import grad
 from .function import BuiltinFunction, recording_backward
 
@@ -59,19 +58,26 @@ def composed_grads(forward, inputs, needs, grads):
 class FusedBackward(BuiltinFunction):
     """``kernel(*inputs)``: an op's fused gradients (a Tensor, or a tuple with None for those not
     computed) as an op of ``inputs`` (g and what the op saved; None allowed). Its backward is the
-    vjp of ``recorded(*inputs)``, which returns the same gradients from differentiable ops."""
+    vjp of ``recorded(*inputs)``, which returns the same gradients from differentiable ops.
+    ``depends``: per output, the positions in ``inputs`` it depends on (None: all), so that a
+    gradient of inputs that need none is recorded as none, as separate ops would record it."""
 
     @staticmethod
-    def forward(ctx, kernel, recorded, *inputs):
+    def forward(ctx, kernel, recorded, depends, *inputs):
         ctx.recorded = recorded
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(*inputs)
-        return kernel(*inputs)
+        outs = kernel(*inputs)
+        if depends is not None:
+            need = ctx.needs_input_grad[3:]
+            ctx.mark_non_differentiable(*(o for o, on in zip(outs, depends)
+                                          if o is not None and on is not None and not any(need[i] for i in on)))
+        return outs
 
     @staticmethod
     def backward(ctx, *grads):
         inputs = ctx.saved_tensors
-        need = ctx.needs_input_grad[2:]
+        need = ctx.needs_input_grad[3:]
         # one gradient per tensor: an input passed twice gets its (total) gradient once
         first = {}
         for i, t in enumerate(inputs):
@@ -87,13 +93,13 @@ class FusedBackward(BuiltinFunction):
         result = [None] * len(inputs)
         for i, d in zip(wanted, found):
             result[i] = d
-        return (None, None) + tuple(result)
+        return (None, None, None) + tuple(result)
 
 
 _CLASSES = {}
 
 
-def fused_backward(ctx, kernel, recorded, *inputs):
+def fused_backward(ctx, kernel, recorded, *inputs, depends=None):
     """``FusedBackward`` applied from the backward of the node ``ctx``, its node named after it
     (``NativeLayerNormBackward0`` -> ``NativeLayerNormBackwardBackward0``). Without a recorded
     graph (no create_graph) this is only ``kernel(*inputs)`` and a Python call."""
@@ -101,10 +107,5 @@ def fused_backward(ctx, kernel, recorded, *inputs):
     name = f"{head}BackwardBackward{tail}"
     cls = _CLASSES.get(name)
     if cls is None:
-        cls = _CLASSES[name] = type(name.replace("Backward", "_"), (FusedBackward,), {"node_name": name})
-    return cls.apply(kernel, recorded, *inputs)
-
-
-def tensors_only(values):
-    """``values`` with non-Tensors as None (what ``save_for_backward`` takes)."""
-    return tuple(v if isinstance(v, Tensor) else None for v in values)
+        cls = _CLASSES[name] = type(name, (FusedBackward,), {"node_name": name})
+    return cls.apply(kernel, recorded, depends, *inputs)
