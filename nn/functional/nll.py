@@ -12,12 +12,13 @@ import tgrad
 from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
+from tgrad.autograd.fused_backward import fused_backward
 from tgrad.kernels.losses import cross_entropy as KCE
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor
 
-from .loss import no_grad_for, reduction_of
+from .loss import reduction_of
 
 __all__ = ["cross_entropy", "nll_loss"]
 
@@ -26,6 +27,7 @@ class _CrossEntropy(BuiltinFunction):
     """Fused (log-softmax +) NLL over x viewed as (N, C, I); see kernels/cross_entropy.py."""
     node_name = "NllLossBackward0"
     edge_args = (0,)
+    no_grad_args = ("nll_loss_forward", {2: "weight"})
 
     @staticmethod
     def forward(ctx, x, target, weight, ignore_index, smoothing, reduction, softmax, nci):
@@ -46,22 +48,23 @@ class _CrossEntropy(BuiltinFunction):
     def backward(ctx, g):
         x, target, w = ctx.saved_tensors
         ignore_index, smoothing, reduction, softmax, (N, C, I) = ctx.cfg
-        nx, nt, nw = ctx.needs_input_grad[:3]
-        if nw:  # the kernel has no weight gradient: the recorded formulas give all three
-            return _CrossEntropy.differentiable_backward(ctx, g)
-        prob = target.dtype.is_floating_point
-        dx, dt = KCE.cross_entropy_backward(
-            x._data.reshape(N, C, I), target._data.reshape((N, C, I) if prob else (N, I)),
-            None if w is None else w._data, ctx.kernel_saved,
-            g._data.reshape(N, I) if reduction == "none" else g._data, ignore_index, smoothing,
-            reduction, softmax, need_dx=nx, need_target=nt)
-        return (wrap(dx.view(x.shape)) if nx else None, wrap(dt.view(x.shape)) if nt else None,
-                None, None, None, None, None, None)
+        need = ctx.needs_input_grad[:3]
 
-    @staticmethod
-    def differentiable_backward(ctx, g):  # the kernel's formulas from differentiable ops
-        x, target, w = ctx.saved_tensors
-        return _cross_entropy_grads_ops(ctx, g, x, target, w, *ctx.needs_input_grad[:3]) + (None,) * 5
+        def kernel(g, x, target, w):
+            if need[2]:  # the kernel has no weight gradient: the formulas from ops give all three
+                return recorded(g, x, target, w)
+            prob = target.dtype.is_floating_point
+            dx, dt = KCE.cross_entropy_backward(
+                x._data.reshape(N, C, I), target._data.reshape((N, C, I) if prob else (N, I)),
+                None if w is None else w._data, ctx.kernel_saved,
+                g._data.reshape(N, I) if reduction == "none" else g._data, ignore_index, smoothing,
+                reduction, softmax, need_dx=need[0], need_target=need[1])
+            return wrap(dx.view(x.shape)) if need[0] else None, wrap(dt.view(x.shape)) if need[1] else None, None
+
+        def recorded(g, x, target, w):
+            return _cross_entropy_grads_ops(ctx, g, x, target, w, *need)
+
+        return fused_backward(ctx, kernel, recorded, g, x, target, w) + (None,) * 5
 
 
 class _NllLoss(_CrossEntropy):
@@ -71,6 +74,7 @@ class _NllLoss(_CrossEntropy):
 class _CrossEntropyProb(_CrossEntropy):
     node_name = "CrossEntropyLossBackward0"
     edge_args = (0, 1, 2)
+    no_grad_args = None  # probabilities: differentiable in the class weights too
 
 
 def _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw):
@@ -161,7 +165,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if prob:
         return _CrossEntropyProb.apply(input, target.to(input.dtype), weight, int(ignore_index),
                                        float(label_smoothing), reduction, True, nci)
-    no_grad_for("nll_loss_forward", "weight", weight)
     return _CrossEntropy.apply(input, target, weight, int(ignore_index), float(label_smoothing),
                                reduction, True, nci)
 
@@ -171,5 +174,4 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """-w_t input[t] per sample (class dim 1, input holding log-probabilities)."""
     reduction = reduction_of(reduction, size_average, reduce)
     nci, _ = _nll_setup(input, target, weight, True, "nll_loss")
-    no_grad_for("nll_loss_forward", "weight", weight)
     return _NllLoss.apply(input, target, weight, int(ignore_index), 0.0, reduction, False, nci)
