@@ -102,7 +102,9 @@ _CLASSES = {}
 def fused_backward(ctx, kernel, recorded, *inputs, depends=None):
     """``FusedBackward`` applied from the backward of the node ``ctx``, its node named after it
     (``NativeLayerNormBackward0`` -> ``NativeLayerNormBackwardBackward0``). Without a recorded
-    graph (no create_graph) this is only ``kernel(*inputs)`` and a Python call."""
+    graph (no create_graph) this is only ``kernel(*inputs)``."""
+    if not recording_backward():  # what apply would do, without its bookkeeping (the first-order path)
+        return kernel(*inputs)
     head, _, tail = type(ctx).__name__.rpartition("Backward")
     name = f"{head}BackwardBackward{tail}"
     cls = _CLASSES.get(name)
