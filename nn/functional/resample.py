@@ -82,6 +82,17 @@ def _node(base, mode, dims, *args):
     return cls.apply(*args)
 
 
+def _per_dim(value, cast, dim, spatial, what, shown, layout):
+    """interpolate's size or scale_factor as one value per spatial dim (a number stands for all)."""
+    if not isinstance(value, (list, tuple)):
+        return [cast(value)] * dim
+    if len(value) != dim:
+        raise ValueError(f"Input and {what} must have the same number of spatial dimensions, but got input with "
+                         f"spatial dimensions of {spatial} and {shown} {value}. Please provide input tensor in "
+                         f"(N, C, d1, d2, ...,dK) format and {layout} format.")
+    return [cast(v) for v in value]
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resample the spatial dims of input (N, C, L) or (N, C, H, W) to ``size`` or by
@@ -99,26 +110,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
-        if isinstance(size, (list, tuple)):
-            if len(size) != dim:
-                raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
-                                 f"with spatial dimensions of {spatial} and output size of {size}. Please provide "
-                                 f"input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
-                                 f"format.")
-            output_size = [int(s) for s in size]
-        else:
-            output_size = [int(size)] * dim
+        output_size = _per_dim(size, int, dim, spatial, "output", "output size of", "output size in (o1, o2, ...,oK)")
         scales = None
     elif scale_factor is not None:
-        if isinstance(scale_factor, (list, tuple)):
-            if len(scale_factor) != dim:
-                raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
-                                 f"input with spatial dimensions of {spatial} and scale_factor of shape "
-                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
-                                 f"scale_factor in (s1, s2, ...,sK) format.")
-            scales = [float(s) for s in scale_factor]
-        else:
-            scales = [float(scale_factor)] * dim
+        scales = _per_dim(scale_factor, float, dim, spatial, "scale_factor", "scale_factor of shape",
+                          "scale_factor in (s1, s2, ...,sK)")
         output_size = [math.floor(float(spatial[i]) * scales[i]) for i in range(dim)] if dim > 0 else []
     else:
         raise ValueError("either size or scale_factor should be defined")
