@@ -223,15 +223,14 @@ class Unfold(BuiltinFunction):
     @staticmethod
     def forward(ctx, x, image_hw, blocks, geometry):
         check_runnable(x)
-        ctx.cfg = (tuple(x.shape), image_hw, blocks, geometry)
+        ctx.cfg = (image_hw, blocks, geometry)
         data = x._data if x.ndim == 4 else x._data.unsqueeze(0)
         y = UNFOLD.im2col(data, *geometry, blocks)
         return wrap(y if x.ndim == 4 else y.squeeze(0))
 
     @staticmethod
     def backward(ctx, g):  # col2im: fold, whose backward is unfold again
-        _, image_hw, blocks, geometry = ctx.cfg
-        return Fold.apply(g, image_hw, blocks, geometry), None, None, None
+        return Fold.apply(g, *ctx.cfg), None, None, None
 
 
 class Fold(BuiltinFunction):
@@ -248,8 +247,7 @@ class Fold(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):  # im2col: unfold, whose backward is fold again
-        image_hw, blocks, geometry = ctx.cfg
-        return Unfold.apply(g, image_hw, blocks, geometry), None, None, None
+        return Unfold.apply(g, *ctx.cfg), None, None, None
 
 
 def _geometry(fn, kernel_size, dilation, padding, stride):
