@@ -2,9 +2,11 @@
 ``multi_head_attention_forward`` (what ``nn.MultiheadAttention`` runs), with PyTorch's signatures.
 
 SDPA keeps only (B, H, L) row statistics between forward and backward, never the (L, S) weights;
-its dropout mask is Philox-regenerated from (seed, offset). Double backward (create_graph) and a
-float mask that itself requires grad run the composed form (``_sdpa_composed``: matmul, softmax,
-dropout with the same (seed, offset), so it draws the same mask), as PyTorch's math backend.
+its dropout mask is Philox-regenerated from (seed, offset). The backward is a ``FusedBackward``:
+the fused kernel, whose own derivative (double backward), and the gradient of a float mask that
+requires grad (the kernel has none), come from the composed form (``_sdpa_composed``: matmul,
+softmax, dropout with the same (seed, offset), so it draws the same mask) differentiated by
+autograd, as PyTorch's math backend.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import math
 
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.modes import enable_grad, is_grad_enabled
+from tgrad.autograd.fused_backward import composed_grads, fused_backward
 from tgrad.kernels import attention as KA
 from tgrad.kernels.random import dropout as KD
 from tgrad.ops.common import check_runnable, wrap
@@ -42,28 +44,23 @@ class _Attention(BuiltinFunction):
     @staticmethod
     def backward(ctx, g):
         q, k, v, mask, o = ctx.saved_tensors
-        kind, causal, scale, p, seed, offset, state = ctx.cfg
-        need = ctx.needs_input_grad
-        md = None if mask is None else mask._data
-        dq, dk, dv = KA.attention_backward(q._data, k._data, v._data, o._data, ctx.lse, g._data, md, kind, causal,
-                                           scale, p, seed, offset, state, need_dq=need[0],
-                                           need_dkv=need[1] or need[2])
-        return (wrap(dq) if need[0] else None, wrap(dk) if need[1] else None, wrap(dv) if need[2] else None,
-                None, None, None, None, None, None, None, None)
+        cfg = ctx.cfg
+        need = ctx.needs_input_grad[:4]
 
-    @staticmethod
-    def differentiable_backward(ctx, g):  # differentiate the composed form of the same attention
-        q, k, v, mask, o = ctx.saved_tensors
-        kind, causal, scale, p, seed, offset, state = ctx.cfg
-        need = ctx.needs_input_grad
-        inputs = [(i, t) for i, t in enumerate((q, k, v)) if need[i]]
-        with enable_grad():
-            out = _sdpa_composed(q, k, v, mask, kind, causal, scale, p, seed, offset, state)
-            found = tgrad.autograd.grad([out], [t for _, t in inputs], [g], create_graph=True, allow_unused=True)
-        res = [None] * 11
-        for (i, t), d in zip(inputs, found):
-            res[i] = d if d is not None else tgrad.zeros_like(t)
-        return tuple(res)
+        def recorded(g, q, k, v, mask):  # differentiate the composed form of the same attention
+            return composed_grads(lambda q, k, v, mask: _sdpa_composed(q, k, v, mask, *cfg), (q, k, v, mask), need,
+                                  (g,))
+
+        def kernel(g, q, k, v, mask):
+            if need[3]:  # the kernel has no gradient of a float mask: the composed form gives all four
+                return tuple(None if d is None else d.detach() for d in recorded(g, q, k, v, mask))
+            dq, dk, dv = KA.attention_backward(q._data, k._data, v._data, o._data, ctx.lse, g._data,
+                                               None if mask is None else mask._data, *cfg, need_dq=need[0],
+                                               need_dkv=need[1] or need[2])
+            return (wrap(dq) if need[0] else None, wrap(dk) if need[1] else None, wrap(dv) if need[2] else None,
+                    None)
+
+        return fused_backward(ctx, kernel, recorded, g, q, k, v, mask) + (None,) * 7
 
 
 def _repeat_heads(t, group):
@@ -165,10 +162,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if p > 0:
         seed, offset = default_generator._seed, default_generator.take(KD.counters_for(nb * hq * L * S))
         state = default_generator.graph_state
-    if mask is not None and mask._requires_grad and is_grad_enabled():
-        out = _sdpa_composed(q, k, v, mask, kind, is_causal, scale, p, seed, offset, state)
-    else:
-        out = _Attention.apply(q, k, v, mask, kind, bool(is_causal), scale, p, seed, offset, state)
+    out = _Attention.apply(q, k, v, mask, kind, bool(is_causal), scale, p, seed, offset, state)
     return out.reshape(*batch, L, EV)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels.spatial import conv as CONV
-from tgrad.kernels.reductions.reduce import reduce
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor
@@ -30,82 +29,86 @@ from .arguments import check_tensor, float_only, pair
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 
-class Convolution(BuiltinFunction):
-    """y = conv2d(x, w) + b for batched x; see kernels/conv.py for the three GEMMs."""
-    node_name = "ConvolutionBackward0"
+class _ConvOp(BuiltinFunction):
+    """A convolution-like op y(x, w) + b (the conv, or its transpose): bilinear in (x, w), so its
+    backward is two of the three GEMMs as Functions (``input_grad``, ``weight_grad``: each
+    differentiable in turn) and db = sum g."""
     edge_args = (0, 1, 2)
 
     @staticmethod
-    def forward(ctx, x, w, b, stride, padding, dilation, groups, out_hw):
+    def save(ctx, x, w, b, stride, padding, dilation, groups):
         check_runnable(x, w, b)
         ctx.conv = (stride, padding, dilation, groups)
         ctx.save_for_backward(x, w)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        # (with an edge to x for dx and to w for dw, whose derivative is undefined, as PyTorch's)
+        return (ZeroSlope.apply(cls.input_grad(g, w, x, ctx.conv), x, True) if need[0] else None,
+                ZeroSlope.apply(cls.weight_grad(g, w, x, ctx.conv), w, True) if need[1] else None,
+                g.sum((0,) + tuple(range(2, g.ndim))) if need[2] else None, None, None, None, None, None)
+
+
+class Convolution(_ConvOp):
+    """y = conv2d(x, w) + b for batched x; see kernels/conv.py for the three GEMMs."""
+    node_name = "ConvolutionBackward0"
+
+    @staticmethod
+    def forward(ctx, x, w, b, stride, padding, dilation, groups, out_hw):
+        _ConvOp.save(ctx, x, w, b, stride, padding, dilation, groups)
         return wrap(CONV.conv2d_forward(x._data, w._data, None if b is None else b._data, stride, padding,
                                         dilation, groups, out_hw))
 
     @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        stride, padding, dilation, groups = ctx.conv
-        gd = g._data
-        dx = dw = db = None
-        if ctx.needs_input_grad[0]:
-            dx = wrap(CONV.conv2d_grad_input(gd, w._data, x.shape, stride, padding, dilation, groups))
-        if ctx.needs_input_grad[1]:
-            dw = wrap(CONV.conv2d_grad_weight(x._data, gd, w.shape, stride, padding, dilation, groups))
-        if ctx.needs_input_grad[2]:
-            db = wrap(reduce(gd, (0,) + tuple(range(2, gd.dim())), "sum"))
-        return dx, dw, db, None, None, None, None, None
+    def input_grad(g, w, x, conv):
+        return ConvGradInput.apply(g, w, x.shape, conv)
 
     @staticmethod
-    def differentiable_backward(ctx, g):  # the same GEMMs as recorded, differentiable Functions
-        x, w = ctx.saved_tensors
-        stride, padding, dilation, groups = ctx.conv
-        # (with an edge to x for dx and to w for dw, whose derivative is undefined, as PyTorch's)
-        need = ctx.needs_input_grad
-        return (ZeroSlope.apply(ConvGradInput.apply(g, w, x.shape, ctx.conv), x, True) if need[0] else None,
-                ZeroSlope.apply(ConvGradWeight.apply(x, g, w.shape, ctx.conv), w, True) if need[1] else None,
-                g.sum((0,) + tuple(range(2, g.ndim))) if need[2] else None, None, None, None, None, None)
+    def weight_grad(g, w, x, conv):
+        return ConvGradWeight.apply(x, g, w.shape, conv)
 
 
-class ConvGradInput(BuiltinFunction):
+class _ConvGEMM(BuiltinFunction):
+    """One of the conv's backward GEMMs, ``gemm(a, b, shape, *conv)``, as a bilinear op of (a, b):
+    its gradients are the conv and the other GEMM (each subclass's backward says which)."""
+    edge_args = (0, 1)
+    gemm = None
+
+    @classmethod
+    def forward(cls, ctx, a, b, shape, conv):
+        ctx.conv = conv
+        ctx.save_for_backward(a, b)
+        return wrap(cls.gemm(a._data, b._data, shape, *conv))
+
+
+class ConvGradInput(_ConvGEMM):
     """dx = conv^T(g, w), the input gradient of y = conv(x, w), as an op of (g, w). It is bilinear
     and <conv^T(g, w), a> = <g, conv(a, w)>, so its gradients for an upstream gg (x's shape) are
     conv(gg, w) for g and the weight gradient of conv(gg, .) against g for w."""
     node_name = "ConvolutionBackwardBackward0"
-    edge_args = (0, 1)
-
-    @staticmethod
-    def forward(ctx, g, w, x_shape, conv):
-        ctx.conv, ctx.out_hw = conv, tuple(g.shape[2:])
-        ctx.save_for_backward(g, w)
-        return wrap(CONV.conv2d_grad_input(g._data, w._data, x_shape, *conv))
+    gemm = staticmethod(CONV.conv2d_grad_input)
 
     @staticmethod
     def backward(ctx, gg):
         g, w = ctx.saved_tensors
-        return (Convolution.apply(gg, w, None, *ctx.conv, ctx.out_hw) if ctx.needs_input_grad[0] else None,
+        return (Convolution.apply(gg, w, None, *ctx.conv, tuple(g.shape[2:])) if ctx.needs_input_grad[0] else None,
                 ConvGradWeight.apply(gg, g, w.shape, ctx.conv) if ctx.needs_input_grad[1] else None, None, None)
 
 
-class ConvGradWeight(BuiltinFunction):
+class ConvGradWeight(_ConvGEMM):
     """dw = the weight gradient of y = conv(x, w) for upstream g, as an op of (x, g):
     <dw(x, g), v> = <g, conv(x, v)>, so for an upstream gw (w's shape) the gradients are
     conv^T(g, gw) for x and conv(x, gw) for g."""
     node_name = "ConvolutionBackwardBackward0"
-    edge_args = (0, 1)
-
-    @staticmethod
-    def forward(ctx, x, g, w_shape, conv):
-        ctx.conv, ctx.out_hw = conv, tuple(g.shape[2:])
-        ctx.save_for_backward(x, g)
-        return wrap(CONV.conv2d_grad_weight(x._data, g._data, w_shape, *conv))
+    gemm = staticmethod(CONV.conv2d_grad_weight)
 
     @staticmethod
     def backward(ctx, gw):
         x, g = ctx.saved_tensors
         return (ConvGradInput.apply(g, gw, x.shape, ctx.conv) if ctx.needs_input_grad[0] else None,
-                Convolution.apply(x, gw, None, *ctx.conv, ctx.out_hw) if ctx.needs_input_grad[1] else None,
+                Convolution.apply(x, gw, None, *ctx.conv, tuple(g.shape[2:])) if ctx.needs_input_grad[1] else None,
                 None, None)
 
 
@@ -115,6 +118,16 @@ _CONV_ARG = ("expected {what} to be a single integer value or a list of 2 values
 
 def _type_name(t):
     return f"tgrad.{'cuda.' if t.is_cuda else ''}{t.dtype.legacy}"
+
+
+def _check_groups(input, weight, groups):
+    OC, CG, C = weight.shape[0], weight.shape[1], input.shape[1]
+    if OC % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size [{list(weight.shape)}] instead")
+    if C != CG * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {CG * groups} channels, but got {C} channels instead")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -134,14 +147,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                            f"weight of size {list(weight.shape)}")
     stride = pair(stride, "stride", _CONV_ARG)
     dilation = pair(dilation, "dilation", _CONV_ARG)
-    if not isinstance(groups, int) or groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    if min(stride) <= 0:
-        raise RuntimeError("non-positive stride is not supported")
-    if min(dilation) <= 0:
-        raise RuntimeError("non-positive dilation is not supported")
-    N, C, H, W = input.shape
-    OC, CG, KH, KW = weight.shape
+    _check_positive(groups, stride, dilation)
+    H, W = input.shape[2:]
+    OC, _, KH, KW = weight.shape
     effective = ((KH - 1) * dilation[0] + 1, (KW - 1) * dilation[1] + 1)
     if isinstance(padding, str):
         if padding == "valid":
@@ -158,24 +166,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         pad, extra = pair(padding, "padding", _CONV_ARG), (0, 0)
         if min(pad) < 0:
             raise RuntimeError("negative padding is not supported")
-    if OC % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                           f"but got weight of size [{list(weight.shape)}] instead")
-    if C != CG * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
-                           f"input{list(input.shape)} to have {CG * groups} channels, but got {C} channels instead")
-    if input.dtype != weight.dtype:
-        raise RuntimeError(f"Input type ({_type_name(input)}) and weight type ({_type_name(weight)}) should be the "
-                           f"same")
-    float_only(input, "conv2d")
-    if bias is not None:
-        check_tensor(bias, "bias", "conv2d")
-        if bias.ndim != 1 or bias.shape[0] != OC:
-            raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
-                               f"{OC} elements, but got bias of size {list(bias.shape)} instead")
-        if bias.dtype != input.dtype:
-            raise RuntimeError(f"Input type ({input.dtype.c_type}) and bias type ({bias.dtype.c_type}) should be "
-                               f"the same")
+    _check_groups(input, weight, groups)
+    _check_types("conv2d", input, weight, bias, OC)
     padded = (H + 2 * pad[0] + extra[0], W + 2 * pad[1] + extra[1])
     if padded[0] < effective[0] or padded[1] < effective[1]:
         raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x {padded[1]}). Kernel size: "
@@ -206,12 +198,21 @@ def _check_common(fn, input, weight, bias, dims, groups, stride, dilation, out_c
         raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-dimensional weight "
                            f"{list(weight.shape)}, but got {input.ndim}-dimensional input of size "
                            f"{list(input.shape)} instead")
+    _check_positive(groups, stride, dilation)
+    _check_types(fn, input, weight, bias, out_channels)
+
+
+def _check_positive(groups, stride, dilation):
     if not isinstance(groups, int) or groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     if min(stride) <= 0:
         raise RuntimeError("non-positive stride is not supported")
     if min(dilation) <= 0:
         raise RuntimeError("non-positive dilation is not supported")
+
+
+def _check_types(fn, input, weight, bias, out_channels):
+    """The dtypes (equal, floating) and the bias (out_channels elements, the input's dtype)."""
     if input.dtype != weight.dtype:
         raise RuntimeError(f"Input type ({_type_name(input)}) and weight type ({_type_name(weight)}) should be the "
                            f"same")
@@ -237,8 +238,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     _check_common("conv1d", input, weight, bias, 1, groups, stride, dilation, OC)
     if input.ndim == 2:
         return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
-    N, C, L = input.shape
-    _, CG, K = weight.shape
+    L, K = input.shape[2], weight.shape[2]
     effective = (K - 1) * dilation[0] + 1
     if isinstance(padding, str):
         if padding == "valid":
@@ -254,12 +254,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         (pad,), extra = _tuple(padding, 1, "padding"), 0
         if pad < 0:
             raise RuntimeError("negative padding is not supported")
-    if OC % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                           f"but got weight of size [{list(weight.shape)}] instead")
-    if C != CG * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
-                           f"input{list(input.shape)} to have {CG * groups} channels, but got {C} channels instead")
+    _check_groups(input, weight, groups)
     padded = L + 2 * pad + extra
     if padded < effective:
         raise RuntimeError(f"Calculated padded input size per channel: ({padded}). Kernel size: ({effective}). "
@@ -270,46 +265,23 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 # ----------------------------------------------------------------------------- conv_transpose
 
-class ConvTranspose(BuiltinFunction):
+class ConvTranspose(_ConvOp):
     """y = conv_transpose(x, w) + b, the conv input-gradient kernel applied to x (see above)."""
     node_name = "ConvolutionBackward0"
-    edge_args = (0, 1, 2)
 
     @staticmethod
     def forward(ctx, x, w, b, stride, padding, dilation, groups, out_shape):
-        check_runnable(x, w, b)
-        ctx.conv = (stride, padding, dilation, groups)
-        ctx.save_for_backward(x, w)
+        _ConvOp.save(ctx, x, w, b, stride, padding, dilation, groups)
         return wrap(CONV.conv2d_grad_input(x._data, w._data, out_shape, stride, padding, dilation, groups,
                                            None if b is None else b._data))
 
     @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        stride, padding, dilation, groups = ctx.conv
-        need = ctx.needs_input_grad
-        dims = (0,) + tuple(range(2, g.ndim))
-        in_hw = tuple(x.shape[2:])
-        gd = g._data
-        dx = dw = db = None
-        if need[0]:
-            dx = wrap(CONV.conv2d_forward(gd, w._data, None, stride, padding, dilation, groups, in_hw))
-        if need[1]:
-            dw = wrap(CONV.conv2d_grad_weight(gd, x._data, w.shape, stride, padding, dilation, groups))
-        if need[2]:
-            db = wrap(reduce(gd, dims, "sum"))
-        return dx, dw, db, None, None, None, None, None
+    def input_grad(g, w, x, conv):
+        return Convolution.apply(g, w, None, *conv, tuple(x.shape[2:]))
 
     @staticmethod
-    def differentiable_backward(ctx, g):  # the conv's own differentiable Functions
-        x, w = ctx.saved_tensors
-        stride, padding, dilation, groups = ctx.conv
-        need = ctx.needs_input_grad
-        dims = (0,) + tuple(range(2, g.ndim))
-        in_hw = tuple(x.shape[2:])
-        return (ZeroSlope.apply(Convolution.apply(g, w, None, *ctx.conv, in_hw), x, True) if need[0] else None,
-                ZeroSlope.apply(ConvGradWeight.apply(g, x, w.shape, ctx.conv), w, True) if need[1] else None,
-                g.sum(dims) if need[2] else None, None, None, None, None, None)
+    def weight_grad(g, w, x, conv):
+        return ConvGradWeight.apply(g, x, w.shape, conv)
 
 
 def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_padding, groups, dilation):

@@ -6,11 +6,13 @@ launch beside its product. Each is a ``tgrad.autograd.Function`` named as PyTorc
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import tgrad
 from tgrad import _dtype
 from tgrad.autograd.function import BuiltinFunction
+from tgrad.autograd.fused_backward import fused_backward
 from tgrad.kernels.linalg import matmul as KM
 from tgrad.kernels.elementwise.pointwise import pointwise
 from tgrad.kernels.reductions.reduce import reduce as _reduce
@@ -52,34 +54,42 @@ class _Linear(BuiltinFunction):
     @classmethod
     def backward(cls, ctx, g):
         x, w, b, s = ctx.saved_tensors
-        nx, nw, nb = ctx.needs_input_grad[:3]
-        N, K = w.shape
-        rows = math.prod(x.shape[:-1])
-        g2 = g._data.reshape(rows, N)
-        if cls.act:  # dZ = dY act'(.): the activation row's derivative formula, one launch
-            g2, = pointwise(_ACTS[cls.act][0].derivative, [s._data.reshape(rows, N), g2], g2.shape, [g2.dtype])
-        tf32 = _allow_tf32(g)
-        dx = wrap(KM.matmul(g2, w._data, allow_tf32=tf32).view(x.shape)) if nx else None
-        if nw and nb:  # dW = dZ^T X and db = dZ^T 1 from one launch (db summed beside the product)
-            dw, db = (wrap(t) for t in KM.matmul(g2.t(), x._data.reshape(rows, K), allow_tf32=tf32, rowsum=True))
-            return dx, dw, db
-        dw = wrap(KM.matmul(g2.t(), x._data.reshape(rows, K), allow_tf32=tf32)) if nw else None
-        db = wrap(_reduce(g2, (0,), "sum")) if nb else None
+        need = ctx.needs_input_grad[:3]
+        return fused_backward(ctx, functools.partial(_linear_grads, cls.act, need),
+                              functools.partial(_linear_grads_ops, cls.act, need), g, x, w, b, s,
+                              depends=None if cls.act else ((0, 2), (0, 1), (0,)))
+
+
+def _linear_grads(act, need, g, x, w, b, s):
+    """(dx, dw, db) of y = act(x W^T + b), fused: dZ = dY act'(.) (the activation row's derivative
+    formula, one launch), dX = dZ W, and dW = dZ^T X with db = dZ^T 1 beside it in one launch."""
+    nx, nw, nb = need
+    N, K = w.shape
+    rows = math.prod(x.shape[:-1])
+    g2 = g._data.reshape(rows, N)
+    if act:
+        g2, = pointwise(_ACTS[act][0].derivative, [s._data.reshape(rows, N), g2], g2.shape, [g2.dtype])
+    tf32 = _allow_tf32(g)
+    dx = wrap(KM.matmul(g2, w._data, allow_tf32=tf32).view(x.shape)) if nx else None
+    if nw and nb:
+        dw, db = (wrap(t) for t in KM.matmul(g2.t(), x._data.reshape(rows, K), allow_tf32=tf32, rowsum=True))
         return dx, dw, db
+    dw = wrap(KM.matmul(g2.t(), x._data.reshape(rows, K), allow_tf32=tf32)) if nw else None
+    db = wrap(_reduce(g2, (0,), "sum")) if nb else None
+    return dx, dw, db
 
 
-    @classmethod
-    def differentiable_backward(cls, ctx, g):  # the same formulas from differentiable ops
-        x, w, b, s = ctx.saved_tensors
-        nx, nw, nb = ctx.needs_input_grad[:3]
-        N, K = w.shape
-        gz = g
-        if cls.act:
-            row, kind = _ACTS[cls.act]
-            gz = traced_backward(row.derivative, (s if kind == "y" else _linear_ops(x, w, b),), g, (), row.zero_edges)
-        rows = math.prod(x.shape[:-1])
-        g2 = gz.reshape(rows, N)
-        return gz @ w if nx else None, g2.t() @ x.reshape(rows, K) if nw else None, g2.sum(0) if nb else None
+def _linear_grads_ops(act, need, g, x, w, b, s):
+    """The same gradients from differentiable ops: act' is the same derivative formula, traced."""
+    nx, nw, nb = need
+    N, K = w.shape
+    gz = g
+    if act:
+        row, kind = _ACTS[act]
+        gz = traced_backward(row.derivative, (s if kind == "y" else _linear_ops(x, w, b),), g, (), row.zero_edges)
+    rows = math.prod(x.shape[:-1])
+    g2 = gz.reshape(rows, N)
+    return gz @ w if nx else None, g2.t() @ x.reshape(rows, K) if nw else None, g2.sum(0) if nb else None
 
 
 class _PlainLinear(_Linear):
@@ -96,21 +106,27 @@ class _PlainLinear(_Linear):
     @staticmethod
     def backward(ctx, g):
         x, wt = ctx.saved_tensors
-        nb, nx, nw = ctx.needs_input_grad[:3]
-        tf32 = _allow_tf32(g)
-        dx = wrap(KM.matmul(g._data, wt._data.t(), allow_tf32=tf32)) if nx else None
-        if nw and nb:  # dW = dZ^T X and db = dZ^T 1 from one launch (db summed beside the product)
-            dw, db = (wrap(t) for t in KM.matmul(g._data.t(), x._data, allow_tf32=tf32, rowsum=True))
-        else:
-            dw = wrap(KM.matmul(g._data.t(), x._data, allow_tf32=tf32)) if nw else None
-            db = wrap(_reduce(g._data, (0,), "sum")) if nb else None
-        return db, dx, None if dw is None else wrap(dw._data.t())
+        return fused_backward(ctx, functools.partial(_plain_grads, ctx.needs_input_grad[:3]),
+                              functools.partial(_plain_grads_ops, ctx.needs_input_grad[:3]), g, x, wt,
+                              depends=((0,), (0, 2), (0, 1)))
 
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        x, wt = ctx.saved_tensors
-        nb, nx, nw = ctx.needs_input_grad[:3]
-        return g.sum(0) if nb else None, g @ wt.t() if nx else None, x.t() @ g if nw else None
+
+def _plain_grads(need, g, x, wt):
+    """(db, dx, dW^T) of bias + x W^T for 2-D x: dW = g^T x with db = g^T 1 in one launch."""
+    nb, nx, nw = need
+    tf32 = _allow_tf32(g)
+    dx = wrap(KM.matmul(g._data, wt._data.t(), allow_tf32=tf32)) if nx else None
+    if nw and nb:
+        dw, db = (wrap(t) for t in KM.matmul(g._data.t(), x._data, allow_tf32=tf32, rowsum=True))
+    else:
+        dw = wrap(KM.matmul(g._data.t(), x._data, allow_tf32=tf32)) if nw else None
+        db = wrap(_reduce(g._data, (0,), "sum")) if nb else None
+    return db, dx, None if dw is None else wrap(dw._data.t())
+
+
+def _plain_grads_ops(need, g, x, wt):
+    nb, nx, nw = need
+    return g.sum(0) if nb else None, g @ wt.t() if nx else None, x.t() @ g if nw else None
 
 
 class _PlainMm(_PlainLinear):

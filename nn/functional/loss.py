@@ -17,8 +17,8 @@ import warnings
 import tgrad
 from tgrad import _dtype
 from tgrad.autograd.function import BuiltinFunction
+from tgrad.autograd.fused_backward import fused_backward
 from tgrad.kernels.losses import elementwise as KL
-from tgrad.modes import is_grad_enabled
 from tgrad.ops.common import broadcast_shapes, check_runnable, result_type, wrap
 from tgrad.ops.formula import traced_backward
 
@@ -45,12 +45,6 @@ def legacy_reduction(size_average, reduce):
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     return ("mean" if size_average else "sum") if reduce else "none"
-
-
-def no_grad_for(fn_name, arg, t):
-    if t is not None and t.requires_grad and is_grad_enabled():
-        raise RuntimeError(f"The function '{fn_name}' is not differentiable with respect to argument "
-                           f"'{arg}'. This input cannot have requires_grad True.")
 
 
 def apply_reduction(loss, reduction):
@@ -86,28 +80,27 @@ class _Pointwise(BuiltinFunction):
     def backward(cls, ctx, g):
         x, y, w, q = ctx.saved_tensors
         param, reduction = ctx.cfg
-        nx, ny = ctx.needs_input_grad[:2]
-        data = [None if t is None else t._data for t in (x, y, w, q)]
-        dx, dy = KL.loss_backward(cls.mode, data[0], data[1], g._data, data[2], data[3], param,
-                                  reduction, need_dx=nx, need_dy=ny)
-        return (wrap(dx) if nx else None, wrap(dy) if ny else None, None, None, None, None)
+        need = ctx.needs_input_grad[:2]
 
-    @classmethod
-    def differentiable_backward(cls, ctx, g):  # the kernel's derivative formula, traced on Tensors
-        x, y, w, q = ctx.saved_tensors
-        param, reduction = ctx.cfg
-        nx, ny = ctx.needs_input_grad[:2]
-        if reduction == "mean":
-            g = g / float(math.prod(broadcast_shapes(*(t.shape for t in (x, y, w, q) if t is not None))))
-        if w is not None:
-            g = g * w
-        dx, dy = traced_backward(KL.LOSSES[cls.mode].backward, (x, y, 1.0 if q is None else q), g, (param, param),
-                                 zero_edges=True)
-        return dx if nx else None, dy if ny else None, None, None, None, None
+        def kernel(g, x, y, w, q):
+            data = [None if t is None else t._data for t in (x, y, w, q)]
+            dx, dy = KL.loss_backward(cls.mode, *data[:2], g._data, *data[2:], param, reduction, need_dx=need[0],
+                                      need_dy=need[1])
+            return wrap(dx) if need[0] else None, wrap(dy) if need[1] else None
+
+        def recorded(g, x, y, w, q):  # the kernel's derivative formula, traced on Tensors
+            if reduction == "mean":
+                g = g / float(math.prod(broadcast_shapes(*(t.shape for t in (x, y, w, q) if t is not None))))
+            if w is not None:
+                g = g * w
+            return traced_backward(KL.LOSSES[cls.mode].backward, (x, y, 1.0 if q is None else q), g,
+                                   (param, param), zero_edges=True)
+
+        return fused_backward(ctx, kernel, recorded, g, x, y, w, q) + (None,) * 4
 
 
-def _pointwise_class(mode, node):
-    return type(f"_{mode}", (_Pointwise,), {"mode": mode, "node_name": node})
+def _pointwise_class(mode, node, no_grad_args=None):
+    return type(f"_{mode}", (_Pointwise,), {"mode": mode, "node_name": node, "no_grad_args": no_grad_args})
 
 
 _MSE = _pointwise_class("mse", "MseLossBackward0")
@@ -115,8 +108,9 @@ _L1 = _pointwise_class("l1", "L1LossBackward0")
 _SMOOTH_L1 = _pointwise_class("smooth_l1", "SmoothL1LossBackward0")
 _SMOOTH_L1_AT_0 = type("_smooth_l1", (_L1,), {"node_name": "SmoothL1LossBackward0"})  # beta = 0 is l1
 _HUBER = _pointwise_class("huber", "HuberLossBackward0")
-_BCE = _pointwise_class("bce", "BinaryCrossEntropyBackward0")
-_BCE_LOGITS = _pointwise_class("bce_logits", "BinaryCrossEntropyWithLogitsBackward0")
+_BCE = _pointwise_class("bce", "BinaryCrossEntropyBackward0", ("binary_cross_entropy", {2: "weight"}))
+_BCE_LOGITS = _pointwise_class("bce_logits", "BinaryCrossEntropyWithLogitsBackward0",
+                               ("binary_cross_entropy_with_logits", {2: "weight", 3: "pos_weight"}))
 
 
 def _regression(cls, name, input, target, reduction, param=0.0):
@@ -179,7 +173,6 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     check_runnable(input, target, weight)
-    no_grad_for("binary_cross_entropy", "weight", weight)
     if weight is not None:
         broadcast_shapes(input.shape, weight.shape)
     return _BCE.apply(input, target, weight, None, 0.0, reduction)
@@ -194,8 +187,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     check_runnable(input, target, weight, pos_weight)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for \'{input.dtype.scalar_type}\'')
-    no_grad_for("binary_cross_entropy_with_logits", "weight", weight)
-    no_grad_for("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     for t in (weight, pos_weight):
         if t is not None:
             broadcast_shapes(input.shape, t.shape)

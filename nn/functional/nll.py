@@ -12,12 +12,13 @@ import tgrad
 from tgrad import _dtype
 from tgrad import ops
 from tgrad.autograd.function import BuiltinFunction
+from tgrad.autograd.fused_backward import composed_grads, fused_backward
 from tgrad.kernels.losses import cross_entropy as KCE
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor
 
-from .loss import no_grad_for, reduction_of
+from .loss import reduction_of
 
 __all__ = ["cross_entropy", "nll_loss"]
 
@@ -26,6 +27,7 @@ class _CrossEntropy(BuiltinFunction):
     """Fused (log-softmax +) NLL over x viewed as (N, C, I); see kernels/cross_entropy.py."""
     node_name = "NllLossBackward0"
     edge_args = (0,)
+    no_grad_args = ("nll_loss_forward", {2: "weight"})
 
     @staticmethod
     def forward(ctx, x, target, weight, ignore_index, smoothing, reduction, softmax, nci):
@@ -46,22 +48,28 @@ class _CrossEntropy(BuiltinFunction):
     def backward(ctx, g):
         x, target, w = ctx.saved_tensors
         ignore_index, smoothing, reduction, softmax, (N, C, I) = ctx.cfg
-        nx, nt, nw = ctx.needs_input_grad[:3]
-        if nw:  # the kernel has no weight gradient: the recorded formulas give all three
-            return _CrossEntropy.differentiable_backward(ctx, g)
-        prob = target.dtype.is_floating_point
-        dx, dt = KCE.cross_entropy_backward(
-            x._data.reshape(N, C, I), target._data.reshape((N, C, I) if prob else (N, I)),
-            None if w is None else w._data, ctx.kernel_saved,
-            g._data.reshape(N, I) if reduction == "none" else g._data, ignore_index, smoothing,
-            reduction, softmax, need_dx=nx, need_target=nt)
-        return (wrap(dx.view(x.shape)) if nx else None, wrap(dt.view(x.shape)) if nt else None,
-                None, None, None, None, None, None)
+        need = ctx.needs_input_grad[:3]
 
-    @staticmethod
-    def differentiable_backward(ctx, g):  # the kernel's formulas from differentiable ops
-        x, target, w = ctx.saved_tensors
-        return _cross_entropy_grads_ops(ctx, g, x, target, w, *ctx.needs_input_grad[:3]) + (None,) * 5
+        def kernel(g, x, target, w):
+            if need[2]:  # the kernel has no weight gradient: the composed form gives all three
+                return tuple(None if d is None else d.detach() for d in recorded(g, x, target, w))
+            prob = target.dtype.is_floating_point
+            dx, dt = KCE.cross_entropy_backward(
+                x._data.reshape(N, C, I), target._data.reshape((N, C, I) if prob else (N, I)),
+                None if w is None else w._data, ctx.kernel_saved,
+                g._data.reshape(N, I) if reduction == "none" else g._data, ignore_index, smoothing,
+                reduction, softmax, need_dx=need[0], need_target=need[1])
+            return wrap(dx.view(x.shape)) if need[0] else None, wrap(dt.view(x.shape)) if need[1] else None, None
+
+        cfg, total_weight = ctx.cfg, ctx.kernel_saved[2][1:2]
+
+        def recorded(g, x, target, w):
+            dx, dt, dw = composed_grads(lambda x, t, w: _cross_entropy_ops(x, t, w, cfg, total_weight, g.shape),
+                                        (x, target, w), need, (g,))
+            # nll's gradient reads x only to pick a class: its derivative in x is zero (not undefined)
+            return ZeroSlope.apply(dx, x) if dx is not None and not softmax else dx, dt, dw
+
+        return fused_backward(ctx, kernel, recorded, g, x, target, w) + (None,) * 5
 
 
 class _NllLoss(_CrossEntropy):
@@ -71,15 +79,17 @@ class _NllLoss(_CrossEntropy):
 class _CrossEntropyProb(_CrossEntropy):
     node_name = "CrossEntropyLossBackward0"
     edge_args = (0, 1, 2)
+    no_grad_args = None  # probabilities: differentiable in the class weights too
 
 
-def _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw):
-    """dx = g_r (A softmax - a), dtarget = -g_r (1 - eps) w lp, dw = -sum g_r p' lp, from ops."""
-    ignore_index, eps, reduction, softmax, (N, C, I) = ctx.cfg
+def _cross_entropy_ops(x, target, w, cfg, total_weight, out_shape):
+    """The same loss from differentiable ops: -sum_c a_c lp_c per position, lp = log_softmax(x) (or
+    x for nll), a the (smoothed) one-hot or given probabilities times the class weights; 'mean'
+    divides by the kernel's total weight (a constant in x and, where it may require grad, in w)."""
+    ignore_index, eps, reduction, softmax, (N, C, I) = cfg
     x3 = x.reshape(N, C, I)
     lp = ops.log_softmax(x3, 1) if softmax else x3
     wb = w.reshape(1, C, 1) if w is not None else None
-    valid = None
     if target.dtype.is_floating_point:
         p = target.reshape(N, C, I)
         if eps:
@@ -94,21 +104,11 @@ def _cross_entropy_grads_ops(ctx, g, x, target, w, nx, nt, nw):
         a = hot * ((1.0 - eps) * w_t)
         if eps:
             a = a + (eps / C) * (wb if wb is not None else 1.0)
-    gr = g.reshape(N, 1, I) if reduction == "none" else g.reshape(1, 1, 1)
-    if reduction == "mean":
-        gr = gr / wrap(ctx.kernel_saved[2][1:2]).to(g.dtype).reshape(1, 1, 1)
-    if valid is not None:
-        gr = gr * valid.to(g.dtype).reshape(N, 1, I)
-    dx = dt = dw = None
-    if nx:
-        dx = (gr * (a.sum(1, keepdim=True) * lp.exp() - a) if softmax else -(gr * a)).reshape(x.shape)
-        if not softmax:  # nll's gradient reads x only to pick a class: x's derivative is zero
-            dx = ZeroSlope.apply(dx, x)
-    if nt:
-        dt = (-(gr * (1.0 - eps)) * (wb if wb is not None else 1.0) * lp).reshape(x.shape)
-    if nw:
-        dw = -(gr * p * lp).sum((0, 2))
-    return dx, dt, dw
+        a = a * valid.to(x.dtype).reshape(N, 1, I)
+    loss = -(a * lp).sum(1)
+    if reduction == "none":
+        return loss.reshape(out_shape)
+    return loss.sum() / wrap(total_weight).to(x.dtype).reshape(()) if reduction == "mean" else loss.sum()
 
 
 def _target_dtype_error(target):
@@ -161,7 +161,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if prob:
         return _CrossEntropyProb.apply(input, target.to(input.dtype), weight, int(ignore_index),
                                        float(label_smoothing), reduction, True, nci)
-    no_grad_for("nll_loss_forward", "weight", weight)
     return _CrossEntropy.apply(input, target, weight, int(ignore_index), float(label_smoothing),
                                reduction, True, nci)
 
@@ -171,5 +170,4 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """-w_t input[t] per sample (class dim 1, input holding log-probabilities)."""
     reduction = reduction_of(reduction, size_average, reduce)
     nci, _ = _nll_setup(input, target, weight, True, "nll_loss")
-    no_grad_for("nll_loss_forward", "weight", weight)
     return _NllLoss.apply(input, target, weight, int(ignore_index), 0.0, reduction, False, nci)

@@ -17,12 +17,11 @@ import torch
 
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
+from tgrad.autograd.fused_backward import composed_grads, fused_backward
 from tgrad.kernels.normalization import batch_norm as BN
 from tgrad.kernels.normalization import layer_norm as KLN
 from tgrad.kernels.normalization import rms_group_norm as KN
-from tgrad.modes import enable_grad
 from tgrad.ops.common import check_runnable, wrap
-from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor
 
 from .arguments import check_tensor, float_only
@@ -49,37 +48,25 @@ class _LayerNorm(BuiltinFunction):
     def backward(ctx, g):
         x, w, b = ctx.saved_tensors
         shape, eps, M_, D = ctx.meta
-        nx, nw, nb = ctx.needs_input_grad[:3]
+        need = ctx.needs_input_grad[:3]
         mean, rstd = ctx.stats
-        wb = w if w is not None else b
-        dx, dw, db = KLN.layer_norm_backward(
-            x._data.reshape(M_, D), g._data.reshape(M_, D),
-            None if w is None else w._data.reshape(D), mean, rstd, need_dx=nx, need_wb=nw or nb,
-            wb_dtype=None if wb is None else wb._data.dtype)
-        return (wrap(dx.view(x.shape)) if nx else None, wrap(dw.view(shape)) if nw else None,
-                wrap(db.view(shape)) if nb else None, None, None)
 
-    @staticmethod
-    def differentiable_backward(ctx, g):  # the kernel's formulas from differentiable ops
-        x, w, b = ctx.saved_tensors
-        shape, eps, _, _ = ctx.meta
-        return _layer_norm_grads_ops(x, w, g, shape, eps, *ctx.needs_input_grad[:3]) + (None, None)
+        def kernel(g, x, w, b):
+            wb = w if w is not None else b
+            dx, dw, db = KLN.layer_norm_backward(
+                x._data.reshape(M_, D), g._data.reshape(M_, D), None if w is None else w._data.reshape(D), mean,
+                rstd, need_dx=need[0], need_wb=need[1] or need[2], wb_dtype=None if wb is None else wb._data.dtype)
+            return (wrap(dx.view(x.shape)) if need[0] else None, wrap(dw.view(shape)) if need[1] else None,
+                    wrap(db.view(shape)) if need[2] else None)
 
+        def composed(x, w, b):
+            return _composed(x.reshape(M_, D), None if w is None else w.reshape(D), None if b is None else b.reshape(D),
+                             1, D, 1, eps, True).reshape(x.shape)
 
-def _layer_norm_grads_ops(x, w, g, shape, eps, nx, nw, nb):
-    """dx = rstd (gw - mean(gw) - xhat mean(gw xhat)), dw = sum g xhat, db = sum g, as tgrad ops."""
-    dims = tuple(range(x.ndim - len(shape), x.ndim))
-    lead = tuple(range(x.ndim - len(shape)))
-    xc = x - x.mean(dims, keepdim=True)
-    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
-    xhat = xc * rstd
-    gw = g * w if w is not None else g
-    dx = None
-    if nx:
-        dx = rstd * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True))
-    dw = ((g * xhat).sum(lead) if lead else g * xhat) if nw else None
-    db = (g.sum(lead) if lead else g) if nb else None
-    return dx, dw, db
+        def recorded(g, x, w, b):
+            return composed_grads(composed, (x, w, b), need, (g,))
+
+        return fused_backward(ctx, kernel, recorded, g, x, w, b, depends=((0, 1, 2), (0, 1), (0,))) + (None, None)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -124,46 +111,40 @@ class BatchNorm(BuiltinFunction):
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
         mean, rstd, training = ctx.stats
-        need = ctx.needs_input_grad
+        eps, need = ctx.eps, ctx.needs_input_grad[:3]
         (w_shape, w_dtype), (b_shape, b_dtype) = [(None, None) if v is None else v for v in ctx.vec_meta]
-        dx, dw, db = BN.batch_norm_backward(x._data, g._data, None if weight is None else weight._data.view(-1),
-                                            mean, rstd, training, need[0], need[1] or need[2], w_dtype, b_dtype)
-        return (wrap(dx) if need[0] else None, wrap(dw.view(w_shape)) if need[1] else None,
-                wrap(db.view(b_shape)) if need[2] else None, None, None, None, None, None)
 
-    @staticmethod
-    def differentiable_backward(ctx, g):  # the same formulas from differentiable ops
-        x, weight = ctx.saved_tensors
-        mean, rstd, training = ctx.stats
-        need = ctx.needs_input_grad
-        (w_shape, w_dtype), (b_shape, b_dtype) = [(None, None) if v is None else v for v in ctx.vec_meta]
-        dx, dw, db = _batch_norm_grads_ops(x, weight, g, ctx, need)
-        if not training and dx is not None:  # x's derivative of w rstd g: undefined, as PyTorch's
-            dx = ZeroSlope.apply(dx, x, True)
-        return (dx, None if dw is None else dw.reshape(w_shape).to(w_dtype),
-                None if db is None else db.reshape(b_shape).to(b_dtype), None, None, None, None, None)
+        def kernel(g, x, w):
+            dx, dw, db = BN.batch_norm_backward(x._data, g._data, None if w is None else w._data.view(-1), mean,
+                                                rstd, training, need[0], need[1] or need[2], w_dtype, b_dtype)
+            return (wrap(dx) if need[0] else None, wrap(dw.view(w_shape)) if need[1] else None,
+                    wrap(db.view(b_shape)) if need[2] else None)
+
+        def recorded(g, x, w):
+            # b (not saved) only shifts y: a zero stand-in of its shape and dtype gives db = sum g
+            b = wrap(torch.zeros(b_shape, dtype=b_dtype, device=x._data.device)).requires_grad_() if need[2] else None
+            return composed_grads(lambda x, w, b: _batch_norm_ops(x, w, b, mean, rstd, training, eps), (x, w, b),
+                                  need, (g,))
+
+        # (in eval dx = w rstd g is recorded with an edge to x, of undefined derivative, as PyTorch's)
+        return fused_backward(ctx, kernel, recorded, g, x, weight) + (None,) * 5
 
 
-def _batch_norm_grads_ops(x, w, g, ctx, need):
-    """Per channel c (dim 1), over the other dims: xhat = (x - mean) rstd, dw = sum g xhat, db = sum g,
-    and dx = w rstd (g - mean(g) - xhat mean(g xhat)) in training (the batch statistics depend on
-    x), dx = w rstd g in eval (constant running statistics)."""
-    mean, rstd, training = ctx.stats
+def _batch_norm_ops(x, w, b, mean, rstd, training, eps):
+    """The same normalisation from tgrad ops: per channel c (dim 1), the batch's statistics in
+    training (they depend on x), the running ones (``mean``, ``rstd``: constants) in eval."""
     dims = (0,) + tuple(range(2, x.ndim))
     chan = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     if training:
         xc = x - x.mean(dims, keepdim=True)
-        r = ((xc * xc).mean(dims, keepdim=True) + ctx.eps).rsqrt()
+        y = xc * ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     else:
-        r = wrap(rstd).to(x.dtype).reshape(chan)
-        xc = x - wrap(mean).to(x.dtype).reshape(chan)
-    xhat = xc * r
-    gw = g * w.reshape(chan) if w is not None else g
-    dx = None
-    if need[0]:
-        dx = r * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True)) if training \
-            else gw * r
-    return dx, (g * xhat).sum(dims) if need[1] else None, g.sum(dims) if need[2] else None
+        y = (x - wrap(mean).to(x.dtype).reshape(chan)) * wrap(rstd).to(x.dtype).reshape(chan)
+    if w is not None:
+        y = y * w.reshape(chan)
+    if b is not None:
+        y = y + b.reshape(chan)
+    return y
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
@@ -234,26 +215,19 @@ class _RowNorm(BuiltinFunction):
     def backward(ctx, g):
         x2, w, b = ctx.saved_tensors
         groups, cpg, sp, eps, center = ctx.cfg
-        need = ctx.needs_input_grad
+        need = ctx.needs_input_grad[:3]
         xd, mean, rstd = ctx.stats
-        dx, dw, db = KN.norm_backward(xd, g._data.contiguous(), None if w is None else w._data.contiguous(), mean,
-                                      rstd, groups, cpg, sp, center, need[0], need[1], need[2])
-        return (wrap(dx) if need[0] else None, wrap(dw) if need[1] else None, wrap(db) if need[2] else None,
-                None, None, None, None, None)
 
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        x2, w, b = ctx.saved_tensors
-        groups, cpg, sp, eps, center = ctx.cfg
-        need = ctx.needs_input_grad
-        inputs = [(i, t) for i, t in enumerate((x2, w, b)) if need[i]]
-        with enable_grad():
-            y = _composed(x2, w, b, groups, cpg, sp, eps, center)
-            found = tgrad.autograd.grad([y], [t for _, t in inputs], [g], create_graph=True, allow_unused=True)
-        res = [None] * 8
-        for (i, t), d in zip(inputs, found):
-            res[i] = d if d is not None else tgrad.zeros_like(t)
-        return tuple(res)
+        def kernel(g, x2, w, b):
+            dx, dw, db = KN.norm_backward(xd, g._data.contiguous(), None if w is None else w._data.contiguous(), mean,
+                                          rstd, groups, cpg, sp, center, need[0], need[1], need[2])
+            return wrap(dx) if need[0] else None, wrap(dw) if need[1] else None, wrap(db) if need[2] else None
+
+        def recorded(g, x2, w, b):
+            return composed_grads(lambda x2, w, b: _composed(x2, w, b, groups, cpg, sp, eps, center), (x2, w, b),
+                                  need, (g,))
+
+        return fused_backward(ctx, kernel, recorded, g, x2, w, b, depends=((0, 1, 2), (0, 1), (0,))) + (None,) * 5
 
 
 class _RMSNorm(_RowNorm):

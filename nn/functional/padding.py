@@ -1,8 +1,9 @@
 """``F.pad`` (constant, reflect, replicate, circular) as an autograd Function over
 ``tgrad.kernels.indexing.pad``: one gather launch forward, one gather launch backward (the adjoint).
 
-The backward is linear in g and its adjoint is the padding again, so under create_graph the
-backward is the recorded ``PadBackward`` whose own backward is ``Pad``: written once.
+The backward is linear in g and its adjoint is the padding again: the backward is the Function
+``PadBackward`` (the gather launch) whose own backward is ``Pad``, so every order runs the same
+two kernels and the derivative is written once.
 """
 from __future__ import annotations
 
@@ -28,11 +29,6 @@ class Pad(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        shape, pads, mode = ctx.cfg
-        return wrap(PAD.pad_backward(g._data, shape, pads, mode)), None, None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
         shape, pads, mode = ctx.cfg
         return _apply(PadBackward, mode, len(pads), g, shape, pads, mode), None, None, None
 

@@ -84,40 +84,44 @@ class MaxPool2d(BuiltinFunction):
         y, idx = POOL.max_pool2d_forward(data, kernel, stride, padding, dilation, out_hw)
         if x.ndim == 3:
             y, idx = y.squeeze(0), idx.squeeze(0)
-        y, idx = wrap(y), wrap(idx)
-        ctx.pool = (data.shape, kernel, stride, padding, dilation)
-        ctx.x = x  # only for create_graph: the recorded backward's (zero) dependence on x
-        ctx.mark_non_differentiable(idx)
-        ctx.set_materialize_grads(False)
-        ctx.save_for_backward(idx)
-        return y, idx
+        return _keep_argmax(ctx, x, wrap(y), wrap(idx), (data.shape, kernel, stride, padding, dilation))
 
     @staticmethod
     def backward(ctx, g, _):
-        if g is None:
-            return (None,) * 6
-        idx, = ctx.saved_tensors
-        shape, kernel, stride, padding, dilation = ctx.pool
-        gd, idxd = g._data, idx._data
-        if len(shape) != gd.ndim:
-            gd, idxd = gd.unsqueeze(0), idxd.unsqueeze(0)
-        dx = POOL.max_pool2d_backward(gd, idxd, shape, kernel, stride, padding, dilation)
-        return (wrap(dx.view(g.shape[:-2] + tuple(shape[-2:]))),) + (None,) * 5
+        return _scatter_to_argmax(MaxPool2dBackward, ctx, g) + (None,) * 5
+
+
+def _keep_argmax(ctx, x, y, idx, cfg):
+    """A max pool's forward end: idx saved (not differentiable) for the scatter that is the
+    backward, x kept for that scatter's (zero) dependence on it."""
+    ctx.x, ctx.cfg = x, cfg
+    ctx.mark_non_differentiable(idx)
+    ctx.set_materialize_grads(False)
+    ctx.save_for_backward(idx)
+    return y, idx
+
+
+def _scatter_to_argmax(scatter, ctx, g):
+    """(dx,): g scattered to the saved argmax by the Function ``scatter`` (None without g)."""
+    return (None if g is None else scatter.apply(g, ctx.x, ctx.saved_tensors[0], ctx.cfg),)
+
+
+class _ArgmaxScatter(BuiltinFunction):
+    """dx = g scattered to the argmax positions ``idx`` (a max pooling's gradient) as an op of
+    (g, x). It is linear in g, with adjoint the gather of an upstream gg at idx; x only chose idx,
+    so its derivative is zero (reported as zeros, as PyTorch does). Subclasses: the scatter kernel."""
+    edge_args = (0, 1)
 
     @staticmethod
-    def differentiable_backward(ctx, g, _):  # the scatter as a recorded op
-        if g is None:
-            return (None,) * 6
+    def backward(ctx, gg):
         idx, = ctx.saved_tensors
-        return (MaxPool2dBackward.apply(g, ctx.x, idx, ctx.pool),) + (None,) * 5
+        dg = gg.flatten(-2).gather(-1, idx.flatten(-2)).reshape(ctx.g_shape) if ctx.needs_input_grad[0] else None
+        dx = gg.new_zeros(gg.shape) if ctx.needs_input_grad[1] else None
+        return dg, dx, None, None
 
 
-class MaxPool2dBackward(BuiltinFunction):
-    """dx = g scattered to the argmax positions ``idx`` (max pooling's gradient) as an op of
-    (g, x). It is linear in g, with adjoint the gather of an upstream gg at idx; x only chose idx,
-    so its derivative is zero (reported as zeros, as PyTorch does)."""
+class MaxPool2dBackward(_ArgmaxScatter):
     node_name = "MaxPool2DWithIndicesBackwardBackward0"
-    edge_args = (0, 1)
 
     @staticmethod
     def forward(ctx, g, x, idx, pool):
@@ -129,13 +133,6 @@ class MaxPool2dBackward(BuiltinFunction):
             gd, idxd = gd.unsqueeze(0), idxd.unsqueeze(0)
         dx = POOL.max_pool2d_backward(gd, idxd, shape, kernel, stride, padding, dilation)
         return wrap(dx.view(g.shape[:-2] + tuple(shape[-2:])))
-
-    @staticmethod
-    def backward(ctx, gg):
-        idx, = ctx.saved_tensors
-        dg = gg.flatten(-2).gather(-1, idx.flatten(-2)).reshape(ctx.g_shape) if ctx.needs_input_grad[0] else None
-        dx = gg.new_zeros(gg.shape) if ctx.needs_input_grad[1] else None
-        return dg, dx, None, None
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -159,14 +156,7 @@ class AvgPool2d(BuiltinFunction):
         return wrap(y if x.ndim == 4 else y.squeeze(0))
 
     @staticmethod
-    def backward(ctx, g):
-        shape, kernel, stride, padding, count_include_pad, divisor_override = ctx.pool
-        gd = g._data if g.ndim == 4 else g._data.unsqueeze(0)
-        dx = POOL.avg_pool2d_backward(gd, shape, kernel, stride, padding, count_include_pad, divisor_override)
-        return (wrap(dx if g.ndim == 4 else dx.squeeze(0)),) + (None,) * 6
-
-    @staticmethod
-    def differentiable_backward(ctx, g):  # the scatter as a recorded op (x: zero derivative)
+    def backward(ctx, g):  # the scatter as an op of g (x: zero derivative)
         return (ZeroSlope.apply(AvgPool2dBackward.apply(g, ctx.pool, ctx.ceil_mode), ctx.x),) + (None,) * 6
 
 
@@ -221,11 +211,6 @@ class AdaptiveAvgPool2d(BuiltinFunction):
 
     @staticmethod
     def backward(ctx, g):
-        dx = AP.adaptive_avg_pool2d_backward(_as4d(g._data), _lift(ctx.shape))
-        return wrap(dx.view(ctx.shape)), None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
         return ZeroSlope.apply(AdaptiveAvgPool2dBackward.apply(g, ctx.shape), ctx.x), None
 
 
@@ -253,34 +238,15 @@ class AdaptiveMaxPool2d(BuiltinFunction):
         check_runnable(x)
         y, idx = AP.adaptive_pool2d_forward(_as4d(x._data), out_hw, True)
         shape = tuple(x.shape[:-2]) + tuple(out_hw)
-        y, idx = wrap(y.view(shape)), wrap(idx.view(shape))
-        ctx.shape, ctx.x = tuple(x.shape), x
-        ctx.mark_non_differentiable(idx)
-        ctx.set_materialize_grads(False)
-        ctx.save_for_backward(idx)
-        return y, idx
+        return _keep_argmax(ctx, x, wrap(y.view(shape)), wrap(idx.view(shape)), tuple(x.shape))
 
     @staticmethod
     def backward(ctx, g, _):
-        if g is None:
-            return None, None
-        idx, = ctx.saved_tensors
-        dx = AP.adaptive_max_pool2d_backward(_as4d(g._data), _as4d(idx._data), _lift(ctx.shape))
-        return wrap(dx.view(ctx.shape)), None
-
-    @staticmethod
-    def differentiable_backward(ctx, g, _):
-        if g is None:
-            return None, None
-        idx, = ctx.saved_tensors
-        return AdaptiveMaxPool2dBackward.apply(g, ctx.x, idx, ctx.shape), None
+        return _scatter_to_argmax(AdaptiveMaxPool2dBackward, ctx, g) + (None,)
 
 
-class AdaptiveMaxPool2dBackward(BuiltinFunction):
-    """dx = g scattered to the argmax positions, as an op of (g, x): linear in g with the gather
-    of gg at idx as adjoint; zero in x."""
+class AdaptiveMaxPool2dBackward(_ArgmaxScatter):
     node_name = "AdaptiveMaxPool2DBackwardBackward0"
-    edge_args = (0, 1)
 
     @staticmethod
     def forward(ctx, g, x, idx, shape):
@@ -288,13 +254,6 @@ class AdaptiveMaxPool2dBackward(BuiltinFunction):
         ctx.g_shape = g.shape
         dx = AP.adaptive_max_pool2d_backward(_as4d(g._data), _as4d(idx._data), _lift(shape))
         return wrap(dx.view(shape))
-
-    @staticmethod
-    def backward(ctx, gg):
-        idx, = ctx.saved_tensors
-        dg = gg.flatten(-2).gather(-1, idx.flatten(-2)).reshape(ctx.g_shape) if ctx.needs_input_grad[0] else None
-        dx = gg.new_zeros(gg.shape) if ctx.needs_input_grad[1] else None
-        return dg, dx, None, None
 
 
 def _lift(shape):

@@ -42,12 +42,6 @@ class Interpolate(BuiltinFunction):
     @staticmethod
     def backward(ctx, g):
         shape, mode, align_corners, scales = ctx.cfg
-        dx = INTERP.interpolate_backward(_lift(g._data), _lift_shape(shape), mode, align_corners, scales)
-        return wrap(dx.view(shape)), None, None, None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        shape, mode, align_corners, scales = ctx.cfg
         return _node(InterpolateBackward, mode, len(shape) - 2, g, shape, mode, align_corners, scales), \
             None, None, None, None
 
@@ -88,6 +82,17 @@ def _node(base, mode, dims, *args):
     return cls.apply(*args)
 
 
+def _per_dim(value, cast, dim, spatial, what, shown, layout):
+    """interpolate's size or scale_factor as one value per spatial dim (a number stands for all)."""
+    if not isinstance(value, (list, tuple)):
+        return [cast(value)] * dim
+    if len(value) != dim:
+        raise ValueError(f"Input and {what} must have the same number of spatial dimensions, but got input with "
+                         f"spatial dimensions of {spatial} and {shown} {value}. Please provide input tensor in "
+                         f"(N, C, d1, d2, ...,dK) format and {layout} format.")
+    return [cast(v) for v in value]
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resample the spatial dims of input (N, C, L) or (N, C, H, W) to ``size`` or by
@@ -105,26 +110,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
-        if isinstance(size, (list, tuple)):
-            if len(size) != dim:
-                raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
-                                 f"with spatial dimensions of {spatial} and output size of {size}. Please provide "
-                                 f"input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
-                                 f"format.")
-            output_size = [int(s) for s in size]
-        else:
-            output_size = [int(size)] * dim
+        output_size = _per_dim(size, int, dim, spatial, "output", "output size of", "output size in (o1, o2, ...,oK)")
         scales = None
     elif scale_factor is not None:
-        if isinstance(scale_factor, (list, tuple)):
-            if len(scale_factor) != dim:
-                raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
-                                 f"input with spatial dimensions of {spatial} and scale_factor of shape "
-                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
-                                 f"scale_factor in (s1, s2, ...,sK) format.")
-            scales = [float(s) for s in scale_factor]
-        else:
-            scales = [float(scale_factor)] * dim
+        scales = _per_dim(scale_factor, float, dim, spatial, "scale_factor", "scale_factor of shape",
+                          "scale_factor in (s1, s2, ...,sK)")
         output_size = [math.floor(float(spatial[i]) * scales[i]) for i in range(dim)] if dim > 0 else []
     else:
         raise ValueError("either size or scale_factor should be defined")
@@ -171,12 +161,7 @@ class PixelShuffle(BuiltinFunction):
         return wrap(_shuffle(x._data, r, unshuffle))
 
     @staticmethod
-    def backward(ctx, g):
-        r, unshuffle = ctx.cfg
-        return wrap(_shuffle(g._data, r, not unshuffle)), None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
+    def backward(ctx, g):  # the inverse permutation, itself differentiable
         r, unshuffle = ctx.cfg
         return (PixelUnshuffle if not unshuffle else PixelShuffle).apply(g, r, not unshuffle), None, None
 
@@ -238,21 +223,14 @@ class Unfold(BuiltinFunction):
     @staticmethod
     def forward(ctx, x, image_hw, blocks, geometry):
         check_runnable(x)
-        ctx.cfg = (tuple(x.shape), image_hw, blocks, geometry)
+        ctx.cfg = (image_hw, blocks, geometry)
         data = x._data if x.ndim == 4 else x._data.unsqueeze(0)
         y = UNFOLD.im2col(data, *geometry, blocks)
         return wrap(y if x.ndim == 4 else y.squeeze(0))
 
     @staticmethod
-    def backward(ctx, g):
-        shape, image_hw, blocks, geometry = ctx.cfg
-        data = g._data if g.ndim == 3 else g._data.unsqueeze(0)
-        return wrap(UNFOLD.col2im(data, image_hw, *geometry, blocks).view(shape)), None, None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        shape, image_hw, blocks, geometry = ctx.cfg
-        return Fold.apply(g, image_hw, blocks, geometry), None, None, None
+    def backward(ctx, g):  # col2im: fold, whose backward is unfold again
+        return Fold.apply(g, *ctx.cfg), None, None, None
 
 
 class Fold(BuiltinFunction):
@@ -268,16 +246,8 @@ class Fold(BuiltinFunction):
         return wrap(y if cols.ndim == 3 else y.squeeze(0))
 
     @staticmethod
-    def backward(ctx, g):
-        image_hw, blocks, geometry = ctx.cfg
-        data = g._data if g.ndim == 4 else g._data.unsqueeze(0)
-        y = UNFOLD.im2col(data, *geometry, blocks)
-        return wrap(y if g.ndim == 4 else y.squeeze(0)), None, None, None
-
-    @staticmethod
-    def differentiable_backward(ctx, g):
-        image_hw, blocks, geometry = ctx.cfg
-        return Unfold.apply(g, image_hw, blocks, geometry), None, None, None
+    def backward(ctx, g):  # im2col: unfold, whose backward is fold again
+        return Unfold.apply(g, *ctx.cfg), None, None, None
 
 
 def _geometry(fn, kernel_size, dilation, padding, stride):

@@ -7,9 +7,9 @@ the linear's: one matmul for dx, one for dW_ih and db_ih). Per step the forward 
 so is the backward through time (dhg_{t+1} W_hh, the gates' derivatives, the carries); then
 dW_hh = sum_t dhg_t^T h_{t-1} and db_hh come from one matmul over all steps.
 
-Double backward (create_graph) replays the layer with differentiable tgrad ops (``composed``,
-the same math written with matmul/sigmoid/tanh) and differentiates that, as PyTorch's CPU
-kernels compose. LSTM with ``proj_size`` (h = (o tanh c) W_hr^T) is fused too, except on packed
+The backward is a ``FusedBackward``: that fused pass, whose own derivative (double backward)
+differentiates the layer replayed with differentiable tgrad ops (``composed``, the same math
+written with matmul/sigmoid/tanh), as PyTorch's CPU kernels compose. LSTM with ``proj_size`` (h = (o tanh c) W_hr^T) is fused too, except on packed
 input, which runs the composed form.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 
 import tgrad
 from tgrad.autograd.function import BuiltinFunction
-from tgrad.modes import enable_grad
+from tgrad.autograd.fused_backward import composed_grads, fused_backward
 from tgrad.kernels.linalg import matmul as KM
 from tgrad.kernels import rnn as KR
 from tgrad.ops.common import check_runnable, wrap
@@ -81,76 +81,73 @@ class RNNLayer(BuiltinFunction):
     def backward(ctx, gout, ghn, gcn):
         xg, w_hh, b_hh, h0, c0, w_hr = ctx.saved_tensors
         mode, lengths, reverse = ctx.cfg
-        need = ctx.needs_input_grad
-        hs, cs, save, hh = ctx.bufs
-        proj = hh is not None
-        T, B, GH = xg.shape
-        P = w_hh.shape[1]
-        H = GH // KR.gate_count(mode)
-        lstm, gru = mode == KR.MODES["LSTM"], mode == KR.MODES["GRU"]
-        go = gout._data if gout._data.stride(-1) == 1 else gout._data.contiguous()
-        like = dict(dtype=go.dtype, device=go.device)
-        dxg = torch.empty((T, B, GH), **like)
-        dhg = torch.empty((T, B, GH), **like) if gru else dxg
-        mm = ghn._data.contiguous().clone()  # (B, P): dL/dh carried back from the later step
-        direct = torch.zeros((B, H), **like)
-        dc = gcn._data.contiguous().clone() if lstm else mm
-        if proj:
-            dhs = torch.empty((T, B, P), **like)  # dL/dh_t of every step, for dW_hr
-            dhh = torch.empty((B, H), **like)
-            zero = torch.zeros((B, H), **like)
-        w = w_hh._data
-        steps = _orders(T, reverse)[::-1]
-        if not proj:  # the carry into the last step is ghn; the launch adds ``direct`` to dh
-            direct.copy_(mm)
-            none_later = torch.zeros((B, GH), **like)
-        for k, (t, p, n) in enumerate(steps):
-            if proj:  # dh_t = gout_t + carry, then back through the projection
-                dhs[t].copy_(go[t])
-                KR.add_into(dhs[t], mm)
-                KM.matmul(dhs[t], w_hr._data, out=dhh)
-                KR.step_backward(mode, t, dhh, zero, direct, dc, save[t], dhh, dhh, cs[p], cs[n], dxg[t], dhg[t],
-                                 None)
-                if k < T - 1 or need[3]:
-                    KM.matmul(dhg[t], w, out=mm)
-            else:  # one launch: dhg_{t+1} W_hh inside the gate backward
-                later = none_later if k == 0 else dhg[steps[k - 1][0]]
-                KR.step_backward(mode, t, go[t], None, direct, dc, save[t] if KR.saved_gates(mode) else hs[n],
-                                 hs[p], hs[n], cs[p], cs[n], dxg[t], dhg[t], lengths, dhg_next=later, w_hh=w)
-        if not proj and need[3]:
-            KM.matmul(dhg[steps[-1][0]], w, out=mm)
-        dh0 = (wrap(mm) if proj else wrap(KR.add_into(mm, direct))) if need[3] else None
-        dc0 = wrap(dc) if lstm and need[4] else None
-        dw = db = dwr = None
-        if need[1] or need[2]:
-            before = hs[1:] if reverse else hs[:T]
-            res = KM.matmul(dhg.view(T * B, GH).t(), before.reshape(T * B, P), rowsum=need[2])
-            dw, db = res if need[2] else (res, None)
-            dw, db = wrap(dw) if need[1] else None, wrap(db) if db is not None else None
-        if proj and need[8]:
-            dwr = wrap(KM.matmul(dhs.view(T * B, P).t(), hh.view(T * B, H)))
-        return wrap(dxg) if need[0] else None, dw, db, dh0, dc0, None, None, None, dwr
-
-    @staticmethod
-    def differentiable_backward(ctx, gout, ghn, gcn):  # differentiate the composed form of the same layer
-        return _composed_grads(ctx, (gout, ghn, gcn))
-
-
-def _composed_grads(ctx, grads):
-    xg, w_hh, b_hh, h0, c0, w_hr = ctx.saved_tensors
-    mode, lengths, reverse = ctx.cfg
-    inputs = [(i, t) for i, t in enumerate((xg, w_hh, b_hh, h0, c0, None, None, None, w_hr))
-              if t is not None and ctx.needs_input_grad[i]]
-    with enable_grad():
-        outs = composed(mode, xg, w_hh, b_hh, h0, c0, lengths, reverse, w_hr)
         lstm = mode == KR.MODES["LSTM"]
-        pairs = [(o, g) for o, g in zip(outs, grads) if o is not None and (lstm or o is not outs[2])]
-        found = tgrad.autograd.grad([o for o, _ in pairs], [t for _, t in inputs], [g for _, g in pairs],
-                                    create_graph=True, allow_unused=True)
-    result = [None] * 9
-    for (i, t), g in zip(inputs, found):
-        result[i] = g if g is not None else tgrad.zeros_like(t)
-    return tuple(result)
+        need = ctx.needs_input_grad
+        need = (need[0], need[1], need[2], need[3], need[4] and lstm, need[8])
+
+        def kernel(gout, ghn, gcn, xg, w_hh, b_hh, h0, c0, w_hr):
+            return _fused_grads(ctx, need, gout, ghn, gcn, xg, w_hh, w_hr)
+
+        def recorded(gout, ghn, gcn, xg, w_hh, b_hh, h0, c0, w_hr):  # the composed form of the same layer
+            return composed_grads(lambda *a: composed(mode, *a[:5], lengths, reverse, a[5]),
+                                  (xg, w_hh, b_hh, h0, c0, w_hr), need, (gout, ghn, gcn))
+
+        dxg, dw, db, dh0, dc0, dwr = fused_backward(ctx, kernel, recorded, gout, ghn, gcn, xg, w_hh, b_hh, h0,
+                                                    c0 if lstm else None, w_hr)
+        return dxg, dw, db, dh0, dc0, None, None, None, dwr
+
+
+def _fused_grads(ctx, need, gout, ghn, gcn, xg, w_hh, w_hr):
+    """(dxg, dW_hh, db_hh, dh0, dc0, dW_hr) of the layer, through time, fused (see the module's doc)."""
+    mode, lengths, reverse = ctx.cfg
+    hs, cs, save, hh = ctx.bufs
+    proj = hh is not None
+    T, B, GH = xg.shape
+    P = w_hh.shape[1]
+    H = GH // KR.gate_count(mode)
+    lstm, gru = mode == KR.MODES["LSTM"], mode == KR.MODES["GRU"]
+    go = gout._data if gout._data.stride(-1) == 1 else gout._data.contiguous()
+    like = dict(dtype=go.dtype, device=go.device)
+    dxg = torch.empty((T, B, GH), **like)
+    dhg = torch.empty((T, B, GH), **like) if gru else dxg
+    mm = ghn._data.contiguous().clone()  # (B, P): dL/dh carried back from the later step
+    direct = torch.zeros((B, H), **like)
+    dc = gcn._data.contiguous().clone() if lstm else mm
+    if proj:
+        dhs = torch.empty((T, B, P), **like)  # dL/dh_t of every step, for dW_hr
+        dhh = torch.empty((B, H), **like)
+        zero = torch.zeros((B, H), **like)
+    w = w_hh._data
+    steps = _orders(T, reverse)[::-1]
+    if not proj:  # the carry into the last step is ghn; the launch adds ``direct`` to dh
+        direct.copy_(mm)
+        none_later = torch.zeros((B, GH), **like)
+    for k, (t, p, n) in enumerate(steps):
+        if proj:  # dh_t = gout_t + carry, then back through the projection
+            dhs[t].copy_(go[t])
+            KR.add_into(dhs[t], mm)
+            KM.matmul(dhs[t], w_hr._data, out=dhh)
+            KR.step_backward(mode, t, dhh, zero, direct, dc, save[t], dhh, dhh, cs[p], cs[n], dxg[t], dhg[t],
+                             None)
+            if k < T - 1 or need[3]:
+                KM.matmul(dhg[t], w, out=mm)
+        else:  # one launch: dhg_{t+1} W_hh inside the gate backward
+            later = none_later if k == 0 else dhg[steps[k - 1][0]]
+            KR.step_backward(mode, t, go[t], None, direct, dc, save[t] if KR.saved_gates(mode) else hs[n],
+                             hs[p], hs[n], cs[p], cs[n], dxg[t], dhg[t], lengths, dhg_next=later, w_hh=w)
+    if not proj and need[3]:
+        KM.matmul(dhg[steps[-1][0]], w, out=mm)
+    dh0 = (wrap(mm) if proj else wrap(KR.add_into(mm, direct))) if need[3] else None
+    dc0 = wrap(dc) if lstm and need[4] else None
+    dw = db = dwr = None
+    if need[1] or need[2]:
+        before = hs[1:] if reverse else hs[:T]
+        res = KM.matmul(dhg.view(T * B, GH).t(), before.reshape(T * B, P), rowsum=need[2])
+        dw, db = res if need[2] else (res, None)
+        dw, db = wrap(dw) if need[1] else None, wrap(db) if db is not None else None
+    if proj and need[5]:
+        dwr = wrap(KM.matmul(dhs.view(T * B, P).t(), hh.view(T * B, H)))
+    return wrap(dxg) if need[0] else None, dw, db, dh0, dc0, dwr
 
 
 def _active_masks(lengths, T, like):

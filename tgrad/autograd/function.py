@@ -198,13 +198,9 @@ class BackwardNode(Node, FunctionCtx):
     _edge_pos = None  # built-ins: the argument positions PyTorch shows in next_functions
 
     def apply(self, *grads):
-        # The one place that decides how a backward runs: the recorded (differentiable) form when
-        # a graph of the gradient is wanted (create_graph runs backward with grad mode on), the
-        # fused form otherwise. A Function without a recorded form always runs ``backward``.
-        fn = self._forward_cls
-        if fn.differentiable_backward is not None and is_grad_enabled():
-            return fn.differentiable_backward(self, *grads)
-        return fn.backward(self, *grads)
+        # one way to differentiate: a backward that must be differentiable again (create_graph)
+        # is written with differentiable ops or Functions (``fused_backward.FusedBackward``)
+        return self._forward_cls.backward(self, *grads)
 
     @property
     def next_functions(self):
@@ -249,9 +245,9 @@ class Function(metaclass=_FunctionMeta):
 
     edge_args = None  # built-ins: argument positions shown in next_functions (default: the tensors)
     builtin = False   # tgrad's own ops (BuiltinFunction): PyTorch's node names, no user-facing checks
-    # ``backward`` computed from differentiable tgrad ops, run instead of ``backward`` when the
-    # gradient itself must be recorded (create_graph); None: ``backward`` serves both
-    differentiable_backward = None
+    # built-ins: (PyTorch's op name, {position: argument name}) of tensor arguments the op has no
+    # derivative for, refused (PyTorch's error) when the call is recorded and one requires grad
+    no_grad_args = None
 
     def __init__(self, *args, **kwargs):
         pass
@@ -282,6 +278,8 @@ class Function(metaclass=_FunctionMeta):
                        for a in args])
         # inference mode records no graph even under a nested enable_grad()
         track = any(needs) and is_grad_enabled() and not _inference_mode_enabled()
+        if track and cls.no_grad_args is not None:
+            _refuse_grad(cls.no_grad_args, needs)
         # a graph node only when something is recorded; otherwise forward gets a plain context
         ctx = cls._backward_cls() if track else FunctionCtx()
         ctx.needs_input_grad = needs
@@ -346,6 +344,14 @@ class Function(metaclass=_FunctionMeta):
                                for t in to_save)
             del ctx._to_save
         return new_outs[0] if single else tuple(new_outs)
+
+
+def _refuse_grad(no_grad_args, needs):
+    op, names = no_grad_args
+    for i, name in names.items():
+        if needs[i]:
+            raise RuntimeError(f"The function '{op}' is not differentiable with respect to argument '{name}'. This "
+                               "input cannot have requires_grad True.")
 
 
 class BuiltinFunction(Function):
