@@ -18,11 +18,12 @@ import torch as _torch
 from .. import _dtype
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype",
-           "is_autocast_available", "cast_inputs"]
+           "is_autocast_available", "cast_inputs", "autocast_policy"]
 
 _DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
 _SUPPORTED = {"cpu": (_dtype.bfloat16, _dtype.float16), "cuda": (_dtype.float16, _dtype.bfloat16)}
 _state = threading.local()  # PyTorch's autocast state is per thread too
+_entered = [0]  # autocast blocks entered in any thread: while 0, ops skip the per-thread lookup
 
 
 def _states():
@@ -86,10 +87,12 @@ class autocast:
         state = _states()[self.device]
         self._prev = list(state)
         state[0], state[1] = self._enabled, self.fast_dtype if self._enabled else state[1]
+        _entered[0] += 1
         return self
 
     def __exit__(self, *exc):
         _states()[self.device][:] = self._prev
+        _entered[0] -= 1
         return False
 
     def __call__(self, fn):
@@ -107,7 +110,7 @@ def cast_inputs(policy: str, *tensors):
     states = _states()
     out = []
     for t in tensors:
-        device = getattr(t, "device", None)
+        device = getattr(t, "device", None) if hasattr(t, "is_floating_point") else None
         state = states.get(device.type) if device is not None else None
         if state is not None and state[0] and t.is_floating_point() and t.dtype is not _dtype.float64:
             target = state[1] if policy == "lower" else _dtype.float32
@@ -115,3 +118,25 @@ def cast_inputs(policy: str, *tensors):
                 t = t.to(target)
         out.append(t)
     return out
+
+
+def autocast_policy(cpu: str | None = None, cuda: str | None = None):
+    """Decorator for an op on PyTorch's autocast lists: under autocast on a device, its tensor
+    arguments are cast as that device's policy says (``"lower"`` or ``"fp32"``; None: untouched)."""
+    policies = {"cpu": cpu, "cuda": cuda}
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def op(*args, **kwargs):
+            if not _entered[0]:
+                return fn(*args, **kwargs)
+            device = next((a.device.type for a in (*args, *kwargs.values()) if hasattr(a, "is_floating_point")),
+                          None)
+            policy = policies.get(device)
+            if policy is None or not _states()[device][0]:
+                return fn(*args, **kwargs)
+            args = cast_inputs(policy, *args)
+            kwargs = dict(zip(kwargs, cast_inputs(policy, *kwargs.values())))
+            return fn(*args, **kwargs)
+        return op
+    return wrap
