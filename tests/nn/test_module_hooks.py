@@ -11,6 +11,7 @@ import torch
 import tgrad
 import tgrad.nn.modules.module as tg_module
 import torch.nn.modules.module as th_module
+from support.nested import assert_nested_close
 from support.reference import to_torch, uniform64
 
 LIBS = {"torch": (torch, th_module), "tgrad": (tgrad, tg_module)}
@@ -27,28 +28,6 @@ def norm(v):
     if isinstance(v, (torch.nn.Module, tgrad.nn.Module)):
         return type(v).__name__
     return v
-
-
-def same_log(got, ref):
-    assert len(got) == len(ref), (got, ref)
-    for g, r in zip(got, ref):
-        same(g, r)
-
-
-def same(g, r):
-    if isinstance(r, torch.Tensor):
-        assert isinstance(g, torch.Tensor), (g, r)
-        assert g.shape == r.shape and torch.allclose(g, r, rtol=1e-10, atol=1e-12), (g, r)
-    elif isinstance(r, (tuple, list)):
-        assert type(g) is type(r) and len(g) == len(r), (g, r)
-        for a, b in zip(g, r):
-            same(a, b)
-    elif isinstance(r, dict):
-        assert g.keys() == r.keys(), (g, r)
-        for k in r:
-            same(g[k], r[k])
-    else:
-        assert g == r, (g, r)
 
 
 def tensor(lib, shape, seed, requires_grad=True):
@@ -95,7 +74,7 @@ def both(scenario):
         log = []
         result = scenario(lib, api, log)
         out[name] = (log, result)
-    same_log(out["tgrad"][0], out["torch"][0])
+    assert_nested_close(out["tgrad"][0], out["torch"][0])
     return out
 
 

@@ -8,6 +8,7 @@ import torch
 import tgrad
 import tgrad.optim.optimizer as tg_optimizer
 import torch.optim.optimizer as th_optimizer
+from support.nested import assert_nested_close
 from support.reference import to_torch, uniform64
 
 LIBS = {"torch": (torch, th_optimizer), "tgrad": (tgrad, tg_optimizer)}
@@ -48,24 +49,9 @@ def both(scenario):
         log = []
         scenario(lib, api, log)
         logs[name] = log
-    close(logs["tgrad"], logs["torch"])
+    assert_nested_close(logs["tgrad"], logs["torch"], rtol=1e-12, atol=1e-14)
     return logs["torch"]
 
-
-def close(got, ref):
-    """Equal, floats up to rounding (the updates are float64 kernels against torch's float64 ops)."""
-    if isinstance(ref, float):
-        assert got == pytest.approx(ref, rel=1e-12, abs=1e-14), (got, ref)
-    elif isinstance(ref, (tuple, list)):
-        assert type(got) is type(ref) and len(got) == len(ref), (got, ref)
-        for a, b in zip(got, ref):
-            close(a, b)
-    elif isinstance(ref, dict):
-        assert got.keys() == ref.keys(), (got, ref)
-        for k in ref:
-            close(got[k], ref[k])
-    else:
-        assert got == ref, (got, ref)
 
 
 def test_step_hooks_order_arguments_replacement_and_removal():
