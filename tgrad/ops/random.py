@@ -63,7 +63,7 @@ class Generator:
     def manual_seed(self, seed):
         seed = int(seed)
         if not -(2 ** 63) <= seed < 2 ** 64:
-            raise RuntimeError(f"Overflow when unpacking long long")
+            raise RuntimeError("Overflow when unpacking long long")
         self._seed, self.offset = seed % (2 ** 64), 0
         return self
 
