@@ -267,6 +267,23 @@ def test_removed_backward_hooks_do_not_run_and_no_grad_skips_the_wrapper():
     both(scenario)
 
 
+def test_full_backward_hooks_under_create_graph_and_a_second_derivative():
+    def scenario(lib, api, log):
+        class M(lib.nn.Module):
+            def forward(self, x):
+                return x.tanh() * x
+
+        m = M()
+        m.register_full_backward_pre_hook(lambda mod, go: log.append(("pre", norm(go))))
+        m.register_full_backward_hook(lambda mod, gi, go: log.append(("full", norm(gi))))
+        x = tensor(lib, (3,), 1)
+        (g,) = lib.autograd.grad(m(x).sum(), x, create_graph=True)
+        (h,) = lib.autograd.grad(g.sum(), x)  # through the hook's identity nodes again: no hook runs twice
+        log.append(("derivatives", norm(g), norm(h)))
+
+    both(scenario)
+
+
 # ----------------------------------------------------------------------------- state dicts
 
 def test_state_dict_hooks_as_pytorch():
