@@ -212,10 +212,14 @@ class ModuleHooks:
         pre = list(_global_backward_pre_hooks.values()) + list(self._backward_pre_hooks.values())
         return full, pre
 
+    def _has_call_hooks(self) -> bool:
+        """Whether a call of this module runs any hook (its own or a global one)."""
+        return bool(self._backward_hooks or self._backward_pre_hooks or self._forward_hooks or self._forward_pre_hooks
+                    or _global_backward_pre_hooks or _global_backward_hooks or _global_forward_hooks
+                    or _global_forward_pre_hooks)
+
     def __call__(self, *args, **kwargs):
-        if not (self._backward_hooks or self._backward_pre_hooks or self._forward_hooks or self._forward_pre_hooks
-                or _global_backward_pre_hooks or _global_backward_hooks or _global_forward_hooks
-                or _global_forward_pre_hooks):
+        if not self._has_call_hooks():
             return self.forward(*args, **kwargs)
         result = None
         called_always = set()

@@ -284,6 +284,27 @@ def test_full_backward_hooks_under_create_graph_and_a_second_derivative():
     both(scenario)
 
 
+def test_hooks_on_a_linear_relu_pair_of_a_sequential_all_run():
+    """Sequential fuses Linear + ReLU into one launch only when no hook could see the difference."""
+    def scenario(lib, api, log):
+        torch.manual_seed(1)
+        seq = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU()).double()
+        if lib is tgrad:
+            torch.manual_seed(1)
+            ref = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU()).double()
+            seq.load_state_dict({k: tgrad.from_torch(v.detach().clone()) for k, v in ref.state_dict().items()})
+        seq[0].register_full_backward_hook(lambda m, gi, go: log.append(("linear", norm(gi), norm(go))))
+        h = api.register_module_forward_hook(lambda m, a, o: log.append(("fwd", norm(m))))
+        try:
+            x = tensor(lib, (2, 3), 4)
+            seq(x).sum().backward()
+        finally:
+            h.remove()
+        log.append(norm(x.grad))
+
+    both(scenario)
+
+
 # ----------------------------------------------------------------------------- state dicts
 
 def test_state_dict_hooks_as_pytorch():
