@@ -22,16 +22,22 @@ from the default generator (``rand``, ``dropout`` ...) are graph-safe, as in PyT
 kernels read the Philox key and base counter from a small device tensor that ``replay()`` sets
 from the generator (and advances it past the graph's draws), so each replay draws what the same
 block run eagerly would have drawn.
+
+A capture belongs to the thread that runs it (as a CUDA capture belongs to its stream): other
+threads' work is neither recorded nor disturbed, and two threads can capture two graphs at once.
+A capture that raises, in ``capture_begin``, in the block or in ``capture_end``, leaves nothing
+behind: no recording, no capturing generator, no half-held graph.
 """
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 import torch
 
 from .kernels.runtime import launch as _launch
 from .kernels.runtime.capture import Recording, is_capturing
-from .kernels.runtime.launch import count_launches, launch_counts
+from .kernels.runtime.launch import launch_counts
 from .kernels.random.philox import set_philox_state
 from .ops.random import GraphDraws, default_generator
 
@@ -53,7 +59,8 @@ class Graph:
         elif self.device.type != "cpu":
             raise ValueError(f"graphs capture CPU or CUDA work, got device {self.device}")
         self._recording = None
-        self._capture = None  # the open capture: (torch.cuda.graph context or None, count_launches context, counter)
+        self._capture = None  # the open capture: (torch.cuda.graph context or None, its launch Counter or None,
+        # the capturing thread)
         self._draws = None  # the default generator's draws in the capture (GraphDraws), if any
         self.launches: Counter = Counter()  # kernel name -> launches one replay makes
 
@@ -72,39 +79,46 @@ class Graph:
         state = torch.empty(2, dtype=torch.int64, device=self.device)
         set_philox_state(state, default_generator.initial_seed(), default_generator.offset)
         default_generator.graph_draws = GraphDraws(state)
-        counting = count_launches()
-        counter = counting.__enter__()
-        if self.device.type == "cuda":
-            cuda_capture = torch.cuda.graph(self._cuda_graph, pool=pool, stream=stream,
-                                            capture_error_mode=capture_error_mode)
-            cuda_capture.__enter__()
-            _launch._cuda_captures.append(self)
-        else:
-            cuda_capture = None
-            self._recording = Recording()
-            self._recording.begin()
-        self._capture = (cuda_capture, counting, counter)
+        cuda_capture = counter = None
+        try:
+            if self.device.type == "cuda":
+                cuda_capture = torch.cuda.graph(self._cuda_graph, pool=pool, stream=stream,
+                                                capture_error_mode=capture_error_mode)
+                cuda_capture.__enter__()
+                counter = Counter()
+                _launch.captures.cuda.append(counter)
+            else:
+                self._recording = Recording()
+                self._recording.begin()
+        except BaseException:
+            default_generator.graph_draws = None
+            self._recording = None
+            raise
+        self._capture = (cuda_capture, counter, threading.get_ident())
 
     def capture_end(self, exc_info=(None, None, None)):
         if self._capture is None:
             raise RuntimeError("this graph is not capturing: call capture_begin() first")
-        cuda_capture, counting, counter = self._capture
+        cuda_capture, counter, thread = self._capture
+        if thread != threading.get_ident():
+            raise RuntimeError("a graph capture must end on the thread that began it")
         self._capture = None
         draws, default_generator.graph_draws = default_generator.graph_draws, None
         default_generator.offset += draws.used  # the capture's draws consumed these counters
         self._draws = draws if draws.used else None
         try:
             if cuda_capture is not None:
-                _launch._cuda_captures.remove(self)
+                _launch.captures.cuda[:] = [c for c in _launch.captures.cuda if c is not counter]
                 cuda_capture.__exit__(*exc_info)
             else:
                 self._recording.end()
-        finally:
-            counting.__exit__(None, None, None)
+        except BaseException:
+            self.reset()
+            raise
         if exc_info[0] is not None:
             self.reset()  # a failed capture holds nothing replayable
             return
-        self.launches = Counter(counter)
+        self.launches = Counter(counter if counter is not None else self._recording.launches)
         if not self.captured:
             raise RuntimeError("the graph captured no work: nothing inside the capture launched a kernel")
 

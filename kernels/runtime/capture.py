@@ -21,26 +21,31 @@ are frozen into the graph. Host reads (``.item()``, ``bool(t)``) therefore raise
 capture, as a CUDA capture would fail on the synchronisation they need. Unlike CUDA, a CPU capture
 also *runs* the work once, so its outputs hold real values right after the capture; code should
 not rely on that.
+
+A capture belongs to the thread that began it, as a CUDA capture belongs to its stream: the
+recordings under way are per thread (``launch.captures``), so another thread's eager work is
+neither recorded nor refused, and two threads may capture two graphs at once.
 """
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 import numpy as np
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _pop_mode, _push_mode
 
 from . import launch as _launch
 
 __all__ = ["is_capturing", "Recording"]
 
-_recorders = _launch._recorders  # the CPU recordings under way (innermost last); launch() feeds them
+_captures = _launch.captures  # this thread's recordings under way (innermost last); launch() feeds them
 
 
 def is_capturing() -> bool:
-    """True while a graph is being captured: work done now is recorded for replay, so host-side
+    """True while this thread captures a graph: work done now is recorded for replay, so host-side
     values (step counts, ``.item()`` reads) would be frozen into the graph."""
-    if _recorders:
+    if _captures.recorders:
         return True
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
@@ -66,6 +71,15 @@ class _StorageOps(TorchDispatchMode):
     def __init__(self, recording: "Recording"):
         super().__init__()
         self.recording = recording
+
+    # Only the thread's own mode stack: TorchDispatchMode.__enter__/__exit__ also save and restore
+    # process-wide flags, which two threads capturing at once would leave set.
+    def __enter__(self):
+        _push_mode(self)
+        return self
+
+    def __exit__(self, *exc):
+        _pop_mode()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -95,18 +109,22 @@ class Recording:
         self.launches: Counter = Counter()  # kernel name -> launches per replay
         self.paused = False  # set while launch() runs: its own torch calls are not the block's work
         self._mode = None
+        self._thread = None  # the thread capturing
 
     def begin(self):
         if self._mode is not None:
             raise RuntimeError("this graph is already capturing")
-        self._mode = _StorageOps(self)
-        self._mode.__enter__()
-        _recorders.append(self)
+        mode = _StorageOps(self)
+        mode.__enter__()
+        self._mode, self._thread = mode, threading.get_ident()
+        _captures.recorders.append(self)
 
     def end(self):
         if self._mode is None:
             raise RuntimeError("this graph is not capturing: call capture_begin() first")
-        _recorders.remove(self)
+        if self._thread != threading.get_ident():
+            raise RuntimeError("a graph capture must end on the thread that began it")
+        _captures.recorders.remove(self)
         mode, self._mode = self._mode, None
         mode.__exit__(None, None, None)
 

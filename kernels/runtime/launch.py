@@ -27,8 +27,18 @@ launch_counts: Counter = Counter()  # kernel name -> launches since import (or s
 # callables (kernel, grid, args, meta) told of every launch before it runs: profilers, and the
 # test that compiles every launched configuration for a CUDA target on a machine without a GPU
 launch_observers: list = []
-_recorders: list = []  # CPU graph recordings under way (runtime.capture.Recording), innermost last
-_cuda_captures: list = []  # CUDA graph captures under way (tgrad.graphs.Graph objects)
+
+
+class _Captures(threading.local):
+    """This thread's graph captures under way. A capture belongs to the thread that began it (as a
+    CUDA capture belongs to its stream): other threads' launches are neither recorded nor refused."""
+
+    def __init__(self):
+        self.recorders: list = []  # CPU recordings (runtime.capture.Recording), innermost last
+        self.cuda: list = []  # CUDA captures: a Counter of each one's launches, innermost last
+
+
+captures = _Captures()
 _cpu_executor = None  # runtime.executor, imported on the first CPU launch
 
 
@@ -60,12 +70,13 @@ def _launch(kernel, grid, args, meta, keep_alive=(), site=None):
     for observe in launch_observers:
         observe(kernel, grid, args, meta)
     device = _device_of(args)
+    ours = captures
     if device.type == "cpu":
-        if _cuda_captures:  # it would run now and never again: a CUDA graph replays CUDA work only
+        if ours.cuda:  # it would run now and never again: a CUDA graph replays CUDA work only
             raise RuntimeError(f"a CUDA graph capture cannot record {kernel.__name__} on the CPU: a graph replays "
                                "the work of one device; capture CPU work with tgrad.graphs.Graph('cpu')")
         # in a graph capture the launch is the block's work, not the torch calls it makes on the way
-        recording = _recorders[-1] if _recorders else None
+        recording = ours.recorders[-1] if ours.recorders else None
         if recording is not None:
             recording.paused = True
         try:
@@ -76,9 +87,11 @@ def _launch(kernel, grid, args, meta, keep_alive=(), site=None):
         if recording is not None:
             recording.add_launch(kernel.__name__, step, (args, keep_alive))
         return None
-    if _recorders:
+    if ours.recorders:
         raise RuntimeError(f"a CPU graph capture cannot record {kernel.__name__} on {device}: a graph replays the "
                            "work of one device; capture CUDA work with a CUDA graph (tgrad.cuda.CUDAGraph)")
+    if ours.cuda:
+        ours.cuda[-1][kernel.__name__] += 1
     with torch.cuda.device(device):
         return kernel[grid](*args, **meta)
 
@@ -92,7 +105,8 @@ def launch_site(kernel: JITFunction, site, tensors, build):
     replays its trace without building or binding arguments, anything else builds them once and
     runs as ``launch`` does (``runtime/executor.py``: ``run_site``). Anything out of the ordinary
     (a graph capture, an observer) builds the arguments and launches as ``launch`` does."""
-    if not launch_observers and not _recorders and not _cuda_captures and tensors[0].is_cpu:
+    ours = captures
+    if not launch_observers and not ours.recorders and not ours.cuda and tensors[0].is_cpu:
         ids = [id(t) for t in tensors]
         if len(set(ids)) != len(ids):  # the same tensor twice (x * x): which positions alias is part of the site
             site = (site, tuple(ids.index(i) for i in ids))

@@ -110,8 +110,7 @@ def _fusable_linear_relu(first, second) -> bool:
     """Exactly a Linear and a non-inplace ReLU, neither with hooks or a replaced forward: then the
     fused call computes what calling both would, and nothing could observe the difference."""
     return (type(first) is Linear and type(second) is ReLU and not second.inplace
-            and not (first._forward_hooks or first._forward_pre_hooks or second._forward_hooks
-                     or second._forward_pre_hooks)
+            and not (first._has_call_hooks() or second._has_call_hooks())
             and "forward" not in first.__dict__ and "forward" not in second.__dict__)
 
 

@@ -13,11 +13,18 @@ import torch
 
 import tgrad
 from tgrad import _dtype
-from tgrad.autograd.hooks import RemovableHandle
 from tgrad.tensor import Tensor
 from ..parameter import Parameter
+from . import hooks as _hooks
+from .hooks import (ModuleHooks, register_module_buffer_registration_hook, register_module_forward_hook,
+                    register_module_forward_pre_hook, register_module_full_backward_hook,
+                    register_module_full_backward_pre_hook, register_module_module_registration_hook,
+                    register_module_parameter_registration_hook, registered)
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+           "register_module_buffer_registration_hook", "register_module_module_registration_hook",
+           "register_module_parameter_registration_hook"]
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -69,41 +76,19 @@ def zero_grads(params, set_to_none=True):
             p.grad.zero_()
 
 
-class Module:
+class Module(ModuleHooks):
     training: bool
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
             raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
         for name, value in (("training", True), ("_parameters", {}), ("_buffers", {}),
-                            ("_non_persistent_buffers_set", set()), ("_modules", {}),
-                            ("_forward_pre_hooks", []), ("_forward_hooks", [])):
+                            ("_non_persistent_buffers_set", set()), ("_modules", {})):
             object.__setattr__(self, name, value)
+        self._init_hooks()
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
-
-    def __call__(self, *args, **kwargs):
-        for hook in list(self._forward_pre_hooks):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks):
-            result = hook(self, args, out)
-            if result is not None:
-                out = result
-        return out
-
-    def register_forward_pre_hook(self, hook) -> RemovableHandle:
-        """``hook(module, args)`` runs before ``forward``; it may return replacement args."""
-        self._forward_pre_hooks.append(hook)
-        return RemovableHandle(self._forward_pre_hooks, hook)
-
-    def register_forward_hook(self, hook) -> RemovableHandle:
-        """``hook(module, args, output)`` runs after ``forward``; it may return a replacement output."""
-        self._forward_hooks.append(hook)
-        return RemovableHandle(self._forward_hooks, hook)
 
     # ------------------------------------------------------------------ registration
     def register_buffer(self, name, tensor, persistent=True):
@@ -113,7 +98,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(tgrad Tensor or None required)")
-        self._buffers[name] = tensor
+        self._buffers[name] = registered(_hooks._global_buffer_registration_hooks, self, name, tensor)
         (self._non_persistent_buffers_set.discard if persistent else self._non_persistent_buffers_set.add)(name)
 
     def register_parameter(self, name, param):
@@ -127,13 +112,13 @@ class Module:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                              f"created explicitly. To express '{name}' as a function of another Tensor, compute "
                              "the value in the forward() method.")
-        self._parameters[name] = param
+        self._parameters[name] = registered(_hooks._global_parameter_registration_hooks, self, name, param)
 
     def add_module(self, name, module):
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         _check_name("module", name, self, self._modules)
-        self._modules[name] = module
+        self._modules[name] = registered(_hooks._global_module_registration_hooks, self, name, module)
 
     register_module = add_module
 
@@ -177,17 +162,17 @@ class Module:
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             remove_from(d, params, buffers, self._non_persistent_buffers_set)
-            modules[name] = value
+            modules[name] = registered(_hooks._global_module_registration_hooks, self, name, value)
         elif modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(tgrad.nn.Module or None expected)")
-            modules[name] = value
+            modules[name] = registered(_hooks._global_module_registration_hooks, self, name, value)
         elif buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                 "(tgrad.Tensor or None expected)")
-            buffers[name] = value
+            self.register_buffer(name, value, name not in self._non_persistent_buffers_set)
         else:
             object.__setattr__(self, name, value)
 
@@ -347,6 +332,8 @@ class Module:
             destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][len(args):])[:3]
         if destination is None:
             destination = OrderedDict()
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
@@ -356,9 +343,12 @@ class Module:
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        return destination
+        return self._run_state_dict_hooks(destination, prefix)
 
     def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors, assign=False):
+        for hook in self._load_state_dict_pre_hooks.values():  # tgrad state dicts carry no metadata
+            hook(state_dict, prefix, {"assign_to_params_buffers": True} if assign else {}, strict, missing,
+                 unexpected, errors)
         local = {k: v for k, v in itertools.chain(self._parameters.items(), (
             (k, v) for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set)) if v is not None}
         for name, param in local.items():
@@ -410,6 +400,7 @@ class Module:
                 if child is not None:
                     p = prefix + name + "."
                     load(child, {k: v for k, v in local.items() if k.startswith(p)}, p)
+            module._run_load_state_dict_post_hooks(_IncompatibleKeys(missing, unexpected))
 
         load(self, dict(state_dict))
         if strict:

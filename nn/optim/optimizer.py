@@ -13,25 +13,49 @@ device that the kernels read and advance (no host value changes per step), and t
 capture with ``capturable=False``. Every optimizer refuses to create state during a capture (the
 zero fill and SGD's first-step flag would be replayed every time): run a step before capturing.
 Group hyperparameters (``lr`` ...) are read on the host, so a capture freezes them too.
+
+Hooks are PyTorch's: ``register_step_pre_hook`` / ``register_step_post_hook`` (and the global
+``register_optimizer_step_pre_hook`` / ``_post_hook``) run around every ``step`` -- global pre-hooks
+first, global post-hooks last -- through a wrapper put on the optimizer class's ``step`` once; and
+the state-dict hooks run around ``state_dict`` and ``load_state_dict``.
 """
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from itertools import chain
 
 import torch
 
 import tgrad
 from tgrad import torch_format
+from tgrad.autograd.hooks import RemovableHandle, add_hook
 from tgrad.kernels.runtime.capture import is_capturing
 from tgrad.kernels.optim.step import fused_step
 from tgrad.kernels.optim.tables import TableCache
 from tgrad.tensor import Tensor
 from tgrad.nn.modules.module import zero_grads
 
-__all__ = ["Optimizer", "HostScalarsOptimizer", "required", "check_betas", "scalar_state"]
+__all__ = ["Optimizer", "HostScalarsOptimizer", "required", "check_betas", "scalar_state",
+           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+_global_optimizer_pre_hooks: dict = OrderedDict()
+_global_optimizer_post_hooks: dict = OrderedDict()
+_HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                "_optimizer_load_state_dict_post_hooks")
+
+
+def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`` before every optimizer's step."""
+    return add_hook(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` after every optimizer's step."""
+    return add_hook(_global_optimizer_post_hooks, hook)
 
 
 class _Required:
@@ -54,6 +78,7 @@ def _check_nonnegative(value, what):
 class Optimizer:
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
+        self._init_hooks()
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             f"but got {_typename(params)}")
@@ -112,6 +137,61 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True):
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
+
+    # ------------------------------------------------------------------ hooks
+    def _init_hooks(self):
+        for name in _HOOK_TABLES:
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+        self._patch_step_function()
+
+    @staticmethod
+    def profile_hook_step(func):
+        """``func`` (a ``step``) wrapped to run the step hooks; their ``args`` include the optimizer, as PyTorch's."""
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            self = args[0]
+            for pre_hook in (*_global_optimizer_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()):
+                result = pre_hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(f"{func} must return None or a tuple of (new_args, new_kwargs), but got "
+                                           f"{result}.")
+                    args, kwargs = result
+            out = func(*args, **kwargs)
+            for post_hook in (*self._optimizer_step_post_hooks.values(), *_global_optimizer_post_hooks.values()):
+                post_hook(self, args, kwargs)
+            return out
+        return wrapper
+
+    def _patch_step_function(self):
+        if not getattr(type(self).step, "hooked", None):
+            type(self).step = self.profile_hook_step(type(self).step)
+            type(self).step.hooked = True
+
+    def register_step_pre_hook(self, hook) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`` before each ``step``."""
+        return add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` after each ``step``."""
+        return add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False) -> RemovableHandle:
+        """``hook(optimizer)`` before ``state_dict`` builds the dict."""
+        return add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend=prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False) -> RemovableHandle:
+        """``hook(optimizer, state_dict) -> None or a replacement state dict`` after ``state_dict``."""
+        return add_hook(self._optimizer_state_dict_post_hooks, hook, prepend=prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False) -> RemovableHandle:
+        """``hook(optimizer, state_dict) -> None or a replacement`` before ``load_state_dict`` reads it."""
+        return add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend=prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False) -> RemovableHandle:
+        """``hook(optimizer)`` after ``load_state_dict``."""
+        return add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend=prepend)
 
     # ------------------------------------------------------------------ stepping
     @tgrad.no_grad()
@@ -208,6 +288,8 @@ class Optimizer:
 
     # ------------------------------------------------------------------ state dicts
     def state_dict(self) -> dict:
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         mapping: dict[int, int] = {}
         start = 0
 
@@ -222,10 +304,17 @@ class Optimizer:
 
         groups = [pack(g) for g in self.param_groups]
         state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            state_dict = state_dict if result is None else result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict):
         state_dict = torch_format.from_torch_objects(dict(state_dict))  # a PyTorch optimizer's, too
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            state_dict = state_dict if result is None else result
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -253,6 +342,8 @@ class Optimizer:
                     new[key] = tuple(value)
         self.state = state
         self.param_groups = saved_groups
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
     @staticmethod
     def _cast_state(param: Tensor, name, value, capturable=False):
@@ -278,6 +369,7 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._init_hooks()  # hooks are not saved (as in PyTorch): a loaded optimizer has none
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("

@@ -2,7 +2,10 @@
 new inputs copied into the captured tensors, trains exactly as the same steps run eagerly -- and as
 PyTorch trains in float64. Random draws (dropout) in a graph draw fresh numbers each replay, the
 ones eager steps draw. Host reads refuse to be captured; bad class indices in a replay give NaN,
-never another row's values; a failed capture leaves nothing behind."""
+never another row's values; a failed capture leaves nothing behind. (Captures and threads:
+test_graph_threads.py.)"""
+from collections import Counter
+
 import pytest
 import torch
 import triton
@@ -312,10 +315,10 @@ class TestRefusals:
 
     def test_cpu_work_inside_a_cuda_capture(self, monkeypatch):
         """It would run once, during the capture, and never on replay: refused. (A CUDA capture
-        is simulated: the launcher consults the list of captures under way.)"""
+        is simulated: the launcher consults this thread's captures under way.)"""
         from tgrad.kernels.runtime import launch as launch_mod
         x = tgrad.ones(2)
-        monkeypatch.setattr(launch_mod, "_cuda_captures", [object()])
+        monkeypatch.setattr(launch_mod.captures, "cuda", [Counter()])
         with pytest.raises(RuntimeError, match="CUDA graph capture cannot record .* on the CPU"):
             x * 2.0
 

@@ -12,5 +12,6 @@
 - ``optimizers``: optimizers in both libraries on the same parameters and gradients, compared.
 - ``launches``: recording each distinct launch, for the tests that compile them for a GPU.
 - ``workloads``: the op workloads the compile-as-CUDA test runs configured as on a GPU.
+- ``nested``: ``assert_nested_close``, for what hooks recorded in both libraries (nested values).
 - ``torch_audit``: ``AtenRecorder``, which sees every aten op torch runs (torch must compute nothing).
 """

@@ -99,7 +99,7 @@ def _run_node(node, grads):
 
 
 def _run_tensor_hooks(node, nr, grad):
-    for hook in node._tensor_hooks.get(nr, ()):
+    for hook in list(node._tensor_hooks.get(nr, {}).values()):
         r = hook(grad)
         if r is not None:
             if tuple(r.shape) != tuple(grad.shape):
@@ -167,7 +167,7 @@ def _accumulate(node: AccumulateGrad, grad, create_graph, steal=False):
 
 
 def _run_post_accumulate_hooks(var):
-    for hook in getattr(var, "_post_acc_hooks", None) or ():
+    for hook in list((getattr(var, "_post_acc_hooks", None) or {}).values()):
         if hook(var) is not None:
             raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 

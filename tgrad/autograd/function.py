@@ -35,7 +35,7 @@ class Node:
 
     def __init__(self):
         self._seq = next(_sequence)
-        self._tensor_hooks = {}      # output_nr -> [hook(grad)] registered through Tensor.register_hook
+        self._tensor_hooks = {}      # output_nr -> {handle id: hook(grad)} registered through Tensor.register_hook
         self._retained = {}          # output_nr -> weakref of a tensor that called retain_grad()
         self._output_meta = ()       # (shape, dtype, device) per output: zero grads for unused outputs
         self._input_meta = ()        # (shape, dtype, device) or None per input: gradient validation

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+import threading
 
 import torch
 
@@ -45,16 +46,32 @@ def _what(obj):
     return f"a {obj.dtype} tensor" if isinstance(obj, Tensor) else type(obj).__name__
 
 
+_capturing = threading.local()  # .draws: {id(generator): GraphDraws} of this thread's graph capture
+
+
 class Generator:
     def __init__(self, device="cpu"):
         self.device = torch.device(device)
         self._seed, self.offset = 67280421310721, 0
-        self.graph_draws = None  # a GraphDraws while a tgrad graph captures this generator
+
+    @property
+    def graph_draws(self):
+        """A GraphDraws while a tgrad graph captures this generator *in this thread* (a capture is
+        the capturing thread's: other threads keep drawing eagerly from ``offset``)."""
+        return getattr(_capturing, "draws", {}).get(id(self))
+
+    @graph_draws.setter
+    def graph_draws(self, draws):
+        table = _capturing.__dict__.setdefault("draws", {})
+        if draws is None:
+            table.pop(id(self), None)
+        else:
+            table[id(self)] = draws
 
     def manual_seed(self, seed):
         seed = int(seed)
         if not -(2 ** 63) <= seed < 2 ** 64:
-            raise RuntimeError(f"Overflow when unpacking long long")
+            raise RuntimeError("Overflow when unpacking long long")
         self._seed, self.offset = seed % (2 ** 64), 0
         return self
 
@@ -84,7 +101,7 @@ class Generator:
     def take(self, used: int):
         """Return the offset to draw from, then move past the ``used`` counters (during a graph
         capture: the offset within the graph; the kernels read the rest from ``graph_state``)."""
-        draws = getattr(self, "graph_draws", None)
+        draws = self.graph_draws
         if draws is not None:
             start = draws.used
             draws.used += used
@@ -100,7 +117,7 @@ class Generator:
     @property
     def graph_state(self):
         """The (seed, base offset) tensor captured random kernels read, or None outside a capture."""
-        draws = getattr(self, "graph_draws", None)
+        draws = self.graph_draws
         return None if draws is None else draws.state
 
 
