@@ -16,6 +16,7 @@ import warnings
 
 import tgrad
 from tgrad import ops
+from tgrad.amp.autocast_mode import autocast_policy
 from tgrad.ops.registry import NN_FUNCTIONAL
 from tgrad.tensor import Tensor
 
@@ -54,12 +55,14 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+@autocast_policy(cuda='fp32')
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     return ops.softmax(input, dim, dtype=dtype)
 
 
+@autocast_policy(cuda='fp32')
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
@@ -106,6 +109,7 @@ def tanhshrink(input):  # noqa: A002
     return input - input.tanh()
 
 
+@autocast_policy(cpu='lower', cuda='lower')
 def prelu(input, weight):
     """x for x > 0, else weight * x, the weight per channel (dim 1) or shared."""
     if not isinstance(weight, Tensor):

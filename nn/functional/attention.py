@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import tgrad
+from tgrad.amp.autocast_mode import autocast_policy
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.autograd.fused_backward import composed_grads, fused_backward
 from tgrad.kernels import attention as KA
@@ -119,6 +120,7 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
                            f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
 
 
+@autocast_policy(cpu='lower', cuda='lower')
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(q k^T * scale + mask) v over the last two dims of q (..., L, E), k (..., S, E),

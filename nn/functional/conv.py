@@ -23,6 +23,7 @@ from tgrad.kernels.spatial import conv as CONV
 from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import ZeroSlope
 from tgrad.tensor import Tensor
+from tgrad.amp.autocast_mode import autocast_policy
 
 from .arguments import check_tensor, float_only, pair
 
@@ -130,6 +131,7 @@ def _check_groups(input, weight, groups):
                            f"input{list(input.shape)} to have {CG * groups} channels, but got {C} channels instead")
 
 
+@autocast_policy(cpu='lower', cuda='lower')
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d cross-correlation of input (N, C, H, W) or (C, H, W) with weight (OC, C/groups, KH, KW):
     y[n, o, i, j] = bias[o] + sum_{c,kh,kw} x[n, g*C/groups + c, i*s - p + kh*d, j*s - p + kw*d] w[o, c, kh, kw],
@@ -229,6 +231,7 @@ def _check_types(fn, input, weight, bias, out_channels):
 
 # ----------------------------------------------------------------------------- conv1d
 
+@autocast_policy(cpu='lower', cuda='lower')
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d cross-correlation of input (N, C, L) or (C, L) with weight (OC, C/groups, K):
     y[n, o, i] = bias[o] + sum_{c,k} x[n, g*C/groups + c, i*s - p + k*d] w[o, c, k], zero outside.
@@ -327,6 +330,7 @@ def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_paddi
     return ConvTranspose.apply(input, weight, bias, stride, padding, dilation, groups, out_shape)
 
 
+@autocast_policy(cpu='lower', cuda='lower')
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The transposed 2-d convolution ("deconvolution") of input (N, C_in, H, W) or (C_in, H, W) with
     weight (C_in, C_out/groups, kH, kW): each input pixel scatters w times its value onto the output
@@ -335,6 +339,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation)
 
 
+@autocast_policy(cpu='lower', cuda='lower')
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The transposed 1-d convolution of input (N, C_in, L) or (C_in, L) with weight (C_in, C_out/groups, K)."""
     return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,

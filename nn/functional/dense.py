@@ -11,6 +11,7 @@ import math
 
 import tgrad
 from tgrad import _dtype
+from tgrad.amp.autocast_mode import autocast_policy
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.autograd.fused_backward import fused_backward
 from tgrad.kernels.linalg import matmul as KM
@@ -193,6 +194,7 @@ def linear_act(input, weight, bias=None, activation=None):
     return _linear_class(activation, bias is not None).apply(input, weight, bias)
 
 
+@autocast_policy(cpu='lower', cuda='lower')
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` for input (*, in_features), weight (out_features, in_features)."""
     return linear_act(input, weight, bias, None)

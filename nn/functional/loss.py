@@ -16,6 +16,7 @@ import warnings
 
 import tgrad
 from tgrad import _dtype
+from tgrad.amp.autocast_mode import autocast_policy
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.autograd.fused_backward import fused_backward
 from tgrad.kernels.losses import elementwise as KL
@@ -135,6 +136,7 @@ def _regression(cls, name, input, target, reduction, param=0.0):
 _NO_INTEGER_KERNEL = {"mse_loss": "mse_cpu", "smooth_l1_loss": "smooth_l1_cpu", "huber_loss": "huber_cpu"}
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """mean/sum/none of (input - target)^2."""
     if weight is not None:
@@ -142,6 +144,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _regression(_MSE, "mse_loss", input, target, reduction_of(reduction, size_average, reduce))
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """mean/sum/none of |input - target|."""
     if weight is not None:
@@ -149,6 +152,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _regression(_L1, "l1_loss", input, target, reduction_of(reduction, size_average, reduce))
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """d^2 / (2 beta) where |d| < beta, |d| - beta / 2 elsewhere (d = input - target)."""
     if beta < 0:
@@ -157,6 +161,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
                        reduction_of(reduction, size_average, reduce), beta)
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """d^2 / 2 where |d| < delta, delta (|d| - delta / 2) elsewhere."""
     if weight is not None:
@@ -166,6 +171,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _regression(_HUBER, "huber_loss", input, target, reduction_of(reduction), delta)
 
 
+@autocast_policy(cpu='fp32', cuda='banned')
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w (y log x + (1 - y) log(1 - x)) with each log clamped to >= -100."""
     reduction = reduction_of(reduction, size_average, reduce)
@@ -178,6 +184,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _BCE.apply(input, target, weight, None, 0.0, reduction)
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """w ((1 - y) x + (1 + (q - 1) y) log(1 + e^-x)), computed stably (q = pos_weight)."""
@@ -195,6 +202,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 # ----------------------------------------------------------------------------- composed losses
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target (log target - input), input being log-probabilities; 'batchmean' divides the sum by
     the batch size (the KL divergence), 'mean' by the number of elements (with PyTorch's warning)."""
@@ -219,6 +227,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return apply_reduction(loss, reduction)
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """1 - cos(x1, x2) where target = 1, max(0, cos(x1, x2) - margin) where target = -1."""
     reduction = reduction_of(reduction, size_average, reduce)
@@ -239,6 +248,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return apply_reduction(pos + neg, reduction)
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target (x1 - x2) + margin)."""
     reduction = reduction_of(reduction, size_average, reduce)
@@ -248,6 +258,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return apply_reduction((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     """max(d(a, p) - d(a, n) + margin, 0) with d the pairwise distance (``swap``: d(a, n) replaced by
@@ -290,6 +301,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return apply_reduction(loss, reduction)
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     """exp(x) - target x (log_input) or x - target log(x + eps), plus Stirling's term for

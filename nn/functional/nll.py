@@ -11,6 +11,7 @@ import math
 import tgrad
 from tgrad import _dtype
 from tgrad import ops
+from tgrad.amp.autocast_mode import autocast_policy
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.autograd.fused_backward import composed_grads, fused_backward
 from tgrad.kernels.losses import cross_entropy as KCE
@@ -149,6 +150,7 @@ def _nll_setup(input, target, weight, class_targets_only, fn_name):
     return (N, C, math.prod(input.shape[2:])), prob
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """-sum_c a_c log softmax(input)_c per sample (class dim 1): a the one-hot target (or the given
@@ -165,6 +167,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                                reduction, True, nci)
 
 
+@autocast_policy(cpu='fp32', cuda='fp32')
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """-w_t input[t] per sample (class dim 1, input holding log-probabilities)."""

@@ -16,6 +16,7 @@ import numbers
 import torch
 
 import tgrad
+from tgrad.amp.autocast_mode import autocast_policy
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.autograd.fused_backward import composed_grads, fused_backward
 from tgrad.kernels.normalization import batch_norm as BN
@@ -69,6 +70,7 @@ class _LayerNorm(BuiltinFunction):
         return fused_backward(ctx, kernel, recorded, g, x, w, b, depends=((0, 1, 2), (0, 1), (0,))) + (None, None)
 
 
+@autocast_policy(cuda='fp32')
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims: (x - mean) / sqrt(var + eps) * w + b,
     var the biased variance."""
@@ -269,6 +271,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return y.reshape(*input.shape)
 
 
+@autocast_policy(cuda='fp32')
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of the ``num_groups`` channel groups of each sample of x (N, C, *) over its
     channels and positions, then scale and shift per channel."""

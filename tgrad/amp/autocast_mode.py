@@ -120,9 +120,16 @@ def cast_inputs(policy: str, *tensors):
     return out
 
 
+_BANNED = ("torch.nn.functional.{name} and torch.nn.BCELoss are unsafe to autocast.\nMany models use a sigmoid "
+           "layer right before the binary cross entropy layer.\nIn this case, combine the two layers using "
+           "torch.nn.functional.binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss.  "
+           "binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.")
+
+
 def autocast_policy(cpu: str | None = None, cuda: str | None = None):
     """Decorator for an op on PyTorch's autocast lists: under autocast on a device, its tensor
-    arguments are cast as that device's policy says (``"lower"`` or ``"fp32"``; None: untouched)."""
+    arguments are cast as that device's policy says (``"lower"`` or ``"fp32"``; ``"banned"``
+    raises PyTorch's error; None: untouched)."""
     policies = {"cpu": cpu, "cuda": cuda}
 
     def wrap(fn):
@@ -135,6 +142,8 @@ def autocast_policy(cpu: str | None = None, cuda: str | None = None):
             policy = policies.get(device)
             if policy is None or not _states()[device][0]:
                 return fn(*args, **kwargs)
+            if policy == "banned":
+                raise RuntimeError(_BANNED.format(name=fn.__name__))
             args = cast_inputs(policy, *args)
             kwargs = dict(zip(kwargs, cast_inputs(policy, *kwargs.values())))
             return fn(*args, **kwargs)
