@@ -1,6 +1,9 @@
 """tgrad.amp.GradScaler against torch.amp.GradScaler on the same model, data and injected overflows."""
 import pickle
+import threading
 import warnings
+
+import numpy as np
 
 import pytest
 import torch
@@ -102,3 +105,85 @@ def test_cuda_scaler_without_cuda_disables_itself_with_torchs_warning():
     assert not sc.is_enabled() and sc.get_scale() == 1.0 and sc.state_dict() == {}
     t = tgrad.ones(2)
     assert sc.scale(t) is t
+
+
+# ------------------------------------------------------------------------------ autocast
+
+def _autocast_pair(seed=0):
+    rng = np.random.default_rng(seed)
+    return {k: rng.standard_normal(shape).astype(np.float32) for k, shape in
+            (("x", (4, 3)), ("w", (5, 3)), ("b", (5,)), ("img", (1, 2, 6, 6)), ("k", (3, 2, 3, 3)),
+             ("q", (1, 2, 4, 8)), ("t", (4, 5)))}
+
+
+CASES = {
+    "linear": lambda F, d: F.linear(d["x"], d["w"], d["b"]),
+    "conv2d": lambda F, d: F.conv2d(d["img"], d["k"], padding=1),
+    "sdpa": lambda F, d: F.scaled_dot_product_attention(d["q"], d["q"] * 0.5, d["q"]),
+    "prelu": lambda F, d: F.prelu(d["x"], d["b"][:1]),
+    "mse_of_linear": lambda F, d: F.mse_loss(F.linear(d["x"], d["w"]), d["t"]),
+    "cross_entropy_of_linear": lambda F, d: F.cross_entropy(F.linear(d["x"], d["w"]), d["t"].argmax(1)),
+    "bce_with_logits": lambda F, d: F.binary_cross_entropy_with_logits(F.linear(d["x"], d["w"]), d["t"].sigmoid()),
+    "relu_keeps_dtype": lambda F, d: F.relu(F.linear(d["x"], d["w"])),
+    "float64_untouched": lambda F, d: F.linear(d["x"].double(), d["w"].double()),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cpu_float16_autocast_casts_as_torch(case):
+    """Under autocast("cpu", float16) each op's output dtype is PyTorch's, its values agree to fp16
+    precision, and the float32 leaves get float32 gradients of the same values."""
+    data = _autocast_pair()
+    ours = {k: tgrad.tensor(v).requires_grad_() for k, v in data.items()}
+    theirs = {k: torch.tensor(v).requires_grad_() for k, v in data.items()}
+    with tgrad.autocast("cpu", dtype=tgrad.float16):
+        y_o = CASES[case](tgrad.nn.functional, ours)
+    with torch.autocast("cpu", dtype=torch.float16):
+        y_t = CASES[case](torch.nn.functional, theirs)
+    assert str(y_o.dtype).split(".")[1] == str(y_t.dtype).split(".")[1]
+    torch.testing.assert_close(y_o.torch().float(), y_t.detach().float(), rtol=2e-2, atol=2e-2)
+    y_o.float().sum().backward()
+    y_t.float().sum().backward()
+    for k in data:
+        if theirs[k].grad is not None:
+            assert ours[k].grad.dtype is tgrad.float32
+            torch.testing.assert_close(ours[k].grad.torch(), theirs[k].grad, rtol=3e-2, atol=3e-2)
+
+
+def test_autocast_nests_decorates_and_stays_in_its_thread():
+    x, w = tgrad.randn(2, 3), tgrad.randn(4, 3)
+    with tgrad.autocast("cpu", dtype=tgrad.float16):
+        assert tgrad.nn.functional.linear(x, w).dtype is tgrad.float16
+        with tgrad.autocast("cpu", enabled=False):
+            assert tgrad.nn.functional.linear(x, w).dtype is tgrad.float32
+            assert not tgrad.is_autocast_enabled("cpu")
+        assert tgrad.is_autocast_enabled("cpu") and tgrad.get_autocast_dtype("cpu") is tgrad.float16
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(tgrad.nn.functional.linear(x, w).dtype))
+        worker.start()
+        worker.join()
+        assert seen == [tgrad.float32]  # autocast state is per thread, as PyTorch's
+
+    @tgrad.autocast("cpu", dtype=tgrad.float16)
+    def project(a):
+        return tgrad.nn.functional.linear(a, w)
+    assert project(x).dtype is tgrad.float16 and not tgrad.is_autocast_enabled("cpu")
+
+
+def test_autocast_arguments_and_warnings_as_torch():
+    for lib in (torch, tgrad):
+        with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
+            lib.autocast(3)
+        with pytest.raises(RuntimeError):
+            lib.autocast("no_such_device")
+        with pytest.warns(UserWarning, match="In CPU autocast, but the target dtype is not supported"):
+            lib.autocast("cpu", dtype=lib.float32)
+        if not torch.cuda.is_available():
+            with pytest.warns(UserWarning, match="CUDA is not available"):
+                lib.autocast("cuda")
+        with pytest.warns(FutureWarning, match="torch.cpu.amp.GradScaler"):
+            lib.cpu.amp.GradScaler()
+    with pytest.raises(RuntimeError, match="cannot compute bfloat16"):
+        tgrad.autocast("cpu")  # PyTorch's CPU default is bfloat16, which the interpreter cannot run
+    with tgrad.autocast("cpu", enabled=False):
+        pass
