@@ -12,16 +12,14 @@ from __future__ import annotations
 from ..tensor import Tensor
 from . import registry
 from . import generated, elementwise, arrange, products, select, triangular, multinomial  # noqa: F401  (they register)
-from . import advanced, factories, matmul, random, reduce, shape
+from . import factories, gather_scatter, matmul, random, reduce, shape, softmax, sorting, statistics
 from . import methods  # noqa: F401  (Tensor-only methods and operators)
-from . import composed_more, shape_more, scan_more  # noqa: F401  (they register: nansum, tensor_split, cummax, ...)
-from .common import result_type
+from . import arithmetic, construction, geometry, indexing, promotion, scans, splits, thresholds  # noqa: F401
 from .conventions import apply_to_registry
 
-for _module in (reduce, matmul, shape, advanced, factories, random):
+for _module in (reduce, statistics, softmax, matmul, shape, gather_scatter, sorting, factories, random):
     for _name in _module.__all__:
         registry.register(getattr(_module, _name), _name, method=False)
-registry.register(result_type, "result_type", method=False)
 apply_to_registry()  # out= and keepdims= on every op, once
 registry.install_methods(Tensor)
 

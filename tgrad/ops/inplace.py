@@ -6,6 +6,7 @@ from ..modes import is_grad_enabled
 from ..tensor import Tensor, check_inplace
 from .common import as_operand, broadcast_shapes, check_runnable, result_type
 from .formula import fused
+from .registry import register
 from .views import rebase_history, storage_order
 
 
@@ -63,3 +64,22 @@ def check_no_internal_overlap(t: Tensor):
     if t.numel() and any(st == 0 and n > 1 for n, st in zip(t.shape, t._data.stride())):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
                            "memory location. Please clone() the tensor before performing the operation.")
+
+
+def write_result(name, self, fn, *args, **kwargs):
+    """``self`` overwritten with ``fn(self, ...)`` (``copy_``: the gradient flows to self's old
+    value through fn's own graph); fn reads a copy when recording, so what fn saves for its
+    backward is not the tensor being written."""
+    src = self.clone() if self.requires_grad else self
+    result = fn(src, *args, **kwargs)
+    if _dtype.category(result.dtype) > _dtype.category(self.dtype):
+        raise RuntimeError(f"result type {result.dtype.scalar_type} can't be cast to the desired output type "
+                           f"{self.dtype.scalar_type}")
+    if tuple(result.shape) != tuple(self.shape):
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                           f"{list(result.shape)}")
+    return self.copy_(result)
+
+
+def in_place(name, fn, function=True):
+    register(lambda self, *args, **kwargs: write_result(name, self, fn, *args, **kwargs), name, function=function)

@@ -15,6 +15,7 @@ from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels.linalg import matmul as K
 from .common import broadcast_shapes, check_runnable, wrap
+from .registry import register
 
 __all__ = ["matmul", "mm", "bmm", "dot", "mv", "outer", "vdot", "inner"]
 
@@ -228,3 +229,7 @@ def _integer_matmul(a, b):
     if b.ndim == 1:
         out = out.squeeze(-1)
     return out
+
+
+register(outer, "ger")
+register(vdot, "vdot", function=False)

@@ -11,7 +11,7 @@ import numpy as np
 from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels import elementwise as M
-from . import advanced, matmul, reduce, shape
+from . import gather_scatter, matmul, reduce, shape, softmax, sorting, statistics
 from . import factories as F
 from . import pointwise as P
 from . import elementwise, integer
@@ -25,13 +25,14 @@ from .views import refresh_view
 
 # functions that are also methods with the same signature: x.sum(1) == tgrad.sum(x, 1)
 _TWINS = {
-    reduce: ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
-             "logsumexp", "softmax", "log_softmax", "all", "any"),
+    reduce: ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any"),
+    statistics: ("var", "std", "norm"),
+    softmax: ("logsumexp", "softmax", "log_softmax"),
     matmul: ("matmul", "mm", "bmm", "dot", "mv", "outer", "inner"),
     shape: ("t", "contiguous", "reshape", "view", "permute", "transpose", "swapaxes", "squeeze", "unsqueeze",
             "expand", "flatten", "unflatten", "split", "chunk", "unbind", "narrow", "movedim", "broadcast_to"),
-    advanced: ("index_select", "gather", "scatter_add", "masked_fill", "masked_select", "nonzero", "sort",
-               "argsort"),
+    gather_scatter: ("index_select", "gather", "scatter_add", "masked_fill", "masked_select", "nonzero"),
+    sorting: ("sort", "argsort"),
 }
 for _module, _names in _TWINS.items():
     for _name in _names:
@@ -80,9 +81,9 @@ def _mT(self):
 
 
 METHODS["mT"] = property(_mT)
-METHODS["masked_fill_"] = lambda self, mask, value: advanced.masked_fill_(self, mask, value)
+METHODS["masked_fill_"] = lambda self, mask, value: gather_scatter.masked_fill_(self, mask, value)
 METHODS["scatter_add_"] = lambda self, dim, index, src: write_inplace(
-    self, lambda a, i, s: advanced.scatter_add(a, dim, i, s), index, src)
+    self, lambda a, i, s: gather_scatter.scatter_add(a, dim, i, s), index, src)
 
 
 # ----------------------------------------------------------------------------- conversions

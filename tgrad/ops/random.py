@@ -18,7 +18,7 @@ from tgrad.kernels.random import philox as KR
 from tgrad.kernels.runtime.capture import is_capturing
 from .factories import _dt, _new, _shape
 from .common import broadcast_shapes
-from .advanced import argsort
+from .sorting import argsort
 from ..modes import no_grad
 from ..tensor import Tensor
 

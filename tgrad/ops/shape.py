@@ -15,6 +15,7 @@ from . import views as V
 from .common import check_runnable, result_type, wrap
 from .factories import zeros
 from .formula import fused
+from .registry import op, register
 
 __all__ = ["reshape", "view", "permute", "transpose", "swapaxes", "t", "squeeze", "unsqueeze", "expand",
            "flatten", "unflatten", "contiguous", "cat", "concat", "concatenate", "stack", "split", "chunk",
@@ -419,3 +420,10 @@ def narrow(x, dim, start, length):
     return V.Slice.apply(x, index)
 
 
+@op("ravel")
+def ravel(input):  # noqa: A002
+    return reshape(input, (-1,))
+
+
+register(swapaxes, "swapdims")
+register(movedim, "moveaxis")
