@@ -25,7 +25,7 @@ from . import factories
 from .common import sum_to_shape, wrap
 from .elementwise import clamp, where
 from .inplace import in_place, write_result
-from .registry import FUNCTIONS, op, register
+from .registry import FUNCTIONS, op
 
 
 def _fn(name):
@@ -199,12 +199,13 @@ def rad2deg(input):  # noqa: A002
     return _float(input) * (180.0 / math.pi)
 
 
-register(_fn("abs"), "absolute")
-register(_fn("abs_"), "absolute_", function=False)
+op("absolute")(_fn("abs"))
+op("absolute_", function=False)(_fn("abs_"))
 
 
 # ----------------------------------------------------------------------------- in-place variants
 
+@op("float_power_", function=False)
 def _float_power_(self, exponent):
     if self.dtype is not _dtype.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.scalar_type} but the operation's "
@@ -215,5 +216,4 @@ def _float_power_(self, exponent):
 for _name, _f in (("logit_", logit), ("sinc_", sinc), ("deg2rad_", deg2rad), ("rad2deg_", rad2deg)):
     in_place(_name, _f)
 in_place("copysign_", copysign, function=False)
-register(_float_power_, "float_power_", function=False)
-register(_fn("sign_"), "sgn_", function=False)
+op("sgn_", function=False)(_fn("sign_"))

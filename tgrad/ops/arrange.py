@@ -17,7 +17,7 @@ from .common import check_runnable, normalize_dim, require_argument, wrap
 from .elementwise import where
 from .formula import fused
 from .inplace import write_inplace
-from .registry import op, register
+from .registry import op
 
 
 def _grid(n: int, device, relation):
@@ -354,5 +354,5 @@ def _cumulative_(fn):
     return method
 
 
-register(_cumulative_(cumsum), "cumsum_", function=False)
-register(_cumulative_(cumprod), "cumprod_", function=False)
+op("cumsum_", function=False)(_cumulative_(cumsum))
+op("cumprod_", function=False)(_cumulative_(cumprod))

@@ -7,7 +7,7 @@ import builtins
 from .. import _dtype
 from . import arrange, factories, random, shape
 from .gather_scatter import nonzero
-from .registry import register
+from .registry import op
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
@@ -65,4 +65,4 @@ def block_diag(*tensors):
 
 
 for _f in (logspace, triu_indices, tril_indices, cartesian_prod, block_diag):
-    register(_f, _f.__name__, method=False)
+    op(_f.__name__, method=False)(_f)

@@ -21,8 +21,7 @@ from .formula import fused
 from .inplace import write_inplace
 from .pointwise import Where
 from .views import scatter_slice_into_zeros
-
-__all__ = ["index_select", "gather", "scatter_add", "masked_fill", "masked_select", "nonzero"]
+from .registry import op
 
 
 @triton.jit
@@ -45,6 +44,7 @@ def _int_index(index, x, what):
     return index._data if index.device == x.device else index._data.to(x.device)
 
 
+@op("index_select")
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     """x's slices ``index[j]`` along ``dim``: y.select(dim, j) = x.select(dim, index[j])."""
     idx = _int_index(index, x, "index_select(): Expected dtype int32 or int64 for index")
@@ -82,6 +82,7 @@ def _along_dim_checks(x, dim, index, name, src=None):
     return _AlongDim(d, idx)
 
 
+@op("gather")
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     """y[r] = x[r with coordinate ``dim`` replaced by index[r]]; y has index's shape."""
     return Gather.apply(x, _along_dim_checks(x, dim, index, "gather"))
@@ -108,6 +109,7 @@ class ScatterAdd(BuiltinFunction):
         return g, gs, None
 
 
+@op("scatter_add")
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """x + the sum of src[r] over the positions r whose index (along ``dim``) lands on each element."""
     if src.dtype is not x.dtype:
@@ -149,6 +151,7 @@ class MaskedFill(BuiltinFunction):
                 Where.apply(mask, g, 0.0) if ctx.needs_input_grad[2] else None)
 
 
+@op("masked_fill")
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     """where(mask, value, x), broadcasting x and mask; value is a number or a 0-d tensor."""
     return MaskedFill.apply(x, mask, _mask_value(x, mask, value))
@@ -163,6 +166,7 @@ class MaskedSelect(Index):
     node_name = "MaskedSelectBackward0"
 
 
+@op("masked_select")
 def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     """The elements of x (broadcast with mask) where mask is True, as a 1-d tensor in row-major order."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool:
@@ -175,6 +179,7 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     return MaskedSelect.apply(x, plan)
 
 
+@op("nonzero")
 def nonzero(x: Tensor, *, as_tuple=False):
     """Row-major coordinates of x's nonzero elements: (count, x.dim()) int64, or one 1-d tensor per dim."""
     if as_tuple:

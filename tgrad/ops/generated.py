@@ -256,14 +256,12 @@ def build(row):
     op = make_function(row)
     op_ = make_inplace(row, op) if row.inplace else None
     in_torch, in_tensor, in_nn = "torch" in row.where, "Tensor" in row.where, "F" in row.where
-    registry.register(op, *row.names, function=in_torch or in_nn and row.name in _CORE_ACTIVATIONS,
-                      method=in_tensor, nn_functional=False)
+    registry.op(*row.names, function=in_torch or in_nn and row.name in _CORE_ACTIVATIONS, method=in_tensor)(op)
     if in_nn:
-        registry.register(make_nn_functional(row, op, op_), row.name, function=False, method=False,
-                          nn_functional=True)
+        registry.op(row.name, function=False, method=False, nn_functional=True)(make_nn_functional(row, op, op_))
     if op_ is not None:
-        registry.register(op_, *(name + "_" for name in row.names), function=in_torch or in_nn, method=in_tensor,
-                          nn_functional=in_nn)
+        registry.op(*(name + "_" for name in row.names), function=in_torch or in_nn, method=in_tensor,
+                    nn_functional=in_nn)(op_)
     return op, op_
 
 

@@ -6,7 +6,7 @@ from ..modes import is_grad_enabled
 from ..tensor import Tensor, check_inplace
 from .common import as_operand, broadcast_shapes, check_runnable, result_type
 from .formula import fused
-from .registry import register
+from .registry import op
 from .views import rebase_history, storage_order
 
 
@@ -82,4 +82,4 @@ def write_result(name, self, fn, *args, **kwargs):
 
 
 def in_place(name, fn, function=True):
-    register(lambda self, *args, **kwargs: write_result(name, self, fn, *args, **kwargs), name, function=function)
+    op(name, function=function)(lambda self, *args, **kwargs: write_result(name, self, fn, *args, **kwargs))

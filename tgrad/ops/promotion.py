@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _dtype
 from .common import result_type
-from .registry import op, register
+from .registry import op
 
 
 @op("is_floating_point", method=False)
@@ -12,16 +12,15 @@ def is_floating_point(input):  # noqa: A002
     return input.dtype.is_floating_point
 
 
+@op("promote_types", method=False)
 def promote_types(type1, type2):
     return _dtype.promote(_dtype.as_dtype(type1), _dtype.as_dtype(type2))
 
 
+@op("can_cast", method=False)
 def can_cast(from_, to):
     """True when ``from_`` casts to ``to`` without leaving its kind (float to int, or to bool, is not)."""
     return _dtype.category(_dtype.as_dtype(from_)) <= _dtype.category(_dtype.as_dtype(to))
 
 
-register(promote_types, "promote_types", method=False)
-register(can_cast, "can_cast", method=False)
-
-register(result_type, "result_type", method=False)
+op("result_type", method=False)(result_type)

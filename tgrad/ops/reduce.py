@@ -17,8 +17,6 @@ from .pointwise import Maximum, Minimum, Where
 from .random import arange
 from .registry import op
 
-__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any"]
-
 
 def _where(cond, a, b):
     return Where.apply(cond, a, b)
@@ -228,12 +226,14 @@ class MinDim(MaxDim):
 _NO_DIM = object()
 
 
+@op("sum")
 def sum(x, dim=_NO_DIM, keepdim=False, dtype=None):  # noqa: A001
     cls = Sum if dim is _NO_DIM else SumDim
     dims = _dims(x, None if dim is _NO_DIM else dim)
     return cls.apply(x, dims, keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
 
 
+@op("mean")
 def mean(x, dim=_NO_DIM, keepdim=False, dtype=None):
     dtype = _dtype.as_dtype(dtype) if dtype is not None else None
     if not (dtype or x.dtype).is_floating_point:  # before the dims are checked, as PyTorch
@@ -245,6 +245,7 @@ def mean(x, dim=_NO_DIM, keepdim=False, dtype=None):
     return cls.apply(x, dims, keepdim, dtype)
 
 
+@op("prod")
 def prod(x, dim=None, keepdim=False, dtype=None):
     cls = Prod if dim is None else ProdDim
     return cls.apply(x, _dims(x, dim), keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
@@ -266,10 +267,12 @@ def _extreme(x, dim, keepdim, op, all_cls, dim_cls):
     return pair(*dim_cls.apply(x, d[0] if d else 0, keepdim, op))
 
 
+@op("max")
 def max(x, dim=None, keepdim=False):  # noqa: A001
     return _extreme(x, dim, keepdim, "max", MaxAll, MaxDim)
 
 
+@op("min")
 def min(x, dim=None, keepdim=False):  # noqa: A001
     return _extreme(x, dim, keepdim, "min", MinAll, MinDim)
 
@@ -280,11 +283,13 @@ def _all_of_empty(x, dim, op):
                            "reduction dim with the 'dim' argument.")
 
 
+@op("amax")
 def amax(x, dim=(), keepdim=False):
     _all_of_empty(x, dim, "amax")
     return Extreme.apply(x, _dims(x, dim if dim != () else None), keepdim, "amax")
 
 
+@op("amin")
 def amin(x, dim=(), keepdim=False):
     _all_of_empty(x, dim, "amin")
     return Amin.apply(x, _dims(x, dim if dim != () else None), keepdim, "amin")
@@ -306,19 +311,23 @@ def _arg(x, dim, keepdim, op):
     return _result(_run(x, dims, op), x, dims, keepdim)
 
 
+@op("argmax")
 def argmax(x, dim=None, keepdim=False):
     return _arg(x, dim, keepdim, "argmax")
 
 
+@op("argmin")
 def argmin(x, dim=None, keepdim=False):
     return _arg(x, dim, keepdim, "argmin")
 
 
+@op("all")
 def all(x, dim=None, keepdim=False):  # noqa: A001
     ne0 = (x != 0).to(_dtype.int64)
     return (amin(ne0, dim if dim is not None else (), keepdim) if x.numel() else ne0.sum(dim, keepdim) == 0) != 0
 
 
+@op("any")
 def any(x, dim=None, keepdim=False):  # noqa: A001
     return sum((x != 0).to(_dtype.int64), dim, keepdim) != 0
 

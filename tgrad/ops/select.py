@@ -15,7 +15,7 @@ from . import factories, gather_scatter, random, shape, sorting
 from .common import normalize_dim
 from .elementwise import where
 from .inplace import write_inplace
-from .registry import op, register
+from .registry import op
 from .arrange import cumsum
 
 
@@ -413,7 +413,7 @@ def _in_place(name, fn):
                                f"output type {self.dtype.scalar_type}")
         return write_inplace(self, lambda t: fn(t, *args, **kwargs))
     method.__name__ = name + "_"
-    register(method, name + "_", function=False)
+    op(name + "_", function=False)(method)
 
 
 for _name, _fn in (("scatter", scatter), ("index_add", index_add), ("index_copy", index_copy),

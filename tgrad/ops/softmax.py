@@ -7,8 +7,7 @@ from ..autograd.function import BuiltinFunction
 from tgrad.kernels.reductions import softmax as KS
 from .common import check_runnable, wrap
 from .reduce import _dims, _expand_back, _result, _run
-
-__all__ = ["logsumexp", "softmax", "log_softmax"]
+from .registry import op
 
 
 class Logsumexp(BuiltinFunction):
@@ -89,6 +88,7 @@ class LogSoftmax(Softmax):
     data_backward = LogSoftmaxBackwardData
 
 
+@op("logsumexp")
 def logsumexp(x, dim, keepdim=False):
     return Logsumexp.apply(x if x.dtype.is_floating_point else x.float(), _dims(x, dim), keepdim)
 
@@ -105,6 +105,7 @@ def _softmax_args(x, dim, dtype, what):
     return d, dtype
 
 
+@op("softmax")
 def softmax(x, dim=None, dtype=None):
     d, dtype = _softmax_args(x, dim, dtype, "softmax")
     if x.numel() == 0 and not (dtype or x.dtype).is_floating_point:
@@ -112,6 +113,7 @@ def softmax(x, dim=None, dtype=None):
     return Softmax.apply(x, d, dtype)
 
 
+@op("log_softmax")
 def log_softmax(x, dim=None, dtype=None):
     d, dtype = _softmax_args(x, dim, dtype, "log_softmax")
     if x.numel() == 0 and not (dtype or x.dtype).is_floating_point:

@@ -13,7 +13,6 @@ from .common import check_runnable, wrap
 from .gather_scatter import gather
 from .registry import op
 
-__all__ = ["sort", "argsort"]
 
 sort_result = return_types._structseq("sort")
 
@@ -35,11 +34,13 @@ class Sort(BuiltinFunction):
         return IndexAdd.apply(g, ctx.plan, ctx.x_shape), None, None
 
 
+@op("sort")
 def sort(x: Tensor, dim=-1, descending=False, stable=False):
     """(values, indices) along ``dim``; always stable (equal keys keep their order), NaN above +inf."""
     return sort_result(*Sort.apply(x, x._dim(dim), bool(descending)))
 
 
+@op("argsort")
 def argsort(x: Tensor, dim=-1, descending=False, stable=False) -> Tensor:
     check_runnable(x)
     return wrap(KS.sort(x._data, x._dim(dim), bool(descending))[1])

@@ -17,8 +17,6 @@ from .inplace import in_place
 from .reduce import _check_tensor, _dims, _expand_back, _result, _run, _where, amin, mean, sum
 from .registry import op
 
-__all__ = ["var", "std", "norm", "var_mean", "std_mean"]
-
 
 class Var(BuiltinFunction):
     node_name = "VarBackward0"
@@ -113,6 +111,7 @@ def _correction(unbiased, correction):
     return 1 if unbiased is None or unbiased else 0
 
 
+@op("var")
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool) and unbiased is None:  # var(False): PyTorch's var(input, unbiased)
         dim, unbiased = None, dim
@@ -122,6 +121,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return Var.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "var", dim is None or x.ndim == 0)
 
 
+@op("std")
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool) and unbiased is None:  # std(False): PyTorch's std(input, unbiased)
         dim, unbiased = None, dim
@@ -129,14 +129,17 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return Std.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "std", dim is None or x.ndim == 0)
 
 
+@op("var_mean", method=False)
 def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return var(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim)
 
 
+@op("std_mean", method=False)
 def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return std(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim)
 
 
+@op("norm")
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     if p in ("fro", None):
         p = 2

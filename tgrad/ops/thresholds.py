@@ -9,7 +9,7 @@ from .. import _dtype
 from tgrad.kernels import elementwise as M
 from ..autograd.function import BuiltinFunction
 from .elementwise import clamp, compare
-from .registry import op, register
+from .registry import op
 
 
 def _outside(x, lambd):
@@ -77,6 +77,7 @@ def hardshrink(input, lambd=0.5):  # noqa: A002
     return Hardshrink.apply(input, lambd, None, "hardshrink")
 
 
+@op("softshrink", function=False, method=False, nn_functional=True)
 def softshrink(input, lambd=0.5):  # noqa: A002  (torch.nn.functional only)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"softshrink_check\" not implemented for '{input.dtype.scalar_type}'")
@@ -86,4 +87,3 @@ def softshrink(input, lambd=0.5):  # noqa: A002  (torch.nn.functional only)
     return Softshrink.apply(input, lambd, None, "softshrink")
 
 
-register(softshrink, "softshrink", function=False, method=False, nn_functional=True)
