@@ -24,8 +24,7 @@ import triton
 import triton.language as tl
 
 from .. import return_types
-from ..autograd.function import BuiltinFunction
-from ..modes import is_grad_enabled
+from ..autograd.function import BuiltinFunction, records
 from ..tensor import Tensor, check_inplace
 from tgrad.kernels.indexing import index as KI
 from tgrad.kernels import elementwise as M
@@ -307,7 +306,7 @@ def advanced_setitem(x: Tensor, plan, value):
     requires grad, else one kernel writing straight into x."""
     value = _value_operand(value, x, plan.shape)
     check_inplace(x)
-    if not (is_grad_enabled() and (x.requires_grad or value.requires_grad)):
+    if not records(x, value):
         check_runnable(x, value)
         _put(plan, x._data, value._data)
         x._version.value += 1

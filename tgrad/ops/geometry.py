@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins
 
 from .. import _dtype
-from ..modes import is_grad_enabled
+from ..autograd.function import records
 from . import factories, random, shape, views
 from .registry import op
 
@@ -16,7 +16,7 @@ from .registry import op
 def _inplace_view(self, view):
     """``self`` takes the geometry (and, if recorded, the history) of ``view``, a view of itself:
     PyTorch's t_(), transpose_(), squeeze_() and unsqueeze_()."""
-    if self._requires_grad and self._grad_fn is None and is_grad_enabled():
+    if records(self) and self._grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     self._data = view._data
     if view._grad_fn is not None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import _dtype
-from ..modes import is_grad_enabled
+from ..autograd.function import records
 from ..tensor import Tensor, check_inplace
 from .common import as_operand, broadcast_shapes, check_runnable, result_type
 from .formula import fused
@@ -21,9 +21,7 @@ def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
         if isinstance(o, Tensor):
             check_no_partial_overlap(t, o)
     check_inplace(t)
-    record = is_grad_enabled() and (t._requires_grad or any(isinstance(o, Tensor) and o._requires_grad
-                                                          for o in others))
-    if not record and formula is not None:
+    if formula is not None and not records(t, *others):
         # as the out-of-place ops: bool operands enter arithmetic as numbers (a fill's mask stays bool)
         operands = [t] + [o.to(t.dtype) if not fill and isinstance(o, Tensor) and o.dtype is _dtype.bool and t.dtype is
                           not _dtype.bool else as_operand(o, t, t.dtype) for o in others]
