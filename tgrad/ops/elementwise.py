@@ -24,6 +24,8 @@ from .table import BY_NAME
 _Round, _Gelu, _GeluTanh = (function_class(BY_NAME[n]) for n in ("round", "gelu", "gelu_tanh"))
 _Clamp, _PowScalar = function_class(BY_NAME["clamp"]), function_class(BY_NAME["pow_scalar"])
 _PowBoolExponent = function_class(BY_NAME["pow_bool_exponent"])
+_Add, _Sub, _Mul, _Div, _Maximum, _Minimum = (function_class(BY_NAME[n]) for n in ("add", "sub", "mul", "div",
+                                                                                  "maximum", "minimum"))
 
 
 @op("round")
@@ -103,14 +105,14 @@ def _check_bool_sub(a, b):
 @op("add")
 def add(a, b, alpha=1):
     _check_alpha(a, b, alpha)
-    return P.Add.apply(a, b, alpha) if alpha != 1 else P.Add.apply(a, b)
+    return _Add.apply(a, b, alpha) if alpha != 1 else _Add.apply(a, b)
 
 
 @op("sub", "subtract")
 def sub(a, b, alpha=1):
     _check_alpha(a, b, alpha)
     _check_bool_sub(a, b)
-    return P.Sub.apply(a, b, alpha) if alpha != 1 else P.Sub.apply(a, b)
+    return _Sub.apply(a, b, alpha) if alpha != 1 else _Sub.apply(a, b)
 
 
 @op("rsub", method=False)
@@ -121,13 +123,13 @@ def rsub(a, b):
 
 @op("mul", "multiply")
 def mul(a, b):
-    return P.Mul.apply(a, b)
+    return _Mul.apply(a, b)
 
 
 @op("div", "divide", "true_divide")
 def div(a, b, rounding_mode=None):
     if rounding_mode is None:
-        return P.Div.apply(a, b)
+        return _Div.apply(a, b)
     return integer.rounded_div(a, b, rounding_mode)
 
 
@@ -161,13 +163,13 @@ def tensors_only(name, a, b):
 @op("maximum")
 def maximum(a, b):
     tensors_only("maximum", a, b)
-    return P.Maximum.apply(a, b)
+    return _Maximum.apply(a, b)
 
 
 @op("minimum")
 def minimum(a, b):
     tensors_only("minimum", a, b)
-    return P.Minimum.apply(a, b)
+    return _Minimum.apply(a, b)
 
 
 @op("where", method=False)

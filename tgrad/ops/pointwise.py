@@ -1,6 +1,6 @@
-"""The elementwise ops whose arguments need more than a table row says: arithmetic with
-``alpha``, true division, the powers, ``where``, tensor-bounded clamps, comparisons, and the
-copies and fills. Each derivative is written once: a derivative formula, run fused or (when the
+"""The elementwise ops whose arguments need more than a table row says: ``c - x`` for a number
+``c``, the powers, ``where``, tensor-bounded clamps, and the copies and fills (add, sub, mul, div,
+maximum and minimum are rows of the op table). Each derivative is written once: a derivative formula, run fused or (when the
 gradient is recorded) traced by ``formula.derivative``, or a composition of differentiable ops.
 
 Binary ops broadcast by strides (no copies) and return gradients in the broadcast shape: the
@@ -54,42 +54,6 @@ class _Binary(BuiltinFunction):
         return fused(cls.formula, [ta, tb], dtype, (alpha,))
 
 
-class Add(_Binary):
-    node_name, formula = "AddBackward0", M.add
-
-    @staticmethod
-    def forward(ctx, a, b, alpha=1.0):
-        ta, tb, dtype = Add.prepare(a, b)
-        ctx.alpha = alpha
-        if dtype is _dtype.bool:  # True + True is True (PyTorch: OR)
-            return fused(M.logical_or, [ta, tb], dtype)
-        if alpha == 1:  # a + 1*b is a + b exactly; a formula without a parameter runs fewer ops
-            return fused(M.add_plain, [ta, tb], dtype)
-        return fused(M.add, [ta, tb], dtype, (alpha,))
-
-    @staticmethod
-    def backward(ctx, g):
-        gb = (g if ctx.alpha == 1 else g * ctx.alpha) if ctx.needs_input_grad[1] else None
-        return g if ctx.needs_input_grad[0] else None, gb, None
-
-
-class Sub(_Binary):
-    node_name, formula = "SubBackward0", M.sub
-
-    @staticmethod
-    def forward(ctx, a, b, alpha=1.0):
-        ta, tb, dtype = Sub.prepare(a, b)
-        ctx.alpha = alpha
-        if alpha == 1:
-            return fused(M.sub_plain, [ta, tb], dtype)
-        return fused(M.sub, [ta, tb], dtype, (alpha,))
-
-    @staticmethod
-    def backward(ctx, g):
-        return (g if ctx.needs_input_grad[0] else None,
-                g * (-ctx.alpha) if ctx.needs_input_grad[1] else None, None)
-
-
 class Rsub(BuiltinFunction):
     """c - x for a Python number c (PyTorch's RsubBackward1: one edge)."""
     node_name = "RsubBackward1"
@@ -112,43 +76,6 @@ def _pair_backward(formula):
         da, db = derivative(formula, ctx.saved_tensors[:2], g, n_out=2)
         return da if na else None, db if nb else None, None
     return staticmethod(backward)
-
-
-class Mul(_Binary):
-    node_name, formula = "MulBackward0", M.mul
-    a_only_for_b = b_only_for_a = True
-
-    @classmethod
-    def forward(cls, ctx, a, b, alpha=1.0):
-        ctx.square = a is b  # x * x (an L2 penalty's p * p): both gradients are one product
-        return super().forward(ctx, a, b, alpha)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        na, nb = ctx.needs_input_grad[:2]
-        if ctx.square and na and nb:
-            # both edges lead to the same place, where the engine would add g a + g a: one launch
-            # of 2 g a on the first edge gives the same sum (doubling is exact)
-            return derivative(M.mul_self_bwd, [a], g), None, None
-        if na and nb:
-            da, db = derivative(M.mul_bwd, [a, b], g, n_out=2)
-            return da, db, None
-        # one product only: the other operand may be a constant (or saved as None)
-        return g * b if na else None, g * a if nb else None, None
-
-
-class Div(_Binary):
-    node_name, formula, true_division = "DivBackward0", M.div, True
-    a_only_for_b = True
-
-    @staticmethod
-    def backward(ctx, g):
-        na, nb = ctx.needs_input_grad[:2]
-        if nb:
-            da, db = derivative(M.div_bwd, ctx.saved_tensors, g, n_out=2)
-            return da if na else None, db, None
-        return g / ctx.saved_tensors[1], None, None  # a is saved only when b needs a gradient
 
 
 def int_pow(a: Tensor, b: Tensor, dtype):
@@ -211,16 +138,6 @@ class PowScalarBase(BuiltinFunction):
     @staticmethod
     def backward(ctx, g):
         return derivative(M.pow_bwd, ctx.saved_tensors[:2], g, n_out=2)[1], None
-
-
-class Maximum(_Binary):
-    node_name, formula = "MaximumBackward0", M.maximum
-    backward = _pair_backward(M.maximum_bwd)
-
-
-class Minimum(_Binary):
-    node_name, formula = "MinimumBackward0", M.minimum
-    backward = _pair_backward(M.minimum_bwd)
 
 
 class Where(BuiltinFunction):

@@ -13,7 +13,9 @@ from .arrange import cumprod, flip_dims
 from .common import check_runnable, wrap
 from .factories import ones, zeros_like
 from .shape import cat
-from .pointwise import Maximum, Minimum, Where
+from .generated import function_class
+from .pointwise import Where
+from .table import BY_NAME
 from .random import arange
 from .registry import op
 
@@ -258,7 +260,7 @@ def _extreme(x, dim, keepdim, op, all_cls, dim_cls):
                                "reduction dim with the 'dim' argument.")
         return all_cls.apply(x, _dims(x, None), False, "amax" if op == "max" else "amin")
     if isinstance(dim, Tensor):  # max(a, b) spelled tgrad.max(a, other)
-        return Maximum.apply(x, dim) if op == "max" else Minimum.apply(x, dim)
+        return function_class(BY_NAME["maximum" if op == "max" else "minimum"]).apply(x, dim)
     if not isinstance(dim, int):
         raise TypeError(f"{op}() received an invalid combination of arguments - dim must be an int, got "
                         f"{type(dim).__name__}")

@@ -45,6 +45,17 @@ Fields
 - ``inplace_node``: PyTorch's node name for the in-place form, where it has its own
   (``leaky_relu_`` records LeakyReluBackward1); ``inplace_derivative=False`` where PyTorch has no
   derivative for it (``asinh_``): its backward raises PyTorch's NotImplementedError.
+- ``scales``: a linear op's derivative (add, sub): each operand's gradient is g times a constant,
+  ``1`` or a parameter's name (``"-alpha"`` its negative); a gradient times 1 is g itself, no launch.
+- ``plain``: the forward formula when every parameter has its default (add's alpha = 1: a formula
+  that decodes no parameter runs fewer ops); ``bool_forward``: the one for a bool result (True +
+  True is True, as PyTorch's add of bools).
+- ``same_operand``: the derivative when both operands are one tensor (``x * x``): both gradients
+  in one launch (they reach the same place, where they would be summed).
+- ``number_edges``: a number operand still shows an edge ``(None, 0)`` in ``next_functions``
+  (PyTorch wraps the number in a tensor: ``x + 2`` is AddBackward0 with two edges).
+- ``keep_bools``: the formula takes bool operands as they are (arithmetic promotes them in the
+  kernel); otherwise they are cast to the result dtype first.
 - ``inplace``: a ``<name>_`` form exists (a method; also ``tgrad.<name>_`` where PyTorch has one).
 - ``where``: namespaces: ``"torch"`` (tgrad.<name>), ``"Tensor"`` (a method), ``"F"``
   (tgrad.nn.functional.<name>, with PyTorch's ``inplace=False`` argument); ``()`` for a row whose
@@ -80,6 +91,12 @@ class Row:
     node_constants: dict = field(default_factory=dict)
     inplace_node: str = None
     inplace_derivative: bool = True
+    scales: tuple = None
+    plain: object = None
+    bool_forward: object = None
+    same_operand: object = None
+    number_edges: bool = False
+    keep_bools: bool = False
     inplace: bool = True
     where: tuple = ("torch", "Tensor")
 
@@ -108,6 +125,15 @@ BOOL_SUB_TWO = (RuntimeError, "Subtraction, the `-` operator, with two bool tens
                 "`logical_xor()` operator instead.")
 BOOL_HARDTANH = (RuntimeError, "Bool inputs not supported for hardtanh")
 HAND_WRITTEN = ()
+# add, sub, mul, div: Python numbers on either side; their in-place forms are methods.py's
+ARITHMETIC = dict(dtypes="keep", number_edges=True, keep_bools=True, inplace=False, where=HAND_WRITTEN)
+
+
+def either_side(node):
+    """``numbers`` of an op taking a Python number at either position, with the same node."""
+    return {0: node, 1: node}
+
+
 F_ONLY = ("F",)          # activations PyTorch has only in torch.nn.functional
 F_AND_TORCH = ("torch", "F")
 
@@ -188,6 +214,22 @@ ROWS = (
           no_ints="log_sigmoid_cpu"),
     unary("selu", "EluBackward0", A.selu, A.selu_bwd, where=F_AND_TORCH, no_ints="elu_cpu", inplace_node="EluBackward1"),
     unary("celu", "CeluBackward0", A.celu, A.celu_bwd, params=(("alpha", 1.0),), where=F_AND_TORCH, no_ints="elu_cpu", inplace_node="CeluBackward1"),
+    # ------------------------------------------------------------------- arithmetic
+    # their public functions check alpha, bools and rounding modes first (elementwise.py)
+    binary("add", "AddBackward0", M.add, None, numbers=either_side("AddBackward0"), params=(("alpha", 1),),
+           scales=(1, "alpha"), plain=M.add_plain, bool_forward=M.logical_or, saves="", **ARITHMETIC),
+    binary("sub", "SubBackward0", M.sub, None, numbers=either_side("SubBackward0"), params=(("alpha", 1),),
+           scales=(1, "-alpha"), plain=M.sub_plain, saves="", **ARITHMETIC),
+    binary("mul", "MulBackward0", M.mul, M.mul_bwd, numbers=either_side("MulBackward0"), reads=((1,), (0,)),
+           same_operand=M.mul_self_bwd, **ARITHMETIC),
+    binary("div", "DivBackward0", M.div, M.div_bwd, numbers=either_side("DivBackward0"), reads=((1,), (0, 1)),
+           **dict(ARITHMETIC, dtypes="float")),
+    # tensors only (PyTorch's TypeError for a number); a tie of -0.0 and 0.0 gives the input, where
+    # PyTorch's CPU kernel gives other: not yet a public row, whose tests compare signed zeros
+    binary("maximum", "MaximumBackward0", M.maximum, M.maximum_bwd, dtypes="keep", keep_bools=True, inplace=False,
+           where=HAND_WRITTEN),
+    binary("minimum", "MinimumBackward0", M.minimum, M.minimum_bwd, dtypes="keep", keep_bools=True, inplace=False,
+           where=HAND_WRITTEN),
     # ------------------------------------------------------------------- binary
     binary(("atan2", "arctan2"), "Atan2Backward0", E.atan2, E.atan2_bwd, bool_backward=((0,), BOOL_NEG)),
     binary("hypot", "HypotBackward0", E.hypot, E.hypot_bwd, saves="xy", reads=((0, 2), (1, 2)),
