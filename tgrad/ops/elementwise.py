@@ -24,6 +24,7 @@ from .table import BY_NAME
 _Round, _Gelu, _GeluTanh = (function_class(BY_NAME[n]) for n in ("round", "gelu", "gelu_tanh"))
 _Clamp, _PowScalar = function_class(BY_NAME["clamp"]), function_class(BY_NAME["pow_scalar"])
 _PowBoolExponent = function_class(BY_NAME["pow_bool_exponent"])
+_Pow, _PowNumberBase = function_class(BY_NAME["pow"]), function_class(BY_NAME["pow"], "PowBackward2")
 _Add, _Sub, _Mul, _Div, _Maximum, _Minimum = (function_class(BY_NAME[n]) for n in ("add", "sub", "mul", "div",
                                                                                   "maximum", "minimum"))
 
@@ -148,9 +149,13 @@ def pow(a, b):  # noqa: A001
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             return integer.pow_int(a, b, dtype)
         return _PowScalar.apply(a, b)
-    if not isinstance(a, Tensor):
-        return P.PowScalarBase.apply(b, a)
-    return P.Pow.apply(a, b)
+    dtype = result_type(a, b)
+    if not dtype.is_floating_point:  # an integer result, by squaring: exact, never differentiable
+        ref = a if isinstance(a, Tensor) else b
+        ta, tb = as_operand(a, ref, dtype), as_operand(b, ref, dtype)
+        check_runnable(ta, tb)
+        return P.int_pow(ta, tb, dtype)
+    return (_Pow if isinstance(a, Tensor) else _PowNumberBase).apply(a, b)
 
 
 def tensors_only(name, a, b):

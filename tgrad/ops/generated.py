@@ -98,7 +98,7 @@ class RowFunction(BuiltinFunction):
 
     @classmethod
     def _saves_result_too(cls):
-        return cls.saves_result and cls.row.saves == "x"
+        return (cls.saves_result or cls.row.keeps_result) and cls.row.saves == "x"
 
     @classmethod
     def _saved_for_formula(cls, ctx, g):

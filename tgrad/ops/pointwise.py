@@ -1,7 +1,8 @@
 """The elementwise ops whose arguments need more than a table row says: ``c - x`` for a number
-``c``, the powers, ``where``, tensor-bounded clamps, and the copies and fills (add, sub, mul, div,
-maximum and minimum are rows of the op table). Each derivative is written once: a derivative formula, run fused or (when the
-gradient is recorded) traced by ``formula.derivative``, or a composition of differentiable ops.
+``c``, integer powers, ``where``, tensor-bounded clamps, and the copies and fills (add, sub, mul,
+div, pow, maximum and minimum are rows of the op table). Each derivative is written once: a
+derivative formula, run fused or (when the gradient is recorded) traced by
+``formula.derivative``, or a composition of differentiable ops.
 
 Binary ops broadcast by strides (no copies) and return gradients in the broadcast shape: the
 engine sums them back to each input's shape.
@@ -19,40 +20,9 @@ from tgrad.kernels.elementwise import integer as I
 from tgrad.kernels import elementwise as M
 from .common import as_operand, check_runnable, result_type, wrap
 from .formula import derivative, fused
-from .table import BOOL_SUB
 
 
 # ----------------------------------------------------------------------------- binary
-
-class _Binary(BuiltinFunction):
-    """a (op) b with broadcasting; a Python number operand is a 0-d constant (next_functions (None, 0))."""
-
-    formula = None
-    edge_args = (0, 1)  # a number operand is an edge to nothing: (None, 0), as in PyTorch
-    # Save only what backward reads (PyTorch's MulBackward0 keeps `other` alone for `y * 3`): an
-    # in-place change to a tensor nothing needs must not break backward (spec F.26).
-    a_only_for_b = b_only_for_a = False
-
-    @classmethod
-    def prepare(cls, a, b):
-        dtype = result_type(a, b)
-        if cls.true_division and not dtype.is_floating_point:
-            dtype = _dtype.get_default_dtype()
-        ref = a if isinstance(a, Tensor) else b
-        a, b = as_operand(a, ref, dtype), as_operand(b, ref, dtype)
-        check_runnable(a, b)
-        return a, b, dtype
-
-    true_division = False
-
-    @classmethod
-    def forward(cls, ctx, a, b, alpha=1.0):
-        ta, tb, dtype = cls.prepare(a, b)
-        na, nb = ctx.needs_input_grad[:2]
-        ctx.save_for_backward(None if cls.a_only_for_b and not nb else ta,  # a number is saved as a 0-d constant
-                              None if cls.b_only_for_a and not na else tb)
-        return fused(cls.formula, [ta, tb], dtype, (alpha,))
-
 
 class Rsub(BuiltinFunction):
     """c - x for a Python number c (PyTorch's RsubBackward1: one edge)."""
@@ -68,76 +38,10 @@ class Rsub(BuiltinFunction):
         return -g, None
 
 
-def _pair_backward(formula):
-    """The backward of a binary op from its two-output derivative formula (fused, or traced when
-    recorded)."""
-    def backward(ctx, g):
-        na, nb = ctx.needs_input_grad[:2]
-        da, db = derivative(formula, ctx.saved_tensors[:2], g, n_out=2)
-        return da if na else None, db if nb else None, None
-    return staticmethod(backward)
-
-
 def int_pow(a: Tensor, b: Tensor, dtype):
     """Powers with an integer result (never differentiable): by squaring in the integer dtype (exact)."""
     a, b = (t.to(dtype) if t.dtype is _dtype.bool else t for t in (a, b))
     return fused(I.pow_int, [a, b], dtype, compute=dtype)
-
-
-class Pow(_Binary):
-    node_name, formula = "PowBackward1", M.pow_
-    _backward = _pair_backward(M.pow_bwd)
-
-    @staticmethod
-    def _refuse_bool_exponent(ctx):
-        # PyTorch's gradient for the base computes exponent - 1, which a bool exponent refuses
-        if getattr(ctx, "bool_exponent", False) and ctx.needs_input_grad[0]:
-            raise RuntimeError(BOOL_SUB[1])
-
-    @classmethod
-    def backward(cls, ctx, g):
-        cls._refuse_bool_exponent(ctx)
-        return cls._backward(ctx, g)
-
-    @classmethod
-    def prepare(cls, a, b):
-        ta, tb, dtype = super().prepare(a, b)  # the formula takes numbers: a bool operand cast
-        ta, tb = (t.to(dtype) if t.dtype is _dtype.bool and dtype is not _dtype.bool else t for t in (ta, tb))
-        return ta, tb, dtype
-
-    @classmethod
-    def forward(cls, ctx, a, b, alpha=1.0):
-        ta, tb, dtype = cls.prepare(a, b)
-        if not dtype.is_floating_point:
-            return int_pow(ta, tb, dtype)
-        ctx.bool_exponent = isinstance(b, Tensor) and b.dtype is _dtype.bool
-        y = fused(cls.formula, [ta, tb], dtype, (alpha,))
-        # PyTorch's PowBackward1 also saves the result (the exponent's formula reads it; outputs are
-        # saved whichever input needs a gradient), so changing it in place breaks backward there too
-        ctx.save_for_backward(ta, tb, y)
-        return y
-
-
-class PowScalarBase(BuiltinFunction):
-    """y = c^x for a Python number c (PyTorch's PowBackward2: one edge). dy/dx = c^x ln c, taken as
-    0 where c = 0 and x >= 0 (as PyTorch): pow_bwd's second output."""
-    node_name = "PowBackward2"
-
-    @staticmethod
-    def forward(ctx, x, c):
-        dtype = result_type(c, x)
-        tc = as_operand(c, x, dtype)
-        x = x.to(dtype) if x.dtype is _dtype.bool and dtype is not _dtype.bool else x  # formulas take numbers
-        check_runnable(tc, x)
-        if not dtype.is_floating_point:
-            return int_pow(tc, x, dtype)
-        y = fused(M.pow_, [tc, x], dtype)
-        ctx.save_for_backward(tc, x, y)  # the result too: PyTorch's PowBackward2 reads it
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        return derivative(M.pow_bwd, ctx.saved_tensors[:2], g, n_out=2)[1], None
 
 
 class Where(BuiltinFunction):

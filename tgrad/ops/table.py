@@ -54,6 +54,8 @@ Fields
   in one launch (they reach the same place, where they would be summed).
 - ``number_edges``: a number operand still shows an edge ``(None, 0)`` in ``next_functions``
   (PyTorch wraps the number in a tensor: ``x + 2`` is AddBackward0 with two edges).
+- ``keeps_result``: the output is saved too, though the derivative does not read it (PyTorch's
+  PowBackward1 saves it: changing it in place breaks backward).
 - ``keep_bools``: the formula takes bool operands as they are (arithmetic promotes them in the
   kernel); otherwise they are cast to the result dtype first.
 - ``inplace``: a ``<name>_`` form exists (a method; also ``tgrad.<name>_`` where PyTorch has one).
@@ -96,6 +98,7 @@ class Row:
     bool_forward: object = None
     same_operand: object = None
     number_edges: bool = False
+    keeps_result: bool = False
     keep_bools: bool = False
     inplace: bool = True
     where: tuple = ("torch", "Tensor")
@@ -224,6 +227,9 @@ ROWS = (
            same_operand=M.mul_self_bwd, **ARITHMETIC),
     binary("div", "DivBackward0", M.div, M.div_bwd, numbers=either_side("DivBackward0"), reads=((1,), (0, 1)),
            **dict(ARITHMETIC, dtypes="float")),
+    # tensor ** tensor, and a number ** tensor (PowBackward2); integer results are pow's own (exact)
+    binary("pow", "PowBackward1", M.pow_, M.pow_bwd, numbers={0: "PowBackward2"}, keeps_result=True, dtypes="keep",
+           bool_backward=((1,), BOOL_SUB, (0,)), inplace=False, where=HAND_WRITTEN),
     # tensors only (PyTorch's TypeError for a number); a tie of -0.0 and 0.0 gives the input, where
     # PyTorch's CPU kernel gives other: not yet a public row, whose tests compare signed zeros
     binary("maximum", "MaximumBackward0", M.maximum, M.maximum_bwd, dtypes="keep", keep_bools=True, inplace=False,
