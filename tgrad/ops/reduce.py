@@ -147,9 +147,8 @@ class ProdDim(Prod):
     node_name = "ProdBackward1"
 
 
-class Extreme(BuiltinFunction):
-    """max()/min()/amax/amin: the gradient is split evenly between tied extremes."""
-    node_name = "AmaxBackward0"
+class ReadsResult(BuiltinFunction):
+    """A reduction ``op`` over ``dims`` whose backward reads its input and its result."""
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, op):
@@ -157,6 +156,11 @@ class Extreme(BuiltinFunction):
         out = _result(_run(x, dims, op), x, dims, keepdim)
         ctx.save_for_backward(x, out)
         return out
+
+
+class Extreme(ReadsResult):
+    """max()/min()/amax/amin: the gradient is split evenly between tied extremes."""
+    node_name = "AmaxBackward0"
 
     @staticmethod
     def backward(ctx, g):

@@ -6,25 +6,18 @@ from .. import _dtype
 from ..autograd.function import BuiltinFunction
 from tgrad.kernels.reductions import softmax as KS
 from .common import check_runnable, wrap
-from .reduce import _dims, _expand_back, _result, _run
+from .reduce import ReadsResult, _dims, _expand_back
 from .registry import op
 
 
-class Logsumexp(BuiltinFunction):
+class Logsumexp(ReadsResult):
     node_name = "LogsumexpBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dims, keepdim):
-        ctx.meta = (x.shape, dims, keepdim)
-        out = _result(_run(x, dims, "logsumexp"), x, dims, keepdim)
-        ctx.save_for_backward(x, out)
-        return out
 
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         shape, dims, keepdim = ctx.meta
-        return _expand_back(g, *ctx.meta) * (x - _expand_back(out, shape, dims, keepdim)).exp(), None, None
+        return _expand_back(g, *ctx.meta) * (x - _expand_back(out, shape, dims, keepdim)).exp(), None, None, None
 
 
 class Softmax(BuiltinFunction):
@@ -90,10 +83,10 @@ class LogSoftmax(Softmax):
 
 @op("logsumexp")
 def logsumexp(x, dim, keepdim=False):
-    return Logsumexp.apply(x if x.dtype.is_floating_point else x.float(), _dims(x, dim), keepdim)
+    return Logsumexp.apply(x if x.dtype.is_floating_point else x.float(), _dims(x, dim), keepdim, "logsumexp")
 
 
-def _softmax_args(x, dim, dtype, what):
+def _softmax(cls, what, x, dim, dtype):
     if dim is None:
         raise TypeError(f"{what}() missing required argument 'dim' (tgrad, like PyTorch 2, needs it explicitly)")
     d = x._dim(dim)  # a 0-d tensor takes dim 0 or -1
@@ -102,20 +95,16 @@ def _softmax_args(x, dim, dtype, what):
         kernel = f"{what}_lastdim_kernel_impl" if d == x.ndim - 1 or x.ndim == 0 or dtype is not None else \
             f"{what}_kernel_impl"
         raise NotImplementedError(f'"{kernel}" not implemented for \'{x.dtype.scalar_type}\'')
-    return d, dtype
+    if x.numel() == 0 and not (dtype or x.dtype).is_floating_point:
+        return x.clone()
+    return cls.apply(x, d, dtype)
 
 
 @op("softmax")
 def softmax(x, dim=None, dtype=None):
-    d, dtype = _softmax_args(x, dim, dtype, "softmax")
-    if x.numel() == 0 and not (dtype or x.dtype).is_floating_point:
-        return x.clone()
-    return Softmax.apply(x, d, dtype)
+    return _softmax(Softmax, "softmax", x, dim, dtype)
 
 
 @op("log_softmax")
 def log_softmax(x, dim=None, dtype=None):
-    d, dtype = _softmax_args(x, dim, dtype, "log_softmax")
-    if x.numel() == 0 and not (dtype or x.dtype).is_floating_point:
-        return x.clone()
-    return LogSoftmax.apply(x, d, dtype)
+    return _softmax(LogSoftmax, "log_softmax", x, dim, dtype)
