@@ -19,13 +19,14 @@ import torch
 
 from .distributions import _linalg
 from .ops import reduce as _reduce
+from .ops import statistics as _statistics
 from .ops.matmul import matmul
 from .ops.arrange import diagonal as _diagonal
 from .ops.random import eye as _eye
 from .ops.arrange import cumprod as _cumprod
 from .ops.shape import cat as _cat
 from .ops.factories import ones as _ones
-from .ops.scan_more import cross_along
+from .ops.products import cross_along
 from .tensor import Tensor
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "cholesky",
@@ -49,7 +50,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     if ord < 0 and x.numel() == 0:
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
                            "operation does not have an identity")
-    return _reduce.norm(x, ord, dim, keepdim, dtype)
+    return _statistics.norm(x, ord, dim, keepdim, dtype)
 
 
 def _matrix_dims(A, dim, fn):
@@ -67,7 +68,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
     if dtype is not None:
         A = A.to(dtype)
     if ord == "fro":
-        return _reduce.norm(A, 2, (d0, d1), keepdim)
+        return _statistics.norm(A, 2, (d0, d1), keepdim)
     if ord in (1, -1, math.inf, -math.inf):
         if ord in (math.inf, -math.inf):
             d0, d1 = d1, d0

@@ -1,5 +1,6 @@
-"""The composed ops (``tgrad/ops/composite.py``) and the scans against PyTorch: values, result
-dtypes and every input gradient under a random upstream gradient, float64 on the same numbers."""
+"""The composed ops (``tgrad/ops/arithmetic.py``, ``statistics.py``, ``scans.py``, ...) and the scans
+against PyTorch: values, result dtypes and every input gradient under a random upstream gradient,
+float64 on the same numbers."""
 import math
 
 import pytest

@@ -87,6 +87,19 @@ def _view_requires_grad(t):
     return t._requires_grad
 
 
+def requires_grad(a) -> bool:
+    """Whether ``a`` is a tensor an op's node would have an edge to."""
+    return isinstance(a, Tensor) and (a._requires_grad or a._base is not None and _view_requires_grad(a))
+
+
+def records(*args) -> bool:
+    """Whether an op on ``args`` is recorded: grad mode is on and one of them requires grad. The
+    rule ``Function.apply`` records by (inference mode aside, where apply records nothing); ops
+    with a cheaper path for an unrecorded call (an in-place kernel writing straight into its
+    target) ask here, so the decision stays with the autograd machinery."""
+    return is_grad_enabled() and any(requires_grad(a) for a in args)
+
+
 def edge_of(t):
     """Where the gradient of tensor ``t`` enters the graph."""
     if t._base is not None:  # a view whose base changed in place takes a fresh history first
@@ -274,8 +287,7 @@ class Function(metaclass=_FunctionMeta):
         if kwargs and not builtin:  # keyword arguments count as forward arguments (needs_input_grad, grads)
             bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
             args, kwargs = bound.args[1:], bound.kwargs
-        needs = tuple([isinstance(a, Tensor) and (a._requires_grad or a._base is not None and _view_requires_grad(a))
-                       for a in args])
+        needs = tuple([requires_grad(a) for a in args])
         # inference mode records no graph even under a nested enable_grad()
         track = any(needs) and is_grad_enabled() and not _inference_mode_enabled()
         if track and cls.no_grad_args is not None:

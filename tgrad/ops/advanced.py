@@ -1,4 +1,5 @@
-"""Advanced indexing (integer tensors, boolean masks), gather/scatter along a dim, and sorting.
+"""Advanced indexing (integer tensors, boolean masks) and the plans that gather/scatter along a
+dim (``gather_scatter.py``) and sorting (``sorting.py``) run on.
 
 An index is first resolved into a ``_Plan``: the basic part (ints, slices, None, ...) becomes a
 view of x's storage, boolean masks become their ``nonzero`` coordinates, and the index tensors
@@ -22,21 +23,16 @@ import torch
 import triton
 import triton.language as tl
 
-from .. import _dtype, return_types
-from ..autograd.function import BuiltinFunction
-from ..modes import is_grad_enabled
+from .. import return_types
+from ..autograd.function import BuiltinFunction, records
 from ..tensor import Tensor, check_inplace
 from tgrad.kernels.indexing import index as KI
 from tgrad.kernels import elementwise as M
-from tgrad.kernels.reductions import sort as KS
 from .factories import tensor
 from .common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
-from .inplace import write_inplace
-from .pointwise import Where
-from .views import normalize_basic, rebase_history, scatter_slice_into_zeros
+from .views import normalize_basic, rebase_history
 
-__all__ = ["index_select", "gather", "scatter_add", "masked_fill", "masked_select", "nonzero", "sort", "argsort"]
 
 sort_result = return_types._structseq("sort")
 
@@ -310,188 +306,9 @@ def advanced_setitem(x: Tensor, plan, value):
     requires grad, else one kernel writing straight into x."""
     value = _value_operand(value, x, plan.shape)
     check_inplace(x)
-    if not (is_grad_enabled() and (x.requires_grad or value.requires_grad)):
+    if not records(x, value):
         check_runnable(x, value)
         _put(plan, x._data, value._data)
         x._version.value += 1
         return
     rebase_history(x, IndexPut.apply(x, value, plan))
-
-
-# ----------------------------------------------------------------------------- index_select, gather, scatter_add
-
-class IndexSelect(Index):
-    node_name = "IndexSelectBackward0"
-
-
-def _int_index(index, x, what):
-    if not isinstance(index, Tensor) or index.dtype not in (_dtype.int64, _dtype.int32):
-        raise RuntimeError(what)
-    return index._data if index.device == x.device else index._data.to(x.device)
-
-
-def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    """x's slices ``index[j]`` along ``dim``: y.select(dim, j) = x.select(dim, index[j])."""
-    idx = _int_index(index, x, "index_select(): Expected dtype int32 or int64 for index")
-    if idx.dim() > 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
-    d = x._dim(dim)
-    size = x.shape[d] if x.ndim else 1
-    bad = KI.first_out_of_bounds(idx, size, allow_negative=False)
-    if bad is not None:  # PyTorch's text, then the offending value
-        raise IndexError(f"index out of range in self (index {bad} for dimension {d} with size {size})")
-    view = (lambda t: t.reshape(1)) if x.ndim == 0 else (lambda t: t)
-    plan = _Plan(view, [d], [idx.reshape(1) if idx.dim() == 0 else idx], False, x._data)
-    if x.ndim == 0:
-        return IndexSelect.apply(x, plan).reshape(())
-    return IndexSelect.apply(x, plan)
-
-
-class Gather(Index):
-    node_name = "GatherBackward0"
-
-
-def _along_dim_checks(x, dim, index, name, src=None):
-    idx = _int_index(index, x, f"{name}(): Expected dtype int32/int64 for index")
-    if idx.dim() != x.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    d = x._dim(dim)
-    for i in range(idx.dim()):
-        if (i != d and idx.shape[i] > x.shape[i]) or (src is not None and idx.shape[i] > src.shape[i]):
-            raise RuntimeError(f"Size does not match at dimension {i} expected index {list(idx.shape)} to be no "
-                               f"larger than self {list(x.shape)} apart from dimension {d}")
-    size = x.shape[d] if x.ndim else 1
-    bad = KI.first_out_of_bounds(idx, size, allow_negative=False)
-    if bad is not None:
-        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
-    return _AlongDim(d, idx)
-
-
-def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    """y[r] = x[r with coordinate ``dim`` replaced by index[r]]; y has index's shape."""
-    return Gather.apply(x, _along_dim_checks(x, dim, index, "gather"))
-
-
-class ScatterAdd(BuiltinFunction):
-    node_name = "ScatterAddBackward0"
-
-    @staticmethod
-    def forward(ctx, x, src, plan):
-        check_runnable(x, src)
-        ctx.plan, ctx.src_shape = plan, src.shape
-        out = fused(M.identity, [x], x.dtype, compute=x.dtype)
-        _run("add", plan, out._data, src._data[tuple(slice(0, s) for s in plan.shape)])
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        gs = None
-        if ctx.needs_input_grad[1]:
-            gs = Gather.apply(g, ctx.plan)
-            if tuple(gs.shape) != tuple(ctx.src_shape):  # src elements past index's extent get none
-                gs = scatter_slice_into_zeros(gs, ctx.src_shape, tuple(slice(0, s) for s in gs.shape))
-        return g, gs, None
-
-
-def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    """x + the sum of src[r] over the positions r whose index (along ``dim``) lands on each element."""
-    if src.dtype is not x.dtype:
-        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
-    if src.ndim != x.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
-    if x.dtype is _dtype.bool:  # a bool sum saturates: counted in int32, then any
-        return scatter_add(x.to(_dtype.int32), dim, index, src.to(_dtype.int32)) != 0
-    return ScatterAdd.apply(x, src, _along_dim_checks(x, dim, index, "scatter_add", src))
-
-
-# ----------------------------------------------------------------------------- masks
-
-def _mask_value(x, mask, value, name="masked_fill_"):
-    if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool:
-        got = mask.dtype.type_name if isinstance(mask, Tensor) else type(mask).__name__
-        raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype {got}")
-    if isinstance(value, Tensor):
-        if value.ndim != 0:
-            raise RuntimeError(f"{name} only supports a 0-dimensional value tensor, but got tensor with "
-                               f"{value.ndim} dimension(s).")
-        return value if value.dtype is x.dtype else value.to(x.dtype)
-    return as_operand(value, x, x.dtype)
-
-
-class MaskedFill(BuiltinFunction):
-    node_name = "MaskedFillBackward0"
-
-    @staticmethod
-    def forward(ctx, x, mask, value):
-        check_runnable(x, mask, value)
-        ctx.save_for_backward(mask)
-        return fused(M.where, [mask, value, x], x.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        mask, = ctx.saved_tensors  # the engine sums both back to x's and value's shapes
-        return (Where.apply(mask, 0.0, g) if ctx.needs_input_grad[0] else None, None,
-                Where.apply(mask, g, 0.0) if ctx.needs_input_grad[2] else None)
-
-
-def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
-    """where(mask, value, x), broadcasting x and mask; value is a number or a 0-d tensor."""
-    return MaskedFill.apply(x, mask, _mask_value(x, mask, value))
-
-
-def masked_fill_(x: Tensor, mask: Tensor, value) -> Tensor:
-    value = _mask_value(x, mask, value)
-    return write_inplace(x, MaskedFill.apply, mask, value, formula=_masked_fill_formula, fill=True)  # as PyTorch: no overlap check
-
-
-class MaskedSelect(Index):
-    node_name = "MaskedSelectBackward0"
-
-
-def masked_select(x: Tensor, mask: Tensor) -> Tensor:
-    """The elements of x (broadcast with mask) where mask is True, as a 1-d tensor in row-major order."""
-    if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool:
-        raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = tuple(broadcast_shapes(x.shape, mask.shape)) or (1,)
-    coords = KI.nonzero(mask._data.expand(shape) if mask.ndim else mask._data.reshape(1).expand(shape))
-    view = lambda t: (t if t.dim() else t.reshape(1)).expand(shape)  # noqa: E731
-    plan = _Plan(view, range(len(shape)), [coords[:, j] for j in range(len(shape))], tuple(x.shape) == shape,
-                 x._data)
-    return MaskedSelect.apply(x, plan)
-
-
-def nonzero(x: Tensor, *, as_tuple=False):
-    """Row-major coordinates of x's nonzero elements: (count, x.dim()) int64, or one 1-d tensor per dim."""
-    if as_tuple:
-        coords = KI.nonzero(x._data.reshape(1) if x.ndim == 0 else x._data)
-        return tuple(wrap(coords[:, j]) for j in range(coords.shape[1]))
-    return wrap(KI.nonzero(x._data))
-
-
-# ----------------------------------------------------------------------------- sort
-
-class Sort(BuiltinFunction):
-    node_name = "SortBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dim, descending):
-        check_runnable(x)
-        values, indices = KS.sort(x._data, dim, descending)
-        ctx.plan, ctx.x_shape = _AlongDim(dim, indices, unique=True), x.shape
-        indices = wrap(indices)
-        ctx.mark_non_differentiable(indices)
-        return wrap(values), indices
-
-    @staticmethod
-    def backward(ctx, g, g_indices):
-        return IndexAdd.apply(g, ctx.plan, ctx.x_shape), None, None
-
-
-def sort(x: Tensor, dim=-1, descending=False, stable=False):
-    """(values, indices) along ``dim``; always stable (equal keys keep their order), NaN above +inf."""
-    return sort_result(*Sort.apply(x, x._dim(dim), bool(descending)))
-
-
-def argsort(x: Tensor, dim=-1, descending=False, stable=False) -> Tensor:
-    check_runnable(x)
-    return wrap(KS.sort(x._data, x._dim(dim), bool(descending))[1])

@@ -12,12 +12,12 @@ from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import elementwise as M
 from tgrad.kernels.reductions import scan as KS
-from . import advanced, factories, random, shape, views
+from . import factories, gather_scatter, random, shape, views
 from .common import check_runnable, normalize_dim, require_argument, wrap
 from .elementwise import where
 from .formula import fused
 from .inplace import write_inplace
-from .registry import op, register
+from .registry import op
 
 
 def _grid(n: int, device, relation):
@@ -33,7 +33,7 @@ def flip_dims(x: Tensor, dims):
         d = normalize_dim(x, d)
         n = x.shape[d]
         if n > 1:
-            x = advanced.index_select(x, d, random.arange(n - 1, -1, -1, device=x.device))
+            x = gather_scatter.index_select(x, d, random.arange(n - 1, -1, -1, device=x.device))
     return x
 
 
@@ -208,7 +208,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
             raise RuntimeError("repeats must have the same size as input along dim")
         index = factories.tensor([i for i, c in enumerate(counts) for _ in range(c)], dtype=_dtype.int64,
                                  device=x.device)
-        return advanced.index_select(x, d, index)
+        return gather_scatter.index_select(x, d, index)
     r = int(repeats)
     if r < 0:
         raise RuntimeError("repeats can not be negative")
@@ -270,6 +270,26 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
     return x
 
 
+@op("rot90")
+def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = input._dim(dims[0]), input._dim(dims[1])
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return shape.transpose(flip(input, (d1,)), d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return shape.transpose(flip(input, (d0,)), d0, d1)
+    return input.clone()
+
+
 # ----------------------------------------------------------------------------- diagonals
 
 @op("diagonal")
@@ -304,6 +324,11 @@ def trace(input):  # noqa: A002
     return diagonal(input).sum()
 
 
+@op("diagflat")
+def diagflat(input, offset=0):  # noqa: A002
+    return diag(shape.reshape(input, (-1,)), offset)
+
+
 # ----------------------------------------------------------------------------- grids
 
 @op("meshgrid", method=False)
@@ -329,5 +354,5 @@ def _cumulative_(fn):
     return method
 
 
-register(_cumulative_(cumsum), "cumsum_", function=False)
-register(_cumulative_(cumprod), "cumprod_", function=False)
+op("cumsum_", function=False)(_cumulative_(cumsum))
+op("cumprod_", function=False)(_cumulative_(cumprod))

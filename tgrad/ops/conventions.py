@@ -7,7 +7,8 @@ import inspect
 import warnings
 
 from .. import _dtype
-from ..modes import is_grad_enabled, no_grad
+from ..autograd.function import records
+from ..modes import no_grad
 from ..tensor import Tensor
 from . import registry
 
@@ -37,8 +38,7 @@ def with_out(name, fn):
     def op(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        if is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad
-                                     for a in (*args, *kwargs.values(), *(out if isinstance(out, tuple) else (out,)))):
+        if records(*args, *kwargs.values(), *(out if isinstance(out, tuple) else (out,))):
             raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                                "but one of the arguments requires grad.")
         result = fn(*args, **kwargs)

@@ -18,14 +18,18 @@ from .common import as_operand, check_runnable, result_type
 from .formula import fused
 from .generated import function_class
 from . import registry
-from .registry import register
+from .registry import op
 from .table import BY_NAME
 
 _Round, _Gelu, _GeluTanh = (function_class(BY_NAME[n]) for n in ("round", "gelu", "gelu_tanh"))
 _Clamp, _PowScalar = function_class(BY_NAME["clamp"]), function_class(BY_NAME["pow_scalar"])
 _PowBoolExponent = function_class(BY_NAME["pow_bool_exponent"])
+_Pow, _PowNumberBase = function_class(BY_NAME["pow"]), function_class(BY_NAME["pow"], "PowBackward2")
+_Add, _Sub, _Mul, _Div, _Maximum, _Minimum = (function_class(BY_NAME[n]) for n in ("add", "sub", "mul", "div",
+                                                                                  "maximum", "minimum"))
 
 
+@op("round")
 def round(x, decimals=None):  # noqa: A001
     # PyTorch's round.decimals overload (any decimals given, 0 too) has no integer kernel; plain
     # round of an integer is a copy
@@ -38,6 +42,7 @@ def round(x, decimals=None):  # noqa: A001
     return _Round.apply(x)
 
 
+@op("gelu")
 def gelu(x, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
@@ -46,6 +51,7 @@ def gelu(x, approximate="none"):
     return _Gelu.apply(x) if approximate == "none" else _GeluTanh.apply(x)
 
 
+@op("clamp", "clip")
 def clamp(x, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -97,32 +103,38 @@ def _check_bool_sub(a, b):
                            "invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
+@op("add")
 def add(a, b, alpha=1):
     _check_alpha(a, b, alpha)
-    return P.Add.apply(a, b, alpha) if alpha != 1 else P.Add.apply(a, b)
+    return _Add.apply(a, b, alpha) if alpha != 1 else _Add.apply(a, b)
 
 
+@op("sub", "subtract")
 def sub(a, b, alpha=1):
     _check_alpha(a, b, alpha)
     _check_bool_sub(a, b)
-    return P.Sub.apply(a, b, alpha) if alpha != 1 else P.Sub.apply(a, b)
+    return _Sub.apply(a, b, alpha) if alpha != 1 else _Sub.apply(a, b)
 
 
+@op("rsub", method=False)
 def rsub(a, b):
     _check_bool_sub(a, b)
     return P.Rsub.apply(a, b)
 
 
+@op("mul", "multiply")
 def mul(a, b):
-    return P.Mul.apply(a, b)
+    return _Mul.apply(a, b)
 
 
+@op("div", "divide", "true_divide")
 def div(a, b, rounding_mode=None):
     if rounding_mode is None:
-        return P.Div.apply(a, b)
+        return _Div.apply(a, b)
     return integer.rounded_div(a, b, rounding_mode)
 
 
+@op("pow")
 def pow(a, b):  # noqa: A001
     if result_type(a, b) is _dtype.bool:  # bools: only a Python bool exponent (PyTorch has no bool pow kernel)
         if not (isinstance(a, Tensor) and isinstance(b, bool)):
@@ -137,9 +149,13 @@ def pow(a, b):  # noqa: A001
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             return integer.pow_int(a, b, dtype)
         return _PowScalar.apply(a, b)
-    if not isinstance(a, Tensor):
-        return P.PowScalarBase.apply(b, a)
-    return P.Pow.apply(a, b)
+    dtype = result_type(a, b)
+    if not dtype.is_floating_point:  # an integer result, by squaring: exact, never differentiable
+        ref = a if isinstance(a, Tensor) else b
+        ta, tb = as_operand(a, ref, dtype), as_operand(b, ref, dtype)
+        check_runnable(ta, tb)
+        return P.int_pow(ta, tb, dtype)
+    return (_Pow if isinstance(a, Tensor) else _PowNumberBase).apply(a, b)
 
 
 def tensors_only(name, a, b):
@@ -149,16 +165,19 @@ def tensors_only(name, a, b):
             raise TypeError(f"{name}(): argument '{arg}' (position {i + 1}) must be Tensor, not {type(t).__name__}")
 
 
+@op("maximum")
 def maximum(a, b):
     tensors_only("maximum", a, b)
-    return P.Maximum.apply(a, b)
+    return _Maximum.apply(a, b)
 
 
+@op("minimum")
 def minimum(a, b):
     tensors_only("minimum", a, b)
-    return P.Minimum.apply(a, b)
+    return _Minimum.apply(a, b)
 
 
+@op("where", method=False)
 def where(condition, input=None, other=None):  # noqa: A002
     if input is None and other is None:  # where(condition): nonzero(condition, as_tuple=True)
         return registry.FUNCTIONS["nonzero"](condition, as_tuple=True)
@@ -185,13 +204,9 @@ def _test(formula):
     return lambda x: fused(formula, [x], _dtype.bool, compute=x.dtype)
 
 
+@op("clone")
 def clone(x, memory_format=None):
     return P.Clone.apply(x, str(memory_format).endswith("contiguous_format"))
-
-
-register(round, "round")
-register(gelu, "gelu")
-register(clamp, "clamp", "clip")
 
 
 def _square_of_bools(fn, inplace):
@@ -206,26 +221,17 @@ def _square_of_bools(fn, inplace):
     return op
 
 
-register(_square_of_bools(registry.FUNCTIONS["square"], False), "square")
-register(_square_of_bools(registry.METHODS["square_"], True), "square_", function="square_" in registry.FUNCTIONS)
+op("square")(_square_of_bools(registry.FUNCTIONS["square"], False))
+op("square_", function="square_" in registry.FUNCTIONS)(
+    _square_of_bools(registry.METHODS["square_"], True))
 for _which in ("min", "max"):
-    register(_one_bound(registry.FUNCTIONS[f"clamp_{_which}"], _which), f"clamp_{_which}")
-    register(_one_bound(registry.METHODS[f"clamp_{_which}_"], _which), f"clamp_{_which}_", function=False)
-register(add, "add")
-register(sub, "sub", "subtract")
-register(rsub, "rsub", method=False)
-register(mul, "mul", "multiply")
-register(div, "div", "divide", "true_divide")
-register(pow, "pow")
-register(maximum, "maximum")
-register(minimum, "minimum")
-register(where, "where", method=False)
-register(clone, "clone")
+    op(f"clamp_{_which}")(_one_bound(registry.FUNCTIONS[f"clamp_{_which}"], _which))
+    op(f"clamp_{_which}_", function=False)(_one_bound(registry.METHODS[f"clamp_{_which}_"], _which))
 for _names, _formula in ((("eq",), M.eq), (("ne",), M.ne), (("lt", "less"), M.lt), (("le", "less_equal"), M.le),
                          (("gt", "greater"), M.gt), (("ge", "greater_equal"), M.ge),
                          (("logical_and",), M.logical_and), (("logical_or",), M.logical_or),
                          (("logical_xor",), M.logical_xor)):
-    register(_comparison(_formula, _names[0] if _names[0].startswith("logical") else None), *_names)
+    op(*_names)(_comparison(_formula, _names[0] if _names[0].startswith("logical") else None))
 for _name, _formula in (("logical_not", M.logical_not), ("isnan", M.isnan), ("isinf", M.isinf),
                         ("isfinite", M.isfinite)):
-    register(_test(_formula), _name)
+    op(_name)(_test(_formula))

@@ -12,11 +12,7 @@ from .._dtype import as_device, as_dtype
 from ..modes import _inference_mode_enabled
 from ..tensor import Tensor
 from .common import scalar_dtype
-
-
-__all__ = ["tensor", "as_tensor", "from_numpy", "from_torch", "from_dlpack", "empty", "full", "zeros", "ones",
-           "zeros_like", "ones_like", "empty_like", "full_like", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
-           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+from .registry import op
 
 
 def _shape(size):
@@ -53,6 +49,7 @@ def _unwrap_nested(data):
     return data
 
 
+@op("tensor", method=False)
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """Copy ``data`` (numbers, nested lists, numpy arrays, tensors) into a new leaf tensor."""
     dev = as_device(device) if device is not None else (
@@ -75,6 +72,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     return _new(out, requires_grad)
 
 
+@op("as_tensor", method=False)
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype) and \
             (device is None or as_device(device) == data.device):
@@ -82,24 +80,29 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
+@op("from_numpy", method=False)
 def from_numpy(a: np.ndarray) -> Tensor:
     """Shares memory with ``a``, as torch.from_numpy."""
     return _new(torch.from_numpy(a))
 
 
+@op("from_torch", method=False)
 def from_torch(t: torch.Tensor) -> Tensor:
     """Zero-copy: a tgrad tensor over ``t``'s memory (``t.requires_grad`` is not carried over)."""
     return _new(t.detach())
 
 
+@op("from_dlpack", method=False)
 def from_dlpack(obj) -> Tensor:
     return _new(torch.from_dlpack(obj))
 
 
+@op("empty", method=False)
 def empty(*size, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
     return _new(torch.empty(_shape(size), dtype=_dt(dtype).torch, device=as_device(device)), requires_grad)
 
 
+@op("full", method=False)
 def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     if dtype is None:
         dtype = scalar_dtype(fill_value)
@@ -107,10 +110,12 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
                 requires_grad)
 
 
+@op("zeros", method=False)
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _new(torch.zeros(_shape(size), dtype=_dt(dtype).torch, device=as_device(device)), requires_grad)
 
 
+@op("ones", method=False)
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _new(torch.ones(_shape(size), dtype=_dt(dtype).torch, device=as_device(device)), requires_grad)
 
@@ -120,18 +125,22 @@ def _like(fn, t, dtype, device, requires_grad, *args):
               device=device if device is not None else t.device, requires_grad=requires_grad)
 
 
+@op("zeros_like", method=False)
 def zeros_like(t, dtype=None, device=None, requires_grad=False):
     return _like(zeros, t, dtype, device, requires_grad)
 
 
+@op("ones_like", method=False)
 def ones_like(t, dtype=None, device=None, requires_grad=False):
     return _like(ones, t, dtype, device, requires_grad)
 
 
+@op("empty_like", method=False)
 def empty_like(t, dtype=None, device=None, requires_grad=False):
     return _like(empty, t, dtype, device, requires_grad)
 
 
+@op("full_like", method=False)
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
     return full(t.shape, fill_value, dtype=dtype if dtype is not None else t.dtype,
                 device=device if device is not None else t.device, requires_grad=requires_grad)
@@ -156,15 +165,15 @@ def _legacy_type(name, dtype):
     return LegacyType(name, (), {"dtype": dtype, "__module__": "tgrad"})
 
 
-FloatTensor = _legacy_type("FloatTensor", _dtype.float32)
-DoubleTensor = _legacy_type("DoubleTensor", _dtype.float64)
-HalfTensor = _legacy_type("HalfTensor", _dtype.float16)
-LongTensor = _legacy_type("LongTensor", _dtype.int64)
-IntTensor = _legacy_type("IntTensor", _dtype.int32)
-ShortTensor = _legacy_type("ShortTensor", _dtype.int16)
-CharTensor = _legacy_type("CharTensor", _dtype.int8)
-ByteTensor = _legacy_type("ByteTensor", _dtype.uint8)
-BoolTensor = _legacy_type("BoolTensor", _dtype.bool)
+FloatTensor = op("FloatTensor", method=False)(_legacy_type("FloatTensor", _dtype.float32))
+DoubleTensor = op("DoubleTensor", method=False)(_legacy_type("DoubleTensor", _dtype.float64))
+HalfTensor = op("HalfTensor", method=False)(_legacy_type("HalfTensor", _dtype.float16))
+LongTensor = op("LongTensor", method=False)(_legacy_type("LongTensor", _dtype.int64))
+IntTensor = op("IntTensor", method=False)(_legacy_type("IntTensor", _dtype.int32))
+ShortTensor = op("ShortTensor", method=False)(_legacy_type("ShortTensor", _dtype.int16))
+CharTensor = op("CharTensor", method=False)(_legacy_type("CharTensor", _dtype.int8))
+ByteTensor = op("ByteTensor", method=False)(_legacy_type("ByteTensor", _dtype.uint8))
+BoolTensor = op("BoolTensor", method=False)(_legacy_type("BoolTensor", _dtype.bool))
 
 
 def _legacy(dtype, args):

@@ -46,10 +46,18 @@ class RowFunction(BuiltinFunction):
         out_dtype = _float(dtype) if row.dtypes == "float" else dtype
         # the kernel keeps bool operands bool (masks): a formula on numbers needs them cast first
         operands = [as_operand(a, ref, dtype) for a in args[:n]]
-        operands = [a.to(out_dtype) if a.dtype is _dtype.bool and out_dtype is not _dtype.bool else a for a in operands]
+        if not row.keep_bools:
+            operands = [a.to(out_dtype) if a.dtype is _dtype.bool and out_dtype is not _dtype.bool else a
+                        for a in operands]
         check_runnable(*operands)
         ctx.params = args[n:] + row.node_constants.get(cls.node_name, row.constants)
-        y = fused(row.forward, operands, out_dtype, ctx.params)
+        if row.bool_forward is not None and out_dtype is _dtype.bool:
+            y = fused(row.bool_forward, operands, out_dtype)
+        elif row.plain is not None and all(v == d for v, (_, d) in zip(args[n:], row.params)):
+            y = fused(row.plain, operands, out_dtype)
+        else:
+            y = fused(row.forward, operands, out_dtype, ctx.params)
+        ctx.same = row.same_operand is not None and args[0] is args[1]
         if row.derivative is not None:
             saved = operands + [y] if row.saves == "xy" else operands if row.saves == "x" else \
                 [y] if row.saves == "y" else []
@@ -67,7 +75,11 @@ class RowFunction(BuiltinFunction):
             exc, message = ctx.bool_error
             raise exc(message)
         n, needs = 1 + len(cls.row.operands), ctx.needs_input_grad
-        if cls.row.derivative is None:  # zero almost everywhere (sign, floor, ...)
+        if cls.row.scales is not None:  # linear: g times a constant per operand
+            grads = tuple(cls._scaled(g, scale, ctx.params) for scale in cls.row.scales)
+        elif ctx.same and all(needs[:2]):  # x * x: both gradients reach x, one launch for their sum
+            grads = (derivative(cls.row.same_operand, cls._saved_for_formula(ctx, g)[:1], g), None)
+        elif cls.row.derivative is None:  # zero almost everywhere (sign, floor, ...)
             grads = (wrap(torch.zeros(g._data.shape, dtype=g._data.dtype, device=g.device)),) * n
         else:  # fused, or traced when the gradient is recorded: the row's one derivative
             grads = derivative(cls.row.derivative, cls._saved_for_formula(ctx, g), g, ctx.params, n_out=n,
@@ -76,8 +88,17 @@ class RowFunction(BuiltinFunction):
         return tuple(d if need else None for d, need in zip(grads, needs)) + (None,) * (len(needs) - n)
 
     @classmethod
+    def _scaled(cls, g, scale, params):
+        if isinstance(scale, str):
+            name = scale.lstrip("-")
+            i = next(k for k, (p, _) in enumerate(cls.row.params) if p == name)
+            value = params[i] if i < len(params) else cls.row.params[i][1]
+            scale = -value if scale.startswith("-") else value
+        return g if scale == 1 else g * scale
+
+    @classmethod
     def _saves_result_too(cls):
-        return cls.saves_result and cls.row.saves == "x"
+        return (cls.saves_result or cls.row.keeps_result) and cls.row.saves == "x"
 
     @classmethod
     def _saved_for_formula(cls, ctx, g):
@@ -97,8 +118,10 @@ def function_class(row, node=None):
     cls = FUNCTIONS.get((row.name, node))
     if cls is None:
         name = node[: -len("Backward0")] if node[-1].isdigit() else node
-        cls = FUNCTIONS[(row.name, node)] = type(name, (RowFunction,), {"node_name": node, "row": row,
-                                                                          "__module__": __name__})
+        attrs = {"node_name": node, "row": row, "__module__": __name__}
+        if row.number_edges:  # a number operand shows (None, 0), as PyTorch's wrapped number
+            attrs["edge_args"] = tuple(range(1 + len(row.operands)))
+        cls = FUNCTIONS[(row.name, node)] = type(name, (RowFunction,), attrs)
     return cls
 
 
@@ -256,14 +279,12 @@ def build(row):
     op = make_function(row)
     op_ = make_inplace(row, op) if row.inplace else None
     in_torch, in_tensor, in_nn = "torch" in row.where, "Tensor" in row.where, "F" in row.where
-    registry.register(op, *row.names, function=in_torch or in_nn and row.name in _CORE_ACTIVATIONS,
-                      method=in_tensor, nn_functional=False)
+    registry.op(*row.names, function=in_torch or in_nn and row.name in _CORE_ACTIVATIONS, method=in_tensor)(op)
     if in_nn:
-        registry.register(make_nn_functional(row, op, op_), row.name, function=False, method=False,
-                          nn_functional=True)
+        registry.op(row.name, function=False, method=False, nn_functional=True)(make_nn_functional(row, op, op_))
     if op_ is not None:
-        registry.register(op_, *(name + "_" for name in row.names), function=in_torch or in_nn, method=in_tensor,
-                          nn_functional=in_nn)
+        registry.op(*(name + "_" for name in row.names), function=in_torch or in_nn, method=in_tensor,
+                    nn_functional=in_nn)(op_)
     return op, op_
 
 

@@ -1,9 +1,10 @@
-"""``x[index]`` and ``x[index] = value``.
+"""``x[index]``, ``x[index] = value`` and ``take`` (an index into the flattened tensor).
 
 Basic indices (ints, slices with steps, None, ...) make views. Integer-tensor and boolean-mask
 indices gather through a kernel (see ``ops/advanced.py``)."""
 from __future__ import annotations
 
+import builtins
 import operator
 import warnings
 
@@ -11,8 +12,9 @@ import numpy as np
 
 from .. import _dtype
 from ..tensor import Tensor
-from . import advanced
+from . import advanced, reduce, shape
 from . import views as V
+from .registry import op
 from .shape import expanded_shape
 
 
@@ -118,3 +120,16 @@ def setitem(x: Tensor, index, value):
         index = items
     target = getitem(x, index)
     target.copy_(_fit_value(value, target.shape) if isinstance(value, Tensor) else value)
+
+
+@op("take")
+def take(input, index):  # noqa: A002
+    if index.dtype is not _dtype.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype.scalar_type}")
+    n = input.numel()
+    if index.numel():
+        lo, hi = builtins.int(reduce.amin(index, ()).item()), builtins.int(reduce.amax(index, ()).item())
+        bad = hi if hi >= n else lo if lo < -n else None
+        if bad is not None:
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    return shape.reshape(input, (-1,))[index]

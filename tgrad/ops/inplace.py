@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from .. import _dtype
-from ..modes import is_grad_enabled
+from ..autograd.function import records
 from ..tensor import Tensor, check_inplace
 from .common import as_operand, broadcast_shapes, check_runnable, result_type
 from .formula import fused
+from .registry import op
 from .views import rebase_history, storage_order
 
 
@@ -20,9 +21,7 @@ def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
         if isinstance(o, Tensor):
             check_no_partial_overlap(t, o)
     check_inplace(t)
-    record = is_grad_enabled() and (t._requires_grad or any(isinstance(o, Tensor) and o._requires_grad
-                                                          for o in others))
-    if not record and formula is not None:
+    if formula is not None and not records(t, *others):
         # as the out-of-place ops: bool operands enter arithmetic as numbers (a fill's mask stays bool)
         operands = [t] + [o.to(t.dtype) if not fill and isinstance(o, Tensor) and o.dtype is _dtype.bool and t.dtype is
                           not _dtype.bool else as_operand(o, t, t.dtype) for o in others]
@@ -63,3 +62,22 @@ def check_no_internal_overlap(t: Tensor):
     if t.numel() and any(st == 0 and n > 1 for n, st in zip(t.shape, t._data.stride())):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
                            "memory location. Please clone() the tensor before performing the operation.")
+
+
+def write_result(name, self, fn, *args, **kwargs):
+    """``self`` overwritten with ``fn(self, ...)`` (``copy_``: the gradient flows to self's old
+    value through fn's own graph); fn reads a copy when recording, so what fn saves for its
+    backward is not the tensor being written."""
+    src = self.clone() if self.requires_grad else self
+    result = fn(src, *args, **kwargs)
+    if _dtype.category(result.dtype) > _dtype.category(self.dtype):
+        raise RuntimeError(f"result type {result.dtype.scalar_type} can't be cast to the desired output type "
+                           f"{self.dtype.scalar_type}")
+    if tuple(result.shape) != tuple(self.shape):
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                           f"{list(result.shape)}")
+    return self.copy_(result)
+
+
+def in_place(name, fn, function=True):
+    op(name, function=function)(lambda self, *args, **kwargs: write_result(name, self, fn, *args, **kwargs))

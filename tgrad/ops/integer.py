@@ -109,6 +109,7 @@ def rounded_div(a, b, rounding_mode):
     return _RoundedDiv.apply(a, b, lambda x, y: _divide(x, y, rounding_mode))
 
 
+@registry.op("floor_divide")
 def floor_divide(a, b):
     """``a // b`` (``tgrad.floor_divide``): PyTorch records no derivative for it."""
     return _FloorDivideNode.apply(a, b, lambda x, y: _divide(x, y, "floor"))
@@ -145,6 +146,7 @@ def bitwise(which, a, b):
     return fused(logical if dtype is _dtype.bool else integer, _operands(a, b, dtype), dtype, compute=dtype)
 
 
+@registry.op("bitwise_not")
 def bitwise_not(a):
     if a.dtype.is_floating_point:
         raise _not_for("bitwise_not_cpu", a.dtype)
@@ -177,6 +179,11 @@ def _guard_zero(fn, kernel):
     return op
 
 
+# the row's remainder, read before this one takes its names
+_ROW_REMAINDER = _guard_zero(registry.FUNCTIONS["remainder"], "remainder_cpu")
+
+
+@registry.op("remainder")
 def remainder(a, b):
     """``tgrad.remainder``: also a number as the dividend (``5 % t``, no derivative, as PyTorch)."""
     if not isinstance(a, Tensor):
@@ -188,14 +195,10 @@ def remainder(a, b):
     return _ROW_REMAINDER(a, b)
 
 
-_ROW_REMAINDER = _guard_zero(registry.FUNCTIONS["remainder"], "remainder_cpu")
-registry.register(_guard_zero(registry.FUNCTIONS["fmod"], "fmod_cpu"), "fmod")
-registry.register(_guard_zero(registry.METHODS["fmod_"], "fmod_cpu"), "fmod_", function=False)
-registry.register(remainder, "remainder")
-registry.register(floor_divide, "floor_divide")
+registry.op("fmod")(_guard_zero(registry.FUNCTIONS["fmod"], "fmod_cpu"))
+registry.op("fmod_", function=False)(_guard_zero(registry.METHODS["fmod_"], "fmod_cpu"))
 for _w in ("and", "or", "xor"):
-    registry.register((lambda w: lambda a, b: bitwise(w, a, b))(_w), f"bitwise_{_w}")
-registry.register(bitwise_not, "bitwise_not")
+    registry.op(f"bitwise_{_w}")((lambda w: lambda a, b: bitwise(w, a, b))(_w))
 
 
 def invert(a):
@@ -203,8 +206,8 @@ def invert(a):
     if a.dtype.is_floating_point:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return bitwise_not(a)
-registry.register(lambda a, b: shift("l", a, b), "bitwise_left_shift")
-registry.register(lambda a, b: shift("r", a, b), "bitwise_right_shift")
+registry.op("bitwise_left_shift")(lambda a, b: shift("l", a, b))
+registry.op("bitwise_right_shift")(lambda a, b: shift("r", a, b))
 
 
 def _same_dtype_lerp(fn, inplace):
@@ -238,5 +241,5 @@ def _c_name(dtype):
             "int32": "int", "bool": "bool"}.get(dtype.name, dtype.name)
 
 
-registry.register(_same_dtype_lerp(registry.FUNCTIONS["lerp"], inplace=False), "lerp")
-registry.register(_same_dtype_lerp(registry.METHODS["lerp_"], inplace=True), "lerp_", function=False)
+registry.op("lerp")(_same_dtype_lerp(registry.FUNCTIONS["lerp"], inplace=False))
+registry.op("lerp_", function=False)(_same_dtype_lerp(registry.METHODS["lerp_"], inplace=True))

@@ -15,8 +15,7 @@ from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels.linalg import matmul as K
 from .common import broadcast_shapes, check_runnable, wrap
-
-__all__ = ["matmul", "mm", "bmm", "dot", "mv", "outer", "vdot", "inner"]
+from .registry import op
 
 
 def _allow_tf32(t: Tensor) -> bool:
@@ -77,12 +76,14 @@ def _exact(a, b, kernel):
     return _integer_matmul(a, b)
 
 
+@op("mm")
 def mm(a, b):
     if a.ndim != 2 or b.ndim != 2:
         raise RuntimeError(f"{'self' if a.ndim != 2 else 'mat2'} must be a matrix")
     return Mm.apply(a, b)
 
 
+@op("bmm")
 def bmm(a, b):
     if a.ndim != 3 or b.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if a.ndim != 3 else "batch2 must be a 3D tensor")
@@ -94,6 +95,7 @@ def bmm(a, b):
     return Bmm.apply(a, b)
 
 
+@op("dot")
 def dot(a, b):
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
@@ -123,6 +125,7 @@ class Dot(BuiltinFunction):
         return (g * b if ctx.needs_input_grad[0] else None), (g * a if ctx.needs_input_grad[1] else None)
 
 
+@op("matmul")
 def matmul(a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul(): argument must be Tensor, not {type(b if isinstance(a, Tensor) else a).__name__}")
@@ -180,6 +183,7 @@ class Mv(BuiltinFunction):
         return (outer(g, v) if ctx.needs_input_grad[0] else None), (mv(a.t(), g) if ctx.needs_input_grad[1] else None)
 
 
+@op("mv")
 def mv(a, v):
     if a.ndim != 2 or v.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {v.ndim}")
@@ -193,6 +197,7 @@ def mv(a, v):
     return Mv.apply(a, v)
 
 
+@op("outer", "ger")
 def outer(a, b):
     """a b^T for vectors: a broadcast product, as PyTorch (``a.reshape(-1, 1) * b``)."""
     for name, t in (("self", a), ("vec2", b)):
@@ -201,9 +206,10 @@ def outer(a, b):
     return a.reshape(-1, 1) * b
 
 
-vdot = dot
+vdot = op("vdot", method=False)(dot)
 
 
+@op("inner")
 def inner(a, b):
     """Sum over the last dims: (..a, K) . (..b, K) -> (..a, ..b); a 0-d operand multiplies."""
     if a.ndim == 0 or b.ndim == 0:
@@ -228,3 +234,6 @@ def _integer_matmul(a, b):
     if b.ndim == 1:
         out = out.squeeze(-1)
     return out
+
+
+op("vdot", function=False)(vdot)

@@ -1,7 +1,7 @@
 """The Tensor methods and operators that are not a function's twin: conversions, ``new_*``
 factories, Python operators, ``x.where(...)``, ``.T``, and the hand-written in-place ops. Each is
-put in the registry's METHODS (installed on Tensor by ``ops/__init__``), beside the function
-twins (``x.sum()`` is ``tgrad.sum``) listed here by name."""
+declared with ``op(..., function=False)`` (installed on Tensor by ``ops/__init__``); the twins
+(``x.sum()`` is ``tgrad.sum``) are declared at their definitions."""
 from __future__ import annotations
 
 import numbers
@@ -11,7 +11,7 @@ import numpy as np
 from .. import _dtype
 from ..tensor import Tensor
 from tgrad.kernels import elementwise as M
-from . import advanced, matmul, reduce, shape
+from . import gather_scatter, shape
 from . import factories as F
 from . import pointwise as P
 from . import elementwise, integer
@@ -20,27 +20,11 @@ from .formula import fused
 from .generated import check_cast
 from .indexing import getitem, setitem
 from .inplace import write_inplace
-from .registry import FUNCTIONS, METHODS
+from .registry import FUNCTIONS, METHODS, op
 from .views import refresh_view
 
-# functions that are also methods with the same signature: x.sum(1) == tgrad.sum(x, 1)
-_TWINS = {
-    reduce: ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
-             "logsumexp", "softmax", "log_softmax", "all", "any"),
-    matmul: ("matmul", "mm", "bmm", "dot", "mv", "outer", "inner"),
-    shape: ("t", "contiguous", "reshape", "view", "permute", "transpose", "swapaxes", "squeeze", "unsqueeze",
-            "expand", "flatten", "unflatten", "split", "chunk", "unbind", "narrow", "movedim", "broadcast_to"),
-    advanced: ("index_select", "gather", "scatter_add", "masked_fill", "masked_select", "nonzero", "sort",
-               "argsort"),
-}
-for _module, _names in _TWINS.items():
-    for _name in _names:
-        METHODS[_name] = getattr(_module, _name)
-METHODS["silu"] = FUNCTIONS["silu"]
-
-
-def _method(name, fn):
-    METHODS[name] = fn
+# the one activation PyTorch has as a method but not in torch (x.silu() is F.silu)
+op("silu", function=False)(FUNCTIONS["silu"])
 
 
 def _legacy_init(self, *args, device=None):
@@ -59,15 +43,15 @@ def _select(self, dim, index):
     return getitem(self, (slice(None),) * d + (index,))
 
 
-METHODS["__init__"] = _legacy_init
-METHODS["_refresh_view"] = refresh_view
-METHODS["where"] = lambda self, condition, other: FUNCTIONS["where"](condition, self, other)
-METHODS["view_as"] = lambda self, other: shape.view(self, *other.shape)
-METHODS["reshape_as"] = lambda self, other: shape.reshape(self, *other.shape)
-METHODS["expand_as"] = lambda self, other: shape.expand(self, *other.shape)
-METHODS["type_as"] = lambda self, other: self.to(other.dtype)
-METHODS["select"] = _select
-METHODS["T"] = property(lambda self: shape.permute(self, *reversed(range(self.ndim))))
+op("__init__", function=False)(_legacy_init)
+op("_refresh_view", function=False)(refresh_view)
+op("where", function=False)(lambda self, condition, other: FUNCTIONS["where"](condition, self, other))
+op("view_as", function=False)(lambda self, other: shape.view(self, *other.shape))
+op("reshape_as", function=False)(lambda self, other: shape.reshape(self, *other.shape))
+op("expand_as", function=False)(lambda self, other: shape.expand(self, *other.shape))
+op("type_as", function=False)(lambda self, other: self.to(other.dtype))
+op("select", function=False)(_select)
+op("T", function=False)(property(lambda self: shape.permute(self, *reversed(range(self.ndim)))))
 
 
 def _mT(self):
@@ -79,10 +63,10 @@ def _mT(self):
     return shape.transpose(self, -2, -1)
 
 
-METHODS["mT"] = property(_mT)
-METHODS["masked_fill_"] = lambda self, mask, value: advanced.masked_fill_(self, mask, value)
-METHODS["scatter_add_"] = lambda self, dim, index, src: write_inplace(
-    self, lambda a, i, s: advanced.scatter_add(a, dim, i, s), index, src)
+op("mT", function=False)(property(_mT))
+op("masked_fill_", function=False)(lambda self, mask, value: gather_scatter.masked_fill_(self, mask, value))
+op("scatter_add_", function=False)(lambda self, dim, index, src: write_inplace(
+    self, lambda a, i, s: gather_scatter.scatter_add(a, dim, i, s), index, src))
 
 
 # ----------------------------------------------------------------------------- conversions
@@ -102,13 +86,13 @@ def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
     return P.ToCopy.apply(self, dtype, device)
 
 
-METHODS["to"] = _to
-METHODS["cpu"] = lambda self: self.to(device="cpu")
-METHODS["cuda"] = lambda self, device=None: self.to(device=device if device is not None else "cuda")
+op("to", function=False)(_to)
+op("cpu", function=False)(lambda self: self.to(device="cpu"))
+op("cuda", function=False)(lambda self, device=None: self.to(device=device if device is not None else "cuda"))
 for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
                    ("bfloat16", _dtype.bfloat16), ("long", _dtype.int64), ("int", _dtype.int32),
                    ("bool", _dtype.bool), ("short", _dtype.int16), ("byte", _dtype.uint8), ("char", _dtype.int8)):
-    _method(_name, (lambda dt: lambda self: self.to(dt))(_dt))
+    op(_name, function=False)((lambda dt: lambda self: self.to(dt))(_dt))
 
 
 def _new_factory(fn, name):
@@ -118,50 +102,16 @@ def _new_factory(fn, name):
     return method
 
 
-METHODS["new_zeros"] = _new_factory(F.zeros, "new_zeros")
-METHODS["new_ones"] = _new_factory(F.ones, "new_ones")
-METHODS["new_empty"] = _new_factory(F.empty, "new_empty")
-METHODS["new_full"] = lambda self, size, value, dtype=None, device=None, requires_grad=False: F.full(
-    size, value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-METHODS["new_tensor"] = lambda self, data, dtype=None, device=None, requires_grad=False: F.tensor(
-    data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+op("new_zeros", function=False)(_new_factory(F.zeros, "new_zeros"))
+op("new_ones", function=False)(_new_factory(F.ones, "new_ones"))
+op("new_empty", function=False)(_new_factory(F.empty, "new_empty"))
+op("new_full", function=False)(lambda self, size, value, dtype=None, device=None, requires_grad=False: F.full(
+    size, value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad))
+op("new_tensor", function=False)(lambda self, data, dtype=None, device=None, requires_grad=False: F.tensor(
+    data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad))
 
 
 # ----------------------------------------------------------------------------- operators
-
-METHODS["__add__"] = METHODS["__radd__"] = lambda a, b: FUNCTIONS["add"](a, b)
-METHODS["__sub__"] = lambda a, b: FUNCTIONS["sub"](a, b)
-METHODS["__rsub__"] = lambda a, b: FUNCTIONS["rsub"](a, b)
-METHODS["__mul__"] = METHODS["__rmul__"] = lambda a, b: FUNCTIONS["mul"](a, b)
-METHODS["__truediv__"] = lambda a, b: FUNCTIONS["div"](a, b)
-METHODS["__rtruediv__"] = lambda a, b: FUNCTIONS["mul"](FUNCTIONS["reciprocal"](a), b)
-METHODS["__floordiv__"] = lambda a, b: FUNCTIONS["floor_divide"](a, b)
-METHODS["__rfloordiv__"] = lambda a, b: FUNCTIONS["floor_divide"](b, a)
-METHODS["__mod__"] = lambda a, b: FUNCTIONS["remainder"](a, b)
-METHODS["__rmod__"] = lambda a, b: FUNCTIONS["remainder"](b, a)
-METHODS["__lshift__"] = lambda a, b: integer.shift("l", a, b)
-METHODS["__rlshift__"] = lambda a, b: integer.shift("l", b, a)
-METHODS["__rshift__"] = lambda a, b: integer.shift("r", a, b)
-METHODS["__rrshift__"] = lambda a, b: integer.shift("r", b, a)
-METHODS["__pow__"] = lambda a, b: FUNCTIONS["pow"](a, b)
-METHODS["__rpow__"] = lambda a, b: FUNCTIONS["pow"](b, a)
-METHODS["__matmul__"] = lambda a, b: FUNCTIONS["matmul"](a, b)
-METHODS["__rmatmul__"] = lambda a, b: FUNCTIONS["matmul"](b, a)
-METHODS["__neg__"] = lambda a: FUNCTIONS["neg"](a)
-METHODS["__pos__"] = lambda a: a
-METHODS["__abs__"] = lambda a: FUNCTIONS["abs"](a)
-METHODS["__eq__"] = lambda a, b: FUNCTIONS["eq"](a, b) if isinstance(b, (Tensor, numbers.Number)) else NotImplemented
-METHODS["__ne__"] = lambda a, b: FUNCTIONS["ne"](a, b) if isinstance(b, (Tensor, numbers.Number)) else NotImplemented
-METHODS["__lt__"] = lambda a, b: FUNCTIONS["lt"](a, b)
-METHODS["__le__"] = lambda a, b: FUNCTIONS["le"](a, b)
-METHODS["__gt__"] = lambda a, b: FUNCTIONS["gt"](a, b)
-METHODS["__ge__"] = lambda a, b: FUNCTIONS["ge"](a, b)
-METHODS["__and__"] = METHODS["__rand__"] = lambda a, b: integer.bitwise("and", a, b)
-METHODS["__or__"] = METHODS["__ror__"] = lambda a, b: integer.bitwise("or", a, b)
-METHODS["__xor__"] = METHODS["__rxor__"] = lambda a, b: integer.bitwise("xor", a, b)
-METHODS["__invert__"] = integer.invert
-METHODS["__getitem__"] = getitem
-
 
 def _numpy_operand(fn):
     """NumPy operands of an operator. A NumPy scalar is the Python number it holds (a NumPy bool an
@@ -170,7 +120,7 @@ def _numpy_operand(fn):
     is float64), and PyTorch's error for a tensor that requires grad. NumPy defers to Tensor
     (``__array_ufunc__ = None``), so ``np.float64(2) * t`` reaches the reflected operator and keeps
     autograd."""
-    def op(a, b):
+    def operator(a, b):
         if isinstance(b, np.ndarray):
             if a.requires_grad:
                 raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -182,17 +132,50 @@ def _numpy_operand(fn):
         elif isinstance(b, np.generic):
             b = b.item()
         return fn(a, b)
-    op.__name__ = op.__qualname__ = getattr(fn, "__name__", "op")
-    return op
+    operator.__name__ = operator.__qualname__ = getattr(fn, "__name__", "op")
+    return operator
 
 
-for _name in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod",
-              "rmod", "pow", "rpow", "lshift", "rlshift", "rshift", "rrshift", "and", "rand", "or", "ror", "xor",
-              "rxor", "matmul", "rmatmul"):  # (comparisons with an array raise TypeError in PyTorch too)
-    METHODS[f"__{_name}__"] = _numpy_operand(METHODS[f"__{_name}__"])
-METHODS["__array_priority__"] = 1000
-METHODS["__array_ufunc__"] = None
-METHODS["__setitem__"] = setitem
+# arithmetic operators take NumPy operands (comparisons with an array raise TypeError in PyTorch too)
+op("__add__", "__radd__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["add"](a, b)))
+op("__sub__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["sub"](a, b)))
+op("__rsub__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["rsub"](a, b)))
+op("__mul__", "__rmul__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["mul"](a, b)))
+op("__truediv__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["div"](a, b)))
+op("__rtruediv__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["mul"](FUNCTIONS["reciprocal"](a), b)))
+op("__floordiv__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["floor_divide"](a, b)))
+op("__rfloordiv__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["floor_divide"](b, a)))
+op("__mod__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["remainder"](a, b)))
+op("__rmod__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["remainder"](b, a)))
+op("__lshift__", function=False)(_numpy_operand(lambda a, b: integer.shift("l", a, b)))
+op("__rlshift__", function=False)(_numpy_operand(lambda a, b: integer.shift("l", b, a)))
+op("__rshift__", function=False)(_numpy_operand(lambda a, b: integer.shift("r", a, b)))
+op("__rrshift__", function=False)(_numpy_operand(lambda a, b: integer.shift("r", b, a)))
+op("__pow__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["pow"](a, b)))
+op("__rpow__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["pow"](b, a)))
+op("__matmul__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["matmul"](a, b)))
+op("__rmatmul__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["matmul"](b, a)))
+op("__neg__", function=False)(lambda a: FUNCTIONS["neg"](a))
+op("__pos__", function=False)(lambda a: a)
+op("__abs__", function=False)(lambda a: FUNCTIONS["abs"](a))
+op("__eq__", function=False)(
+    lambda a, b: FUNCTIONS["eq"](a, b) if isinstance(b, (Tensor, numbers.Number)) else NotImplemented)
+op("__ne__", function=False)(
+    lambda a, b: FUNCTIONS["ne"](a, b) if isinstance(b, (Tensor, numbers.Number)) else NotImplemented)
+op("__lt__", function=False)(lambda a, b: FUNCTIONS["lt"](a, b))
+op("__le__", function=False)(lambda a, b: FUNCTIONS["le"](a, b))
+op("__gt__", function=False)(lambda a, b: FUNCTIONS["gt"](a, b))
+op("__ge__", function=False)(lambda a, b: FUNCTIONS["ge"](a, b))
+op("__and__", "__rand__", function=False)(_numpy_operand(lambda a, b: integer.bitwise("and", a, b)))
+op("__or__", "__ror__", function=False)(_numpy_operand(lambda a, b: integer.bitwise("or", a, b)))
+op("__xor__", "__rxor__", function=False)(_numpy_operand(lambda a, b: integer.bitwise("xor", a, b)))
+op("__invert__", function=False)(integer.invert)
+op("__getitem__", function=False)(getitem)
+
+
+op("__array_priority__", function=False)(1000)
+op("__array_ufunc__", function=False)(None)
+op("__setitem__", function=False)(setitem)
 
 
 # ----------------------------------------------------------------------------- in place
@@ -210,20 +193,23 @@ def _inplace_binary(fn, formula):
     return method
 
 
-METHODS["add_"] = _inplace_binary(FUNCTIONS["add"], M.add)
-METHODS["sub_"] = _inplace_binary(FUNCTIONS["sub"], M.sub)
+op("add_", function=False)(_inplace_binary(FUNCTIONS["add"], M.add))
+op("sub_", function=False)(_inplace_binary(FUNCTIONS["sub"], M.sub))
 
 
+@op("mul_", function=False)
 def _mul_(self, other):
     check_cast(self, other)
     return write_inplace(self, FUNCTIONS["mul"], other, formula=M.mul)
 
 
+@op("div_", function=False)
 def _div_(self, other):
     check_cast(self, other, division=True)
     return write_inplace(self, FUNCTIONS["div"], other, formula=M.div)
 
 
+@op("pow_", function=False)
 def _pow_(self, e):
     check_cast(self, e)
     if not self.dtype.is_floating_point:  # integer powers are rounded by the out-of-place op
@@ -233,11 +219,10 @@ def _pow_(self, e):
     return write_inplace(self, FUNCTIONS["pow"], e, formula=M.pow_)
 
 
-METHODS["mul_"], METHODS["div_"], METHODS["pow_"] = _mul_, _div_, _pow_
-METHODS["__iadd__"] = lambda self, other: self.add_(other)
-METHODS["__isub__"] = lambda self, other: self.sub_(other)
-METHODS["__imul__"] = lambda self, other: self.mul_(other)
-METHODS["__itruediv__"] = lambda self, other: self.div_(other)
+op("__iadd__", function=False)(lambda self, other: self.add_(other))
+op("__isub__", function=False)(lambda self, other: self.sub_(other))
+op("__imul__", function=False)(lambda self, other: self.mul_(other))
+op("__itruediv__", function=False)(lambda self, other: self.div_(other))
 
 
 def _inplace_of(name, division=False):
@@ -254,9 +239,8 @@ def _inplace_of(name, division=False):
 for _name, _op in (("floor_divide", "ifloordiv"), ("remainder", "imod"), ("bitwise_and", "iand"),
                    ("bitwise_or", "ior"), ("bitwise_xor", "ixor"), ("bitwise_left_shift", "ilshift"),
                    ("bitwise_right_shift", "irshift")):
-    METHODS[_name + "_"] = _inplace_of(_name)
-    METHODS[f"__{_op}__"] = METHODS[_name + "_"]
-METHODS["__ipow__"] = lambda self, other: self.pow_(other)
+    op(_name + "_", f"__{_op}__", function=False)(_inplace_of(_name))
+op("__ipow__", function=False)(lambda self, other: self.pow_(other))
 
 
 def _clamp_(self, min=None, max=None):  # noqa: A002
@@ -270,8 +254,9 @@ def _clamp_(self, min=None, max=None):  # noqa: A002
     return write_inplace(self, lambda a: FUNCTIONS["clamp"](a, min, max), formula=M.clamp, params=(lo, hi))
 
 
-METHODS["clamp_"] = METHODS["clip_"] = _clamp_
-METHODS["round_"] = lambda self, decimals=None: write_inplace(self, lambda a: FUNCTIONS["round"](a, decimals=decimals))
+op("clamp_", "clip_", function=False)(_clamp_)
+op("round_", function=False)(
+    lambda self, decimals=None: write_inplace(self, lambda a: FUNCTIONS["round"](a, decimals=decimals)))
 
 
 def _fill_(self, value):
@@ -283,9 +268,9 @@ def _fill_(self, value):
     return write_inplace(self, lambda a: P.Fill.apply(a, value), formula=M.fill, params=(value,), fill=True)
 
 
-METHODS["fill_"] = _fill_
-METHODS["zero_"] = lambda self: write_inplace(self, lambda a: P.Zero.apply(a, 0), formula=M.fill, params=(0,),
-                                              fill=True)
+op("fill_", function=False)(_fill_)
+op("zero_", function=False)(lambda self: write_inplace(self, lambda a: P.Zero.apply(a, 0), formula=M.fill, params=(0,),
+                                              fill=True))
 
 
 def _copy_(self, src, non_blocking=False):
@@ -304,5 +289,5 @@ def _accumulate_(self, other):
     return self
 
 
-METHODS["_accumulate_"] = _accumulate_
-METHODS["copy_"] = _copy_
+op("_accumulate_", function=False)(_accumulate_)
+op("copy_", function=False)(_copy_)

@@ -6,7 +6,7 @@ from tgrad.kernels.random import multinomial as KM
 from tgrad.kernels.random.philox import counters_for
 from .common import check_runnable, wrap
 from .random import default_generator
-from .registry import register
+from .registry import op
 
 _STATUS = {
     1: "probability tensor contains either `inf`, `nan` or element < 0",
@@ -15,6 +15,7 @@ _STATUS = {
 }
 
 
+@op("multinomial")
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     check_runnable(input)
     if input.ndim not in (1, 2):
@@ -41,4 +42,3 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return wrap(out if input.ndim == 2 else out.squeeze(0))
 
 
-register(multinomial, "multinomial")

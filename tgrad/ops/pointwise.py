@@ -1,7 +1,8 @@
-"""The elementwise ops whose arguments need more than a table row says: arithmetic with
-``alpha``, true division, the powers, ``where``, tensor-bounded clamps, comparisons, and the
-copies and fills. Each derivative is written once: a derivative formula, run fused or (when the
-gradient is recorded) traced by ``formula.derivative``, or a composition of differentiable ops.
+"""The elementwise ops whose arguments need more than a table row says: ``c - x`` for a number
+``c``, integer powers, ``where``, tensor-bounded clamps, and the copies and fills (add, sub, mul,
+div, pow, maximum and minimum are rows of the op table). Each derivative is written once: a
+derivative formula, run fused or (when the gradient is recorded) traced by
+``formula.derivative``, or a composition of differentiable ops.
 
 Binary ops broadcast by strides (no copies) and return gradients in the broadcast shape: the
 engine sums them back to each input's shape.
@@ -19,76 +20,9 @@ from tgrad.kernels.elementwise import integer as I
 from tgrad.kernels import elementwise as M
 from .common import as_operand, check_runnable, result_type, wrap
 from .formula import derivative, fused
-from .table import BOOL_SUB
 
 
 # ----------------------------------------------------------------------------- binary
-
-class _Binary(BuiltinFunction):
-    """a (op) b with broadcasting; a Python number operand is a 0-d constant (next_functions (None, 0))."""
-
-    formula = None
-    edge_args = (0, 1)  # a number operand is an edge to nothing: (None, 0), as in PyTorch
-    # Save only what backward reads (PyTorch's MulBackward0 keeps `other` alone for `y * 3`): an
-    # in-place change to a tensor nothing needs must not break backward (spec F.26).
-    a_only_for_b = b_only_for_a = False
-
-    @classmethod
-    def prepare(cls, a, b):
-        dtype = result_type(a, b)
-        if cls.true_division and not dtype.is_floating_point:
-            dtype = _dtype.get_default_dtype()
-        ref = a if isinstance(a, Tensor) else b
-        a, b = as_operand(a, ref, dtype), as_operand(b, ref, dtype)
-        check_runnable(a, b)
-        return a, b, dtype
-
-    true_division = False
-
-    @classmethod
-    def forward(cls, ctx, a, b, alpha=1.0):
-        ta, tb, dtype = cls.prepare(a, b)
-        na, nb = ctx.needs_input_grad[:2]
-        ctx.save_for_backward(None if cls.a_only_for_b and not nb else ta,  # a number is saved as a 0-d constant
-                              None if cls.b_only_for_a and not na else tb)
-        return fused(cls.formula, [ta, tb], dtype, (alpha,))
-
-
-class Add(_Binary):
-    node_name, formula = "AddBackward0", M.add
-
-    @staticmethod
-    def forward(ctx, a, b, alpha=1.0):
-        ta, tb, dtype = Add.prepare(a, b)
-        ctx.alpha = alpha
-        if dtype is _dtype.bool:  # True + True is True (PyTorch: OR)
-            return fused(M.logical_or, [ta, tb], dtype)
-        if alpha == 1:  # a + 1*b is a + b exactly; a formula without a parameter runs fewer ops
-            return fused(M.add_plain, [ta, tb], dtype)
-        return fused(M.add, [ta, tb], dtype, (alpha,))
-
-    @staticmethod
-    def backward(ctx, g):
-        gb = (g if ctx.alpha == 1 else g * ctx.alpha) if ctx.needs_input_grad[1] else None
-        return g if ctx.needs_input_grad[0] else None, gb, None
-
-
-class Sub(_Binary):
-    node_name, formula = "SubBackward0", M.sub
-
-    @staticmethod
-    def forward(ctx, a, b, alpha=1.0):
-        ta, tb, dtype = Sub.prepare(a, b)
-        ctx.alpha = alpha
-        if alpha == 1:
-            return fused(M.sub_plain, [ta, tb], dtype)
-        return fused(M.sub, [ta, tb], dtype, (alpha,))
-
-    @staticmethod
-    def backward(ctx, g):
-        return (g if ctx.needs_input_grad[0] else None,
-                g * (-ctx.alpha) if ctx.needs_input_grad[1] else None, None)
-
 
 class Rsub(BuiltinFunction):
     """c - x for a Python number c (PyTorch's RsubBackward1: one edge)."""
@@ -104,123 +38,10 @@ class Rsub(BuiltinFunction):
         return -g, None
 
 
-def _pair_backward(formula):
-    """The backward of a binary op from its two-output derivative formula (fused, or traced when
-    recorded)."""
-    def backward(ctx, g):
-        na, nb = ctx.needs_input_grad[:2]
-        da, db = derivative(formula, ctx.saved_tensors[:2], g, n_out=2)
-        return da if na else None, db if nb else None, None
-    return staticmethod(backward)
-
-
-class Mul(_Binary):
-    node_name, formula = "MulBackward0", M.mul
-    a_only_for_b = b_only_for_a = True
-
-    @classmethod
-    def forward(cls, ctx, a, b, alpha=1.0):
-        ctx.square = a is b  # x * x (an L2 penalty's p * p): both gradients are one product
-        return super().forward(ctx, a, b, alpha)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        na, nb = ctx.needs_input_grad[:2]
-        if ctx.square and na and nb:
-            # both edges lead to the same place, where the engine would add g a + g a: one launch
-            # of 2 g a on the first edge gives the same sum (doubling is exact)
-            return derivative(M.mul_self_bwd, [a], g), None, None
-        if na and nb:
-            da, db = derivative(M.mul_bwd, [a, b], g, n_out=2)
-            return da, db, None
-        # one product only: the other operand may be a constant (or saved as None)
-        return g * b if na else None, g * a if nb else None, None
-
-
-class Div(_Binary):
-    node_name, formula, true_division = "DivBackward0", M.div, True
-    a_only_for_b = True
-
-    @staticmethod
-    def backward(ctx, g):
-        na, nb = ctx.needs_input_grad[:2]
-        if nb:
-            da, db = derivative(M.div_bwd, ctx.saved_tensors, g, n_out=2)
-            return da if na else None, db, None
-        return g / ctx.saved_tensors[1], None, None  # a is saved only when b needs a gradient
-
-
 def int_pow(a: Tensor, b: Tensor, dtype):
     """Powers with an integer result (never differentiable): by squaring in the integer dtype (exact)."""
     a, b = (t.to(dtype) if t.dtype is _dtype.bool else t for t in (a, b))
     return fused(I.pow_int, [a, b], dtype, compute=dtype)
-
-
-class Pow(_Binary):
-    node_name, formula = "PowBackward1", M.pow_
-    _backward = _pair_backward(M.pow_bwd)
-
-    @staticmethod
-    def _refuse_bool_exponent(ctx):
-        # PyTorch's gradient for the base computes exponent - 1, which a bool exponent refuses
-        if getattr(ctx, "bool_exponent", False) and ctx.needs_input_grad[0]:
-            raise RuntimeError(BOOL_SUB[1])
-
-    @classmethod
-    def backward(cls, ctx, g):
-        cls._refuse_bool_exponent(ctx)
-        return cls._backward(ctx, g)
-
-    @classmethod
-    def prepare(cls, a, b):
-        ta, tb, dtype = super().prepare(a, b)  # the formula takes numbers: a bool operand cast
-        ta, tb = (t.to(dtype) if t.dtype is _dtype.bool and dtype is not _dtype.bool else t for t in (ta, tb))
-        return ta, tb, dtype
-
-    @classmethod
-    def forward(cls, ctx, a, b, alpha=1.0):
-        ta, tb, dtype = cls.prepare(a, b)
-        if not dtype.is_floating_point:
-            return int_pow(ta, tb, dtype)
-        ctx.bool_exponent = isinstance(b, Tensor) and b.dtype is _dtype.bool
-        y = fused(cls.formula, [ta, tb], dtype, (alpha,))
-        # PyTorch's PowBackward1 also saves the result (the exponent's formula reads it; outputs are
-        # saved whichever input needs a gradient), so changing it in place breaks backward there too
-        ctx.save_for_backward(ta, tb, y)
-        return y
-
-
-class PowScalarBase(BuiltinFunction):
-    """y = c^x for a Python number c (PyTorch's PowBackward2: one edge). dy/dx = c^x ln c, taken as
-    0 where c = 0 and x >= 0 (as PyTorch): pow_bwd's second output."""
-    node_name = "PowBackward2"
-
-    @staticmethod
-    def forward(ctx, x, c):
-        dtype = result_type(c, x)
-        tc = as_operand(c, x, dtype)
-        x = x.to(dtype) if x.dtype is _dtype.bool and dtype is not _dtype.bool else x  # formulas take numbers
-        check_runnable(tc, x)
-        if not dtype.is_floating_point:
-            return int_pow(tc, x, dtype)
-        y = fused(M.pow_, [tc, x], dtype)
-        ctx.save_for_backward(tc, x, y)  # the result too: PyTorch's PowBackward2 reads it
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        return derivative(M.pow_bwd, ctx.saved_tensors[:2], g, n_out=2)[1], None
-
-
-class Maximum(_Binary):
-    node_name, formula = "MaximumBackward0", M.maximum
-    backward = _pair_backward(M.maximum_bwd)
-
-
-class Minimum(_Binary):
-    node_name, formula = "MinimumBackward0", M.minimum
-    backward = _pair_backward(M.minimum_bwd)
 
 
 class Where(BuiltinFunction):

@@ -1,13 +1,21 @@
-"""Products composed from matmul and elementwise ops: the addmm family, kron, tensordot, einsum
-and cdist. Their derivatives are matmul's and the elementwise ops'."""
+"""Products composed from matmul and elementwise ops: the addmm family, addr, kron, tensordot,
+einsum, cdist and the cross product. Their derivatives are matmul's and the elementwise ops'.
+
+- ``cross``: roll(a, -1) roll(b, -2) - roll(a, -2) roll(b, -1) along the dim of size 3.
+"""
 from __future__ import annotations
 
 import builtins
 import math
+import warnings
 
-from . import factories, matmul
+import torch
+
+from .. import _dtype
+from . import arrange, factories, matmul
 from .common import normalize_dim
 from .elementwise import where
+from .inplace import in_place
 from .registry import op
 from .arrange import diagonal_view
 
@@ -181,3 +189,53 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     s = (d ** p).sum(-1)
     zero = s == 0  # the gradient at a zero distance is 0, as PyTorch's (not 0 * inf); NaN stays NaN
     return where(zero, 0.0, where(zero, 1.0, s) ** (1.0 / p))
+
+
+@op("addr")
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    for name, v in (("vec1", vec1), ("vec2", vec2)):
+        if v.ndim != 1:
+            raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.ndim}-D")
+    if input.dtype is _dtype.bool and not (isinstance(beta, bool) or beta in (0, 1)):
+        raise RuntimeError("Boolean beta only supported for Boolean results.")
+    return _scaled(input, beta) + _scaled(matmul.outer(vec1, vec2), alpha)
+
+
+in_place("addr_", addr, function=False)
+
+
+def _broadcast(a, b):
+    return torch.broadcast_shapes(tuple(a), tuple(b))
+
+
+def _cross_dim(a, b, dim, name):
+    if a.ndim != b.ndim:
+        raise RuntimeError(f"{name}: inputs must have the same number of dimensions.")
+    shape_ = _broadcast(a.shape, b.shape)
+    if dim is None:
+        dim = next((i for i, s in enumerate(shape_) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the "
+                      "dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to "
+                      "agree with that of linalg.cross in a future release.", UserWarning, stacklevel=3)
+    nd = len(shape_)
+    if not -nd <= dim < builtins.max(nd, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    d = dim % nd
+    sa = a.shape[a.ndim - nd + d] if a.ndim - nd + d >= 0 else 1
+    sb = b.shape[b.ndim - nd + d] if b.ndim - nd + d >= 0 else 1
+    if sa != 3 or sb != 3:
+        raise RuntimeError(f"{name}: inputs dimension {dim} must have length 3. Got {sa} and {sb}")
+    return shape_, d
+
+
+def cross_along(input, other, dim, name):
+    shape_, d = _cross_dim(input, other, dim, name)
+    a, b = input.expand(*shape_), other.expand(*shape_)
+    return arrange.roll(a, -1, d) * arrange.roll(b, -2, d) - arrange.roll(a, -2, d) * arrange.roll(b, -1, d)
+
+
+@op("cross")
+def cross(input, other, dim=None):  # noqa: A002
+    return cross_along(input, other, dim, "linalg.cross")

@@ -20,13 +20,10 @@ from tgrad.kernels.random import philox as KR
 from tgrad.kernels.runtime.capture import is_capturing
 from .factories import _dt, _new, _shape
 from .common import broadcast_shapes
-from .advanced import argsort
+from .sorting import argsort
 from ..modes import no_grad
 from ..tensor import Tensor
-
-
-__all__ = ["manual_seed", "seed", "initial_seed", "rand", "randn", "randint", "rand_like", "randn_like",
-           "randint_like", "randperm", "normal", "arange", "linspace", "eye", "default_generator", "Generator"]
+from .registry import op
 
 
 class GraphDraws:
@@ -49,6 +46,7 @@ def _what(obj):
 _capturing = threading.local()  # .draws: {id(generator): GraphDraws} of this thread's graph capture
 
 
+@op("Generator", method=False)
 class Generator:
     def __init__(self, device="cpu"):
         self.device = torch.device(device)
@@ -121,18 +119,21 @@ class Generator:
         return None if draws is None else draws.state
 
 
-default_generator = Generator()
+default_generator = op("default_generator", method=False)(Generator())
 default_generator.seed()  # as PyTorch's: a new seed per process until manual_seed
 
 
+@op("manual_seed", method=False)
 def manual_seed(seed):
     return default_generator.manual_seed(seed)
 
 
+@op("seed", method=False)
 def seed():
     return default_generator.seed()
 
 
+@op("initial_seed", method=False)
 def initial_seed():
     return default_generator.initial_seed()
 
@@ -151,16 +152,19 @@ def _float_dt(dtype, kernel="check_uniform_bounds"):
     return dt
 
 
+@op("rand", method=False)
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     out = torch.empty(_shape(size), dtype=_float_dt(dtype).torch, device=as_device(device))
     return _new(_draw(KR.fill_uniform, out, generator), requires_grad)
 
 
+@op("randn", method=False)
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     out = torch.empty(_shape(size), dtype=_float_dt(dtype, "normal_kernel_cpu").torch, device=as_device(device))
     return _new(_draw(KR.fill_normal, out, generator), requires_grad)
 
 
+@op("randint", method=False)
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
         high, size = None, high
@@ -174,6 +178,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     return _new(_draw(KR.fill_randint, out, generator, int(low), int(high)), requires_grad)
 
 
+@op("normal", method=False)
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """N(mean, std^2) draws. Tensor ``mean``/``std`` give one draw per element of their broadcast
     shape: ``mean + std * z`` with z ~ N(0, 1) (computed by kernels, not tracked by autograd)."""
@@ -187,24 +192,29 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     return _new(_draw(KR.fill_normal, out, generator, float(mean), float(std)), requires_grad)
 
 
+@op("rand_like", method=False)
 def rand_like(t, dtype=None, device=None, requires_grad=False):
     return rand(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
+@op("randn_like", method=False)
 def randn_like(t, dtype=None, device=None, requires_grad=False):
     return randn(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
+@op("randint_like", method=False)
 def randint_like(t, low, high=None, dtype=None, device=None):
     return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
+@op("randperm", method=False)
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation: sort random keys (the argsort runs in a kernel)."""
     keys = rand(n, generator=generator, dtype=_dtype.float64, device=device)
     return argsort(keys).to(_dt(dtype, _dtype.int64))
 
 
+@op("arange", method=False)
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     if end is None:
         start, end = 0, start
@@ -229,6 +239,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _new(KF.arange(out, start, step), requires_grad)
 
 
+@op("linspace", method=False)
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -236,6 +247,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     return _new(KF.linspace(out, start, end, steps), requires_grad)
 
 
+@op("eye", method=False)
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     out = torch.empty((n, n if m is None else m), dtype=_dt(dtype).torch, device=as_device(device))
     return _new(KF.eye(out), requires_grad)

@@ -1,5 +1,6 @@
-"""Reductions and the softmax family as autograd Functions over ``kernels.reduce`` and
-``kernels.softmax``. Backward formulas are written with tgrad ops, so they are differentiable too."""
+"""Reductions as autograd Functions over ``kernels.reduce``: sums, means, products, extremes and
+their positions, all/any. Backward formulas are written with tgrad ops, so they are differentiable
+too. Variances and norms are in ``statistics.py``, the softmax family in ``softmax.py``."""
 from __future__ import annotations
 
 import math
@@ -8,16 +9,15 @@ from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels.reductions import reduce as K
-from tgrad.kernels.reductions import softmax as KS
 from .arrange import cumprod, flip_dims
 from .common import check_runnable, wrap
 from .factories import ones, zeros_like
 from .shape import cat
-from .pointwise import Maximum, Minimum, Where
+from .generated import function_class
+from .pointwise import Where
+from .table import BY_NAME
 from .random import arange
-
-__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
-           "logsumexp", "softmax", "log_softmax", "var_mean", "std_mean", "all", "any"]
+from .registry import op
 
 
 def _where(cond, a, b):
@@ -147,9 +147,8 @@ class ProdDim(Prod):
     node_name = "ProdBackward1"
 
 
-class Extreme(BuiltinFunction):
-    """max()/min()/amax/amin: the gradient is split evenly between tied extremes."""
-    node_name = "AmaxBackward0"
+class ReadsResult(BuiltinFunction):
+    """A reduction ``op`` over ``dims`` whose backward reads its input and its result."""
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, op):
@@ -157,6 +156,11 @@ class Extreme(BuiltinFunction):
         out = _result(_run(x, dims, op), x, dims, keepdim)
         ctx.save_for_backward(x, out)
         return out
+
+
+class Extreme(ReadsResult):
+    """max()/min()/amax/amin: the gradient is split evenly between tied extremes."""
+    node_name = "AmaxBackward0"
 
     @staticmethod
     def backward(ctx, g):
@@ -223,182 +227,19 @@ class MinDim(MaxDim):
     node_name = "MinBackward0"
 
 
-class Var(BuiltinFunction):
-    node_name = "VarBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dims, keepdim, correction, op, whole):
-        ctx.meta = (x.shape, dims, keepdim)
-        ctx.dof = math.prod(x.shape[d] for d in dims) - correction
-        ctx.whole = whole
-        out = _result(_run(x, dims, op, correction=correction), x, dims, keepdim)
-        ctx.save_for_backward(x, out if op == "std" else None)
-        ctx.op = op
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        """var: dx = 2 (x - mean) / (N - c) g;  std: the var gradient of g / (2 std), 0 where std = 0.
-        With no degrees of freedom left (N - c <= 0) PyTorch's own formulas apply: for a reduction
-        over everything, g * (nan where x == mean, else inf); over given dims, 2 / (N - c) as is
-        (inf at 0, negative below)."""
-        x, std_out = ctx.saved_tensors
-        shape, dims, keepdim = ctx.meta
-        if ctx.op == "std":
-            g = _where(std_out == 0, 0.0, g / (2.0 * std_out))
-        mu = mean(x, dims, True)
-        ge = _expand_back(g, shape, dims, keepdim)
-        if ctx.whole and ctx.dof <= 0:  # x == mean, not x - mean == 0: an infinite x equal to its mean gives NaN
-            return ge * _where(x == mu, math.nan, math.inf), None, None, None, None, None
-        centered = x - mu
-        scale = 2.0 / ctx.dof if ctx.dof else math.inf
-        return ge * centered * scale, None, None, None, None, None
-
-
-class Std(Var):
-    node_name = "StdBackward0"
-
-
-class Norm(BuiltinFunction):
-    node_name = "LinalgVectorNormBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dims, keepdim, p):
-        """||x||_p = (sum |x|^p)^(1/p); p = inf / -inf: max / min |x|; p = 0: count of non-zeros.
-        p = 1, 2, inf run as one reduction; other p are composed (forward runs with grad off)."""
-        ctx.meta, ctx.p = (x.shape, dims, keepdim), p
-        if p in (1, 2, math.inf):
-            out = _result(_run(x, dims, {1: "norm1", 2: "norm2", math.inf: "norminf"}[p]), x, dims, keepdim)
-        elif p == -math.inf:
-            out = amin(x.abs(), dims, keepdim)
-        elif p == 0:
-            out = sum((x != 0).to(x.dtype), dims, keepdim)
-        else:
-            out = sum(x.abs() ** p, dims, keepdim) ** (1.0 / p)
-        ctx.save_for_backward(x, out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        """PyTorch's norm_backward: p=1: sign(x) g; p=2: x g / n; +-inf: sign(x) g split between the
-        entries where |x| == n; p=0: 0; p<1: sign(x) |x|^(p-1) n^(1-p) g (0 at x=0); otherwise
-        x |x|^(p-2) g / n^(p-1). Where n = 0 the gradient is 0."""
-        x, out = ctx.saved_tensors
-        shape, dims, keepdim = ctx.meta
-        p = ctx.p
-        ge = _expand_back(g, shape, dims, keepdim)
-        if p == 1:
-            return ge * x.sign(), None, None, None
-        if p == 0:  # piecewise constant; PyTorch leaves the gradient undefined (None)
-            return None, None, None, None
-        n = _expand_back(out, shape, dims, keepdim)
-        if p == 2:
-            return ge * x / _where(n == 0, 1.0, n), None, None, None
-        if math.isinf(p):
-            hit = (x.abs() == n).to(g.dtype)
-            count = sum(hit, dims, True).expand(*shape)  # 0 where the norm is NaN: no entry takes g
-            return ge * x.sign() * hit / _where(count == 0, 1.0, count), None, None, None
-        if p < 1:
-            scaled = x.sign() * _where(x == 0, 0.0, x.abs() ** (p - 1))
-            return scaled * ge * n ** (1 - p), None, None, None
-        scaled = x.sign() * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
-        return scaled * _where(n == 0, 0.0, ge / n ** (p - 1)), None, None, None
-
-
-class Logsumexp(BuiltinFunction):
-    node_name = "LogsumexpBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dims, keepdim):
-        ctx.meta = (x.shape, dims, keepdim)
-        out = _result(_run(x, dims, "logsumexp"), x, dims, keepdim)
-        ctx.save_for_backward(x, out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
-        shape, dims, keepdim = ctx.meta
-        return _expand_back(g, *ctx.meta) * (x - _expand_back(out, shape, dims, keepdim)).exp(), None, None
-
-
-class Softmax(BuiltinFunction):
-    node_name = "SoftmaxBackward0"
-    log = False
-
-    @classmethod
-    def forward(cls, ctx, x, dim, dtype):
-        check_runnable(x)
-        if dtype is not None:
-            x = x.to(dtype)
-        y = wrap(KS.softmax(x._data, dim, log=cls.log))
-        ctx.dim = dim
-        ctx.save_for_backward(y)
-        return y
-
-    @classmethod
-    def backward(cls, ctx, g):
-        y, = ctx.saved_tensors
-        return cls.data_backward.apply(g, y, ctx.dim), None, None
-
-
-class SoftmaxBackwardData(BuiltinFunction):
-    """softmax's backward as a Function of its own (PyTorch's ``_softmax_backward_data``): the
-    fused kernel, and its own derivative written once here (for create_graph).
-    softmax: dx = y (g - sum(g y));  log_softmax (y the log-probabilities): dx = g - e^y sum(g)."""
-    node_name = "SoftmaxBackwardDataBackward0"
-    log = False
-
-    @classmethod
-    def forward(cls, ctx, g, y, dim):
-        ctx.dim = dim
-        ctx.save_for_backward(g, y)
-        return wrap(KS.softmax_backward(y._data, g._data, dim, log=cls.log))
-
-    @classmethod
-    def backward(cls, ctx, h):
-        g, y = ctx.saved_tensors
-        d, (need_g, need_y) = ctx.dim, ctx.needs_input_grad[:2]
-        if cls.log:
-            he = h * y.exp()
-            dg = h - he.sum(d, keepdim=True) if need_g else None
-            dy = -he * g.sum(d, keepdim=True) if need_y else None
-        else:  # the Jacobian in g is symmetric: the same map applied to h
-            dg = cls.apply(h, y, d) if need_g else None
-            dy = h * (g - (g * y).sum(d, keepdim=True)) - g * (h * y).sum(d, keepdim=True) if need_y else None
-        return dg, dy, None
-
-
-class LogSoftmaxBackwardData(SoftmaxBackwardData):
-    node_name = "LogSoftmaxBackwardDataBackward0"
-    log = True
-
-
-Softmax.data_backward = SoftmaxBackwardData
-
-
-class LogSoftmax(Softmax):
-    node_name = "LogSoftmaxBackward0"
-    log = True
-    data_backward = LogSoftmaxBackwardData
-
-
-def _float_input(x, message):
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(message.format(x.dtype.scalar_type))
-
-
 # PyTorch names the node by the overload: sum()/mean() without a dim argument are SumBackward0 /
 # MeanBackward0; any dim argument, even dim=None, selects the dim overload (SumBackward1).
 _NO_DIM = object()
 
 
+@op("sum")
 def sum(x, dim=_NO_DIM, keepdim=False, dtype=None):  # noqa: A001
     cls = Sum if dim is _NO_DIM else SumDim
     dims = _dims(x, None if dim is _NO_DIM else dim)
     return cls.apply(x, dims, keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
 
 
+@op("mean")
 def mean(x, dim=_NO_DIM, keepdim=False, dtype=None):
     dtype = _dtype.as_dtype(dtype) if dtype is not None else None
     if not (dtype or x.dtype).is_floating_point:  # before the dims are checked, as PyTorch
@@ -410,6 +251,7 @@ def mean(x, dim=_NO_DIM, keepdim=False, dtype=None):
     return cls.apply(x, dims, keepdim, dtype)
 
 
+@op("prod")
 def prod(x, dim=None, keepdim=False, dtype=None):
     cls = Prod if dim is None else ProdDim
     return cls.apply(x, _dims(x, dim), keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
@@ -422,7 +264,7 @@ def _extreme(x, dim, keepdim, op, all_cls, dim_cls):
                                "reduction dim with the 'dim' argument.")
         return all_cls.apply(x, _dims(x, None), False, "amax" if op == "max" else "amin")
     if isinstance(dim, Tensor):  # max(a, b) spelled tgrad.max(a, other)
-        return Maximum.apply(x, dim) if op == "max" else Minimum.apply(x, dim)
+        return function_class(BY_NAME["maximum" if op == "max" else "minimum"]).apply(x, dim)
     if not isinstance(dim, int):
         raise TypeError(f"{op}() received an invalid combination of arguments - dim must be an int, got "
                         f"{type(dim).__name__}")
@@ -431,10 +273,12 @@ def _extreme(x, dim, keepdim, op, all_cls, dim_cls):
     return pair(*dim_cls.apply(x, d[0] if d else 0, keepdim, op))
 
 
+@op("max")
 def max(x, dim=None, keepdim=False):  # noqa: A001
     return _extreme(x, dim, keepdim, "max", MaxAll, MaxDim)
 
 
+@op("min")
 def min(x, dim=None, keepdim=False):  # noqa: A001
     return _extreme(x, dim, keepdim, "min", MinAll, MinDim)
 
@@ -445,11 +289,13 @@ def _all_of_empty(x, dim, op):
                            "reduction dim with the 'dim' argument.")
 
 
+@op("amax")
 def amax(x, dim=(), keepdim=False):
     _all_of_empty(x, dim, "amax")
     return Extreme.apply(x, _dims(x, dim if dim != () else None), keepdim, "amax")
 
 
+@op("amin")
 def amin(x, dim=(), keepdim=False):
     _all_of_empty(x, dim, "amin")
     return Amin.apply(x, _dims(x, dim if dim != () else None), keepdim, "amin")
@@ -471,91 +317,40 @@ def _arg(x, dim, keepdim, op):
     return _result(_run(x, dims, op), x, dims, keepdim)
 
 
+@op("argmax")
 def argmax(x, dim=None, keepdim=False):
     return _arg(x, dim, keepdim, "argmax")
 
 
+@op("argmin")
 def argmin(x, dim=None, keepdim=False):
     return _arg(x, dim, keepdim, "argmin")
 
 
-def _correction(unbiased, correction):
-    if correction is not None:
-        return correction
-    return 1 if unbiased is None or unbiased else 0
-
-
-def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    if isinstance(dim, bool) and unbiased is None:  # var(False): PyTorch's var(input, unbiased)
-        dim, unbiased = None, dim
-    if isinstance(unbiased, (tuple, list)) or (isinstance(dim, bool)):
-        raise TypeError("var(): pass dims as dim=, unbiased/correction as keywords")
-    _float_input(x, "std and var only support floating point and complex dtypes")
-    return Var.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "var", dim is None or x.ndim == 0)
-
-
-def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    if isinstance(dim, bool) and unbiased is None:  # std(False): PyTorch's std(input, unbiased)
-        dim, unbiased = None, dim
-    _float_input(x, "std and var only support floating point and complex dtypes")
-    return Std.apply(x, _dims(x, dim), keepdim, _correction(unbiased, correction), "std", dim is None or x.ndim == 0)
-
-
-def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim)
-
-
-def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return std(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim)
-
-
-def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
-    if p in ("fro", None):
-        p = 2
-    if p in ("inf", "-inf"):
-        p = math.inf if p == "inf" else -math.inf
-    if isinstance(p, str) or not isinstance(p, (int, float)):
-        raise NotImplementedError(f"tgrad.norm supports a number p (vector norms) and 'fro', got {p!r}")
-    _float_input(x, "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}")
-    if dtype is not None:  # computed in dtype; the gradient flows back through the cast
-        x = x.to(dtype)
-    return Norm.apply(x, _dims(x, dim), keepdim, p)
-
-
-def logsumexp(x, dim, keepdim=False):
-    return Logsumexp.apply(x if x.dtype.is_floating_point else x.float(), _dims(x, dim), keepdim)
-
-
-def _softmax_args(x, dim, dtype, what):
-    if dim is None:
-        raise TypeError(f"{what}() missing required argument 'dim' (tgrad, like PyTorch 2, needs it explicitly)")
-    d = x._dim(dim)  # a 0-d tensor takes dim 0 or -1
-    dtype = _dtype.as_dtype(dtype) if dtype is not None else None
-    if not (dtype or x.dtype).is_floating_point and x.numel():  # (PyTorch returns an empty input as is)
-        kernel = f"{what}_lastdim_kernel_impl" if d == x.ndim - 1 or x.ndim == 0 or dtype is not None else \
-            f"{what}_kernel_impl"
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{x.dtype.scalar_type}\'')
-    return d, dtype
-
-
-def softmax(x, dim=None, dtype=None):
-    d, dtype = _softmax_args(x, dim, dtype, "softmax")
-    if x.numel() == 0 and not (dtype or x.dtype).is_floating_point:
-        return x.clone()
-    return Softmax.apply(x, d, dtype)
-
-
-def log_softmax(x, dim=None, dtype=None):
-    d, dtype = _softmax_args(x, dim, dtype, "log_softmax")
-    if x.numel() == 0 and not (dtype or x.dtype).is_floating_point:
-        return x.clone()
-    return LogSoftmax.apply(x, d, dtype)
-
-
+@op("all")
 def all(x, dim=None, keepdim=False):  # noqa: A001
     ne0 = (x != 0).to(_dtype.int64)
     return (amin(ne0, dim if dim is not None else (), keepdim) if x.numel() else ne0.sum(dim, keepdim) == 0) != 0
 
 
+@op("any")
 def any(x, dim=None, keepdim=False):  # noqa: A001
     return sum((x != 0).to(_dtype.int64), dim, keepdim) != 0
+
+
+def _check_tensor(name, x):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+
+
+@op("aminmax")
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+    _check_tensor("aminmax", input)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation "
+                               "has no identity.")
+        lo, hi = amin(input, (), keepdim), amax(input, (), keepdim)
+    else:
+        lo, hi = amin(input, dim, keepdim), amax(input, dim, keepdim)
+    return return_types.aminmax(lo, hi)

@@ -1,30 +1,28 @@
 """Where the public ops are listed: ``tgrad.<name>``, ``Tensor.<name>`` and the functions of
 ``tgrad.nn.functional`` that are core ops all come from the dicts below, filled as each op module
-defines its ops (table rows register themselves; hand-written ops call ``register``)."""
+defines its ops. There is one way in: ``op``, at the op's definition (``@op("sum")`` on a function,
+``op("T", function=False)(property(...))`` for a value; the op table's rows call it too)."""
 from __future__ import annotations
 
 FUNCTIONS: dict = {}     # tgrad.<name>
-METHODS: dict = {}       # Tensor.<name>: a function whose first argument is the tensor
+METHODS: dict = {}       # Tensor.<name>: a function whose first argument is the tensor (or any attribute)
 NN_FUNCTIONAL: dict = {}  # tgrad.nn.functional.<name> (activations PyTorch has only there)
 
 
-def register(fn, *names, function=True, method=True, nn_functional=False):
-    """List ``fn`` under ``names`` in the namespaces asked for; returns ``fn`` (usable as a call)."""
-    for name in names:
-        if function:
-            FUNCTIONS[name] = fn
-        if method:
-            METHODS[name] = fn
-        if nn_functional:
-            NN_FUNCTIONAL[name] = fn
-    return fn
-
-
-def op(*names, method=True, function=True):
-    """Decorator: ``@op("cumsum")`` registers a function as tgrad.cumsum and Tensor.cumsum."""
-    def decorate(fn):
-        return register(fn, *names, method=method, function=function)
-    return decorate
+def op(*names, function=True, method=True, nn_functional=False):
+    """Declares where an op appears: ``tgrad.<name>`` (``function``), ``Tensor.<name>`` (``method``)
+    and ``tgrad.nn.functional.<name>`` (``nn_functional``), for each of ``names``. Returns a
+    decorator that lists its argument and returns it unchanged."""
+    def declare(fn):
+        for name in names:
+            if function:
+                FUNCTIONS[name] = fn
+            if method:
+                METHODS[name] = fn
+            if nn_functional:
+                NN_FUNCTIONAL[name] = fn
+        return fn
+    return declare
 
 
 def install_methods(tensor_cls):

@@ -11,11 +11,11 @@ import torch
 from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
-from . import advanced, factories, random, shape
+from . import factories, gather_scatter, random, shape, sorting
 from .common import normalize_dim
 from .elementwise import where
 from .inplace import write_inplace
-from .registry import op, register
+from .registry import op
 from .arrange import cumsum
 
 
@@ -50,7 +50,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
-    values, indices = advanced.sort(input, d, descending=largest, stable=True)
+    values, indices = sorting.sort(input, d, descending=largest, stable=True)
     return return_types.topk(values.narrow(d, 0, k), indices.narrow(d, 0, k))
 
 
@@ -62,7 +62,7 @@ class _Median(BuiltinFunction):
     @staticmethod
     def forward(ctx, x):
         flat = x.reshape(-1)
-        values, _ = advanced.sort(flat, 0)  # NaN sorts last: the last value is NaN if any is
+        values, _ = sorting.sort(flat, 0)  # NaN sorts last: the last value is NaN if any is
         last = values[flat.numel() - 1]
         v = where(last != last, last, values[(flat.numel() - 1) // 2])
         if x.dtype.is_floating_point:
@@ -87,7 +87,7 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
     d = normalize_dim(input, dim)
     if input.dtype is _dtype.bool:
         raise NotImplementedError('"median_out" not implemented for \'Bool\'')
-    values, indices = advanced.sort(input, d, stable=True)
+    values, indices = sorting.sort(input, d, stable=True)
     k = (input.shape[d] - 1) // 2
     v, i = values.narrow(d, k, 1), indices.narrow(d, k, 1)
     if input.dtype.is_floating_point and input.shape[d]:  # a slice with NaN: NaN at its first NaN
@@ -95,7 +95,7 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
         first_nan = nan.to(_dtype.int64).argmax(d, keepdim=True)
         any_nan = nan.any(d, keepdim=True)
         i = where(any_nan, first_nan, i)
-        v = advanced.gather(input, d, i)
+        v = gather_scatter.gather(input, d, i)
     if not keepdim:
         v, i = v.squeeze(d), i.squeeze(d)
     return return_types.median(v, i)
@@ -115,7 +115,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
     d = 0 if dim is None else normalize_dim(x, dim)
     scalar_q = not isinstance(q, Tensor)
     qs = factories.tensor([q] if scalar_q else q.tolist() if q.ndim else [q.item()], dtype=_dtype.float64)
-    values, _ = advanced.sort(x, d)
+    values, _ = sorting.sort(x, d)
     n = x.shape[d]
     outs = []
     for qv in qs.tolist():
@@ -152,7 +152,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     right = right or side == "right"
     values = input if isinstance(input, Tensor) else factories.tensor(input, dtype=sorted_sequence.dtype)
     if sorter is not None:
-        sorted_sequence = advanced.gather(sorted_sequence, -1, sorter)
+        sorted_sequence = gather_scatter.gather(sorted_sequence, -1, sorter)
     seq = sorted_sequence.unsqueeze(-2)                    # (..., 1, n)
     v = values.unsqueeze(-1)                               # (..., m, 1)
     below = (seq <= v) if right else (seq < v)
@@ -172,17 +172,17 @@ def count_nonzero(input, dim=None):  # noqa: A002
 
 @op("argwhere")
 def argwhere(input):  # noqa: A002
-    return advanced.nonzero(input)
+    return gather_scatter.nonzero(input)
 
 
 @op("take_along_dim")
 def take_along_dim(input, indices, dim=None):  # noqa: A002
     if dim is None:
-        return advanced.gather(input.reshape(-1), 0, indices.reshape(-1))
+        return gather_scatter.gather(input.reshape(-1), 0, indices.reshape(-1))
     d = normalize_dim(input, dim)
     shape_b = [builtins.max(a, b) if k != d else b for k, (a, b) in enumerate(zip(input.shape, indices.shape))]
     shape_x = [s if k == d else shape_b[k] for k, s in enumerate(input.shape)]
-    return advanced.gather(input.expand(*shape_x), d, indices.expand(*shape_b))
+    return gather_scatter.gather(input.expand(*shape_x), d, indices.expand(*shape_b))
 
 
 # ----------------------------------------------------------------------------- index updates
@@ -200,7 +200,7 @@ def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
     d = normalize_dim(input, dim)
     src = source if input.ndim else source.reshape(1)
     x = input if input.ndim else input.reshape(1)
-    out = advanced.scatter_add(x, d, _along(x, d, index, src.shape), src * alpha if alpha != 1 else src)
+    out = gather_scatter.scatter_add(x, d, _along(x, d, index, src.shape), src * alpha if alpha != 1 else src)
     return out if input.ndim else out.reshape(())
 
 
@@ -278,7 +278,7 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
     zeros = factories.zeros(n, dtype=dtype, device=input.device)
     ones = weights.to(dtype) if weights is not None else factories.ones(input.shape[0], dtype=dtype,
                                                                           device=input.device)
-    return advanced.scatter_add(zeros, 0, input, ones)
+    return gather_scatter.scatter_add(zeros, 0, input, ones)
 
 
 @op("histc")
@@ -299,7 +299,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     inside = (x >= lo) & (x <= hi)
     which = ((x - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).to(_dtype.int64)
     counts = factories.zeros(bins, dtype=input.dtype, device=input.device)
-    return advanced.scatter_add(counts, 0, which, inside.to(input.dtype))
+    return gather_scatter.scatter_add(counts, 0, which, inside.to(input.dtype))
 
 
 @op("unique")
@@ -307,21 +307,21 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if dim is not None:
         raise NotImplementedError("tgrad.unique: dim= is not supported (unique rows); flatten or compare rows")
     flat = input.reshape(-1)
-    values, order = advanced.sort(flat, 0, stable=True)
+    values, order = sorting.sort(flat, 0, stable=True)
     if flat.numel() == 0:
         first = factories.zeros(0, dtype=_dtype.bool, device=input.device)
     else:
         first = shape.cat([factories.ones(1, dtype=_dtype.bool, device=input.device),
                            values.narrow(0, 1, flat.numel() - 1) != values.narrow(0, 0, flat.numel() - 1)], 0)
-    out = advanced.masked_select(values, first)
+    out = gather_scatter.masked_select(values, first)
     results = [out]
     if return_inverse:
         group = cumsum(first.to(_dtype.int64), 0) - 1
         inverse = factories.zeros(flat.numel(), dtype=_dtype.int64, device=input.device)
-        inverse = advanced.scatter_add(inverse, 0, order, group)
+        inverse = gather_scatter.scatter_add(inverse, 0, order, group)
         results.append(inverse.reshape(tuple(input.shape)))
     if return_counts:
-        starts = advanced.nonzero(first).reshape(-1)
+        starts = gather_scatter.nonzero(first).reshape(-1)
         ends = shape.cat([starts.narrow(0, 1, builtins.max(starts.numel() - 1, 0)),
                           factories.tensor([flat.numel()], dtype=_dtype.int64, device=input.device)], 0)
         results.append(ends - starts)
@@ -343,8 +343,8 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     if not keepdim:
         value, index = value.squeeze(d), index.squeeze(d)
     return return_types.mode(value.detach() if not input.requires_grad else
-                                      advanced.gather(input, d, index.unsqueeze(d) if not keepdim else index)
-                                      .squeeze(d) if not keepdim else advanced.gather(input, d, index), index)
+                                      gather_scatter.gather(input, d, index.unsqueeze(d) if not keepdim else index)
+                                      .squeeze(d) if not keepdim else gather_scatter.gather(input, d, index), index)
 
 
 # ----------------------------------------------------------------------------- random draws
@@ -413,7 +413,7 @@ def _in_place(name, fn):
                                f"output type {self.dtype.scalar_type}")
         return write_inplace(self, lambda t: fn(t, *args, **kwargs))
     method.__name__ = name + "_"
-    register(method, name + "_", function=False)
+    op(name + "_", function=False)(method)
 
 
 for _name, _fn in (("scatter", scatter), ("index_add", index_add), ("index_copy", index_copy),

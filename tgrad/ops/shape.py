@@ -15,10 +15,7 @@ from . import views as V
 from .common import check_runnable, result_type, wrap
 from .factories import zeros
 from .formula import fused
-
-__all__ = ["reshape", "view", "permute", "transpose", "swapaxes", "t", "squeeze", "unsqueeze", "expand",
-           "flatten", "unflatten", "contiguous", "cat", "concat", "concatenate", "stack", "split", "chunk",
-           "unbind", "narrow", "movedim", "broadcast_to", "hstack", "vstack"]
+from .registry import op
 
 
 def _ints(shape):
@@ -56,6 +53,7 @@ def _infer_shape(x: Tensor, shape):
     return tuple(shape)
 
 
+@op("view")
 def view(x, *shape):
     shape = _infer_shape(x, shape)
     try:
@@ -66,6 +64,7 @@ def view(x, *shape):
     return V.View.apply(x, shape)
 
 
+@op("reshape")
 def reshape(x, *shape):
     shape = _infer_shape(x, shape)
     if tuple(shape) == tuple(x.shape) and x.is_contiguous():
@@ -90,10 +89,12 @@ def _perm(x, dims):
     return out
 
 
+@op("permute")
 def permute(x, *dims):
     return V.Permute.apply(x, _perm(x, dims))
 
 
+@op("transpose", "swapaxes")
 def transpose(x, dim0, dim1):
     if x.ndim == 0:
         x._dim(dim0), x._dim(dim1)  # only 0 and -1 name the one "dim" of a 0-d tensor
@@ -104,12 +105,14 @@ def transpose(x, dim0, dim1):
 swapaxes = transpose
 
 
+@op("t")
 def t(x):
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     return V.T.apply(x)
 
 
+@op("squeeze")
 def squeeze(x, dim=None):
     if dim is None:
         return V.Squeeze.apply(x, x._data.squeeze())
@@ -122,6 +125,7 @@ def squeeze(x, dim=None):
     return cls.apply(x, x._data.squeeze(dims) if dims else x._data.view(x._data.shape))
 
 
+@op("unsqueeze")
 def unsqueeze(x, dim):
     n = x.ndim + 1
     if not -n <= dim < n:
@@ -154,16 +158,19 @@ def expanded_shape(x, shape):
     return tuple(final)
 
 
+@op("expand")
 def expand(x, *shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = tuple(shape[0])
     return V.Expand.apply(x, expanded_shape(x, shape))
 
 
+@op("broadcast_to")
 def broadcast_to(x, shape):
     return expand(x, *((shape,) if isinstance(shape, int) else shape))
 
 
+@op("flatten")
 def flatten(x, start_dim=0, end_dim=-1):
     if x.ndim == 0:
         return reshape(x, 1)
@@ -177,6 +184,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, *shape)
 
 
+@op("unflatten")
 def unflatten(x, dim, sizes):
     if x.ndim == 0:
         raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
@@ -196,6 +204,7 @@ def unflatten(x, dim, sizes):
     return view(x, *(tuple(x.shape[:d]) + tuple(sizes) + tuple(x.shape[d + 1:])))
 
 
+@op("movedim", "moveaxis")
 def movedim(x, source, destination):
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
@@ -214,6 +223,7 @@ def movedim(x, source, destination):
     return permute(x, *order)
 
 
+@op("contiguous")
 def contiguous(x, memory_format=None):
     return x if x.is_contiguous() else P.Clone.apply(x, True)
 
@@ -269,6 +279,7 @@ def _cat_shape(tensors, dim):
     return tuple(shape)
 
 
+@op("cat", "concat", "concatenate", method=False)
 def cat(tensors, dim=0):
     tensors = [t for t in tensors]
     if not tensors:
@@ -302,6 +313,7 @@ class Stack(BuiltinFunction):
         return (None,) + tuple(g.select(ctx.dim, i) for i in range(len(ctx.sizes)))
 
 
+@op("stack", method=False)
 def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
@@ -319,11 +331,13 @@ def stack(tensors, dim=0):
     return Stack.apply(dim % n, *[t if t.dtype is dtype else t.to(dtype) for t in tensors])
 
 
+@op("hstack", method=False)
 def hstack(tensors):
     tensors = [t.reshape(1) if t.ndim == 0 else t for t in tensors]  # atleast_1d
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
+@op("vstack", method=False)
 def vstack(tensors):
     return cat([t.reshape(1, -1) if t.ndim <= 1 else t for t in tensors], 0)  # atleast_2d
 
@@ -353,6 +367,7 @@ class SplitWithSizes(Split):
     node_name = "SplitWithSizesBackward0"
 
 
+@op("split")
 def split(x, split_size_or_sections, dim=0):
     if x.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -372,6 +387,7 @@ def split(x, split_size_or_sections, dim=0):
     return Split.apply(x, tuple(sizes), d)
 
 
+@op("chunk")
 def chunk(x, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
@@ -398,10 +414,12 @@ class Unbind(BuiltinFunction):
         return stack(list(grads), ctx.dim), None
 
 
+@op("unbind")
 def unbind(x, dim=0):
     return Unbind.apply(x, x._dim(dim))
 
 
+@op("narrow")
 def narrow(x, dim, start, length):
     if x.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -419,3 +437,9 @@ def narrow(x, dim, start, length):
     return V.Slice.apply(x, index)
 
 
+@op("ravel")
+def ravel(input):  # noqa: A002
+    return reshape(input, (-1,))
+
+
+op("swapdims")(swapaxes)

@@ -8,7 +8,7 @@ from ..tensor import Tensor
 from tgrad.kernels.indexing import triangular as KT
 from .common import check_runnable, wrap
 from .inplace import write_inplace
-from .registry import register
+from .registry import op
 
 class _Triangle(BuiltinFunction):
     edge_args = (0,)
@@ -43,27 +43,27 @@ def _check(x, name, diagonal):
         raise TypeError(f"{name}(): argument 'diagonal' must be int, not {type(diagonal).__name__}")
 
 
+@op("tril")
 def tril(input, diagonal=0):
     _check(input, "tril", diagonal)
     return _Tril.apply(input, diagonal)
 
 
+@op("triu")
 def triu(input, diagonal=0):
     _check(input, "triu", diagonal)
     return _Triu.apply(input, diagonal)
 
 
+@op("tril_", function=False)
 def _tril_(self, diagonal=0):
     _check(self, "tril_", diagonal)
     return write_inplace(self, lambda a: _Tril.apply(a, diagonal))
 
 
+@op("triu_", function=False)
 def _triu_(self, diagonal=0):
     _check(self, "triu_", diagonal)
     return write_inplace(self, lambda a: _Triu.apply(a, diagonal))
 
 
-register(tril, "tril")
-register(triu, "triu")
-register(_tril_, "tril_", function=False)
-register(_triu_, "triu_", function=False)

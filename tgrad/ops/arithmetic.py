@@ -1,9 +1,7 @@
-"""Elementwise and reduction functions composed from core ops (each a kernel), so their values and
-gradients are the composition's; where PyTorch defines a gradient by hand, the composition is
-chosen to give the same one.
+"""Elementwise functions composed from core ops (each a kernel), so their values and gradients are
+the composition's; where PyTorch defines a gradient by hand, the composition is chosen to give the
+same one.
 
-- ``nansum``/``nanmean``: NaN replaced by 0 with ``where`` (gradient g where not NaN, else 0),
-  divided by the count of non-NaN entries for the mean.
 - ``nan_to_num``: three ``where``s; the gradient is g where x is finite, 0 elsewhere.
 - ``fmax``/``fmin``: ``where(a >= b or b is NaN, a, b)``: NaN-ignoring, the gradient to ``a``
   on ties (PyTorch's choice).
@@ -13,7 +11,6 @@ chosen to give the same one.
 - ``addcmul``/``addcdiv``: input + value * t1 * t2 (or / t2); ``float_power``: pow in float64.
 - ``copysign(a, b)`` = |a| with b's sign bit (``signbit`` reads the bit through an integer view of
   the storage, so -0.0 and -NaN count as negative); d/da = sign(a) * sign(result), 0 at a = 0.
-- ``threshold``/``hardshrink``: ``masked_fill``; NaN passes (NaN <= t is false).
 """
 from __future__ import annotations
 
@@ -22,14 +19,13 @@ import math
 import torch
 
 from .. import _dtype
-from tgrad.kernels import elementwise as M
 from ..tensor import Tensor
 from ..autograd.function import BuiltinFunction
-from . import factories, reduce
+from . import factories
 from .common import sum_to_shape, wrap
-from .elementwise import clamp, compare, where
-from .registry import FUNCTIONS, op, register
-from .. import return_types
+from .elementwise import clamp, where
+from .inplace import in_place, write_result
+from .registry import FUNCTIONS, op
 
 
 def _fn(name):
@@ -43,27 +39,6 @@ def _check_tensor(name, x, arg="input", pos=1):
 
 def _float(x):
     return x if x.dtype.is_floating_point else x.to(_dtype.get_default_dtype())
-
-
-# ----------------------------------------------------------------------------- NaN-aware reductions
-
-@op("nansum")
-def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
-    _check_tensor("nansum", input)
-    x = where(input.isnan(), 0, input) if input.dtype.is_floating_point else input
-    if dtype is not None:
-        x = x.to(dtype)
-    return reduce.sum(x, dim, keepdim)
-
-
-@op("nanmean")
-def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
-    _check_tensor("nanmean", input)
-    if not (dtype is not None and _dtype.as_dtype(dtype).is_floating_point) and not input.dtype.is_floating_point:
-        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
-                           f"{input.dtype.scalar_type}")
-    count = nansum((~input.isnan()).to(dtype or input.dtype), dim, keepdim)
-    return nansum(input, dim, keepdim, dtype=dtype) / count
 
 
 @op("nan_to_num")
@@ -82,19 +57,6 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
 @op("nan_to_num_")
 def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
     return input.copy_(nan_to_num(input, nan, posinf, neginf))
-
-
-@op("aminmax")
-def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
-    _check_tensor("aminmax", input)
-    if dim is None:
-        if input.numel() == 0:
-            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation "
-                               "has no identity.")
-        lo, hi = reduce.amin(input, (), keepdim), reduce.amax(input, (), keepdim)
-    else:
-        lo, hi = reduce.amin(input, dim, keepdim), reduce.amax(input, dim, keepdim)
-    return return_types.aminmax(lo, hi)
 
 
 # ----------------------------------------------------------------------------- elementwise
@@ -237,120 +199,13 @@ def rad2deg(input):  # noqa: A002
     return _float(input) * (180.0 / math.pi)
 
 
-@op("is_floating_point", method=False)
-def is_floating_point(input):  # noqa: A002
-    return input.dtype.is_floating_point
-
-
-def _outside(x, lambd):
-    return (x >= -lambd).logical_and(x <= lambd).logical_not()
-
-
-def _at_most(x, t):
-    """x <= t, fp16/bf16 compared in fp32 as PyTorch's threshold kernels do (x = fp16(0.7) > 0.7 is
-    kept): one launch, the fp32 compare inside it."""
-    return compare(M.le, x, t, compute=_dtype.float32 if x.dtype in (_dtype.float16, _dtype.bfloat16) else None)
-
-
-# kind: (keep(x, a): where the gradient passes, value(x, a, b, keep))
-_GATED = {
-    "threshold": (lambda x, t: _at_most(x, t).logical_not(),
-                  lambda x, t, v, keep: x.masked_fill(keep.logical_not(), v)),
-    "hardshrink": (_outside, lambda x, lambd, _, keep: x.masked_fill(keep.logical_not(), 0)),
-    "softshrink": (_outside, lambda x, lambd, _, keep: x - clamp(x, -lambd, lambd)),
-}
-
-
-class _Gated(BuiltinFunction):
-    """y = f(x) with dy/dx = 1 where ``keep(x)``, else 0 (NaN fails every comparison: kept)."""
-    edge_args = (0,)
-
-    @staticmethod
-    def forward(ctx, x, a, b, kind):
-        keep_fn, value_fn = _GATED[kind]
-        keep = keep_fn(x, a)
-        ctx.save_for_backward(keep)
-        return value_fn(x, a, b, keep)
-
-    @staticmethod
-    def backward(ctx, g):
-        (keep,) = ctx.saved_tensors
-        return g.masked_fill(keep.logical_not(), 0), None, None, None
-
-
-class Threshold(_Gated):
-    node_name = "ThresholdBackward0"
-
-
-class Hardshrink(_Gated):
-    node_name = "HardshrinkBackward0"
-
-
-class Softshrink(_Gated):
-    node_name = "SoftshrinkBackward0"
-
-
-@op("threshold", method=False)
-def threshold(input, threshold, value):  # noqa: A002
-    return Threshold.apply(input, threshold, value, "threshold")
-
-
-@op("threshold_", method=False)
-def threshold_(input, threshold, value):  # noqa: A002
-    return input.masked_fill_(_at_most(input, threshold), value)
-
-
-@op("hardshrink")
-def hardshrink(input, lambd=0.5):  # noqa: A002
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"hardshrink_cpu\" not implemented for '{input.dtype.scalar_type}'")
-    return Hardshrink.apply(input, lambd, None, "hardshrink")
-
-
-def softshrink(input, lambd=0.5):  # noqa: A002  (torch.nn.functional only)
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"softshrink_check\" not implemented for '{input.dtype.scalar_type}'")
-    if not lambd >= 0:
-        raise RuntimeError(f"lambda must be in range [0, {torch.finfo(input.dtype.torch).max:g}] for input dtype "
-                           f"{input.dtype.scalar_type}, but found {lambd:g}")
-    return Softshrink.apply(input, lambd, None, "softshrink")
-
-
-register(softshrink, "softshrink", function=False, method=False, nn_functional=True)
-register(_fn("abs"), "absolute")
-register(_fn("abs_"), "absolute_", function=False)
-
-
-def promote_types(type1, type2):
-    return _dtype.promote(_dtype.as_dtype(type1), _dtype.as_dtype(type2))
-
-
-def can_cast(from_, to):
-    """True when ``from_`` casts to ``to`` without leaving its kind (float to int, or to bool, is not)."""
-    return _dtype.category(_dtype.as_dtype(from_)) <= _dtype.category(_dtype.as_dtype(to))
-
-
-register(promote_types, "promote_types", method=False)
-register(can_cast, "can_cast", method=False)
+op("absolute")(_fn("abs"))
+op("absolute_", function=False)(_fn("abs_"))
 
 
 # ----------------------------------------------------------------------------- in-place variants
 
-def write_result(name, self, fn, *args, **kwargs):
-    """``self`` overwritten with ``fn(self, ...)`` (``copy_``: the gradient flows to self's old
-    value through fn's own graph); fn reads a copy when recording, so what fn saves for its
-    backward is not the tensor being written."""
-    src = self.clone() if self.requires_grad else self
-    result = fn(src, *args, **kwargs)
-    if _dtype.category(result.dtype) > _dtype.category(self.dtype):
-        raise RuntimeError(f"result type {result.dtype.scalar_type} can't be cast to the desired output type "
-                           f"{self.dtype.scalar_type}")
-    if tuple(result.shape) != tuple(self.shape):
-        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                           f"{list(result.shape)}")
-    return self.copy_(result)
-
-
+@op("float_power_", function=False)
 def _float_power_(self, exponent):
     if self.dtype is not _dtype.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.scalar_type} but the operation's "
@@ -358,12 +213,7 @@ def _float_power_(self, exponent):
     return write_result("float_power_", self, float_power, exponent)
 
 
-def in_place(name, fn, function=True):
-    register(lambda self, *args, **kwargs: write_result(name, self, fn, *args, **kwargs), name, function=function)
-
-
 for _name, _f in (("logit_", logit), ("sinc_", sinc), ("deg2rad_", deg2rad), ("rad2deg_", rad2deg)):
     in_place(_name, _f)
 in_place("copysign_", copysign, function=False)
-register(_float_power_, "float_power_", function=False)
-register(_fn("sign_"), "sgn_", function=False)
+op("sgn_", function=False)(_fn("sign_"))

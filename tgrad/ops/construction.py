@@ -1,0 +1,68 @@
+"""Tensors constructed from ranges and other tensors, composed from core ops (each a kernel):
+``logspace``, ``triu_indices``/``tril_indices``, ``cartesian_prod`` and ``block_diag``."""
+from __future__ import annotations
+
+import builtins
+
+from .. import _dtype
+from . import arrange, factories, random, shape
+from .gather_scatter import nonzero
+from .registry import op
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    exps = random.linspace(start, end, steps, dtype=_dtype.float64, device=device)
+    out = (base ** exps).to(dtype or _dtype.get_default_dtype())
+    return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+def _tri_indices(row, col, offset, upper, dtype, device):
+    r = shape.unsqueeze(random.arange(row, device=device), 1)
+    c = shape.unsqueeze(random.arange(col, device=device), 0)
+    keep = (c - r >= offset) if upper else (c - r <= offset)
+    return shape.t(nonzero(keep)).to(dtype).contiguous()
+
+
+def triu_indices(row, col, offset=0, *, dtype=_dtype.int64, device=None, layout=None):
+    return _tri_indices(row, col, offset, True, dtype, device)
+
+
+def tril_indices(row, col, offset=0, *, dtype=_dtype.int64, device=None, layout=None):
+    return _tri_indices(row, col, offset, False, dtype, device)
+
+
+def cartesian_prod(*tensors):
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = arrange.meshgrid(*tensors, indexing="ij")
+    return shape.stack([shape.reshape(g, (-1,)) for g in grids], 1)
+
+
+def block_diag(*tensors):
+    blocks = []
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.ndim} dimensions")
+        blocks.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not blocks:
+        return factories.zeros((0, 0))
+    dtype = blocks[0].dtype
+    for b in blocks[1:]:
+        dtype = _dtype.promote(dtype, b.dtype)
+    width = builtins.sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        r, c = b.shape
+        parts = [factories.zeros((r, left), dtype=dtype, device=b.device), b.to(dtype),
+                 factories.zeros((r, width - left - c), dtype=dtype, device=b.device)]
+        rows.append(shape.cat(parts, 1))
+        left += c
+    return shape.cat(rows, 0)
+
+
+for _f in (logspace, triu_indices, tril_indices, cartesian_prod, block_diag):
+    op(_f.__name__, method=False)(_f)
