@@ -15,6 +15,7 @@ import tgrad
 import tgrad.nn.functional as F
 from support.launches import record_launches
 from support.reference import assert_close, make_pair, uniform64, upstream
+from support.reference import compare_backward as backprop_and_compare, compare_double_backward
 from support.torch_audit import AtenRecorder
 from tgrad.kernels.losses import cross_entropy as KCE
 from tgrad.kernels.indexing import embedding as KE
@@ -24,16 +25,6 @@ from tgrad.kernels.random import philox as KR
 from tgrad.kernels.runtime.launch import launch_observers
 
 DTYPES = [tgrad.float32, tgrad.float64]
-
-
-def backprop_and_compare(out, ref, pairs, dtype, seed=11, atol=None):
-    """Backprop one random gradient through both; compare the gradients of ``pairs`` [(tg, torch)]."""
-    assert_close(out, ref, dtype, atol=atol)
-    g, gr = upstream(ref.shape, dtype, seed)
-    out.backward(g)
-    ref.backward(gr)
-    for t, r in pairs:
-        assert_close(t.grad, r.grad, t.dtype, atol=atol)
 
 
 def noncontiguous_pair(shape, dtype, seed=0):
@@ -327,35 +318,19 @@ def test_one_hot():
 
 # ------------------------------------------------------------------------------ double backward
 
-def _double_backward(fn, ref_fn, pairs):
-    """d/d(inputs) of sum((dL/dinputs)^2), L = sum(out * fixed weights): exercises create_graph."""
-    out, ref = fn(*[t for t, _ in pairs]), ref_fn(*[r for _, r in pairs])
-    g, gr = upstream(ref.shape, tgrad.float64, seed=5)
-    grads = tgrad.autograd.grad((out * g).sum(), [t for t, _ in pairs], create_graph=True)
-    rgrads = torch.autograd.grad((ref * gr).sum(), [r for _, r in pairs], create_graph=True)
-    for a, b in zip(grads, rgrads):
-        assert_close(a, b)
-    second = tgrad.autograd.grad(sum((a * a).sum() for a in grads), [t for t, _ in pairs], allow_unused=True)
-    rsecond = torch.autograd.grad(sum((b * b).sum() for b in rgrads), [r for _, r in pairs], allow_unused=True)
-    for a, b in zip(second, rsecond):
-        assert (a is None) == (b is None)
-        if b is not None:
-            assert_close(a, b, rtol=1e-9, atol=1e-10)
-
-
 @pytest.mark.parametrize("act", ["tanh", "gelu", None])
 def test_linear_double_backward(act):
     pairs = [make_pair((3, 4), tgrad.float64, seed=1), make_pair((2, 4), tgrad.float64, seed=2),
              make_pair((2,), tgrad.float64, seed=3)]
-    _double_backward(lambda x, w, b: F.linear_act(x, w, b, act),
-                     lambda x, w, b: ACT_REF[act](TF.linear(x, w, b)), pairs)
+    compare_double_backward(lambda x, w, b: F.linear_act(x, w, b, act),
+                            lambda x, w, b: ACT_REF[act](TF.linear(x, w, b)), pairs, rtol=1e-9, atol=1e-10)
 
 
 def test_layer_norm_double_backward():
     pairs = [make_pair((3, 5), tgrad.float64, seed=1), make_pair((5,), tgrad.float64, 0.5, 1.5, seed=2),
              make_pair((5,), tgrad.float64, seed=3)]
-    _double_backward(lambda x, w, b: F.layer_norm(x, (5,), w, b),
-                     lambda x, w, b: TF.layer_norm(x, (5,), w, b), pairs)
+    compare_double_backward(lambda x, w, b: F.layer_norm(x, (5,), w, b),
+                            lambda x, w, b: TF.layer_norm(x, (5,), w, b), pairs, rtol=1e-9, atol=1e-10)
 
 
 def test_dropout_and_embedding_double_backward():

@@ -15,25 +15,14 @@ import torch.nn.functional as TF
 import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
-from support.reference import assert_close, make_pair, run, uniform64, upstream
+from support.reference import assert_close, make_pair, run, uniform64
+from support.reference import compare_backward as compare, compare_double_backward
 from support.torch_audit import AtenRecorder
 from tgrad.kernels.losses import cross_entropy as KCE
 from tgrad.kernels.losses import elementwise as KL
 
 DTYPES = [tgrad.float32, tgrad.float64]
 REDUCTIONS = ["mean", "sum", "none"]
-
-
-def compare(out, ref, pairs, dtype):
-    """Outputs, then the gradients of ``pairs`` [(tgrad leaf, torch leaf)] under one random
-    upstream gradient."""
-    assert_close(out, ref, dtype)
-    assert out.dtype is dtype
-    g, gr = upstream(ref.shape, dtype)
-    out.backward(g)
-    ref.backward(gr)
-    for t, r in pairs:
-        assert_close(t.grad, r.grad, dtype)
 
 
 def classes(shape, C, seed=0, ignore=None):
@@ -263,41 +252,33 @@ def test_elementwise_losses_bad_inputs():
 
 # ------------------------------------------------------------------------------ double backward
 
-def _double_backward(fn, ref_fn, pairs):
-    out, ref = fn(*[t for t, _ in pairs]), ref_fn(*[r for _, r in pairs])
-    grads = tgrad.autograd.grad(out, [t for t, _ in pairs], create_graph=True)
-    rgrads = torch.autograd.grad(ref, [r for _, r in pairs], create_graph=True)
-    c = [upstream(r.shape, tgrad.float64, seed=k) for k, r in enumerate(rgrads)]
-    second = tgrad.autograd.grad(sum((a * ci[0]).sum() for a, ci in zip(grads, c)), [t for t, _ in pairs])
-    rsecond = torch.autograd.grad(sum((b * ci[1]).sum() for b, ci in zip(rgrads, c)), [r for _, r in pairs])
-    for a, b in zip(grads + second, rgrads + rsecond):
-        assert_close(a, b, rtol=1e-9, atol=1e-11)
-
-
 @pytest.mark.parametrize("kind", ["class", "prob", "nll"])
 def test_cross_entropy_double_backward(kind):
     x, xr = make_pair((4, 5), tgrad.float64, seed=1)
     w, wr = tensor_or_none(uniform64((5,), 0.2, 2, 3), tgrad.float64)
     if kind == "prob":
         pairs = [(x, xr), make_pair((4, 5), tgrad.float64, 0, 1, seed=2)]
-        _double_backward(lambda a, p: F.cross_entropy(a, p, w, label_smoothing=0.1),
-                         lambda a, p: TF.cross_entropy(a, p, wr, label_smoothing=0.1), pairs)
+        compare_double_backward(lambda a, p: F.cross_entropy(a, p, w, label_smoothing=0.1),
+                                lambda a, p: TF.cross_entropy(a, p, wr, label_smoothing=0.1), pairs,
+                                rtol=1e-9, atol=1e-11)
         return
     t, tr = classes((4,), 5, 3, ignore=1)
     if kind == "nll":
-        _double_backward(lambda a: F.nll_loss(a.tanh(), t, w, ignore_index=1),
-                         lambda a: TF.nll_loss(a.tanh(), tr, wr, ignore_index=1), [(x, xr)])
+        compare_double_backward(lambda a: F.nll_loss(a.tanh(), t, w, ignore_index=1),
+                                lambda a: TF.nll_loss(a.tanh(), tr, wr, ignore_index=1), [(x, xr)],
+                                rtol=1e-9, atol=1e-11)
     else:
-        _double_backward(lambda a: F.cross_entropy(a, t, w, ignore_index=1, label_smoothing=0.2),
-                         lambda a: TF.cross_entropy(a, tr, wr, ignore_index=1, label_smoothing=0.2), [(x, xr)])
+        compare_double_backward(lambda a: F.cross_entropy(a, t, w, ignore_index=1, label_smoothing=0.2),
+                                lambda a: TF.cross_entropy(a, tr, wr, ignore_index=1, label_smoothing=0.2), [(x, xr)],
+                                rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize("name", list(ELEMENTWISE))
 def test_elementwise_double_backward(name):
     (lo, hi), kw = ELEMENTWISE[name]
     pairs = [make_pair((3, 4), tgrad.float64, lo, hi, seed=1), make_pair((3, 4), tgrad.float64, 0, 1, seed=2)]
-    _double_backward(lambda a, b: getattr(F, name)(a, b, **kw).exp(),
-                     lambda a, b: getattr(TF, name)(a, b, **kw).exp(), pairs)
+    compare_double_backward(lambda a, b: getattr(F, name)(a, b, **kw).exp(),
+                            lambda a, b: getattr(TF, name)(a, b, **kw).exp(), pairs, rtol=1e-9, atol=1e-11)
 
 
 def test_probability_target_weight_gradient():
