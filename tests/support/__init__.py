@@ -13,5 +13,7 @@
 - ``optimizers``: optimizers in both libraries on the same parameters and gradients, compared.
 - ``launches``: recording each distinct launch, for the tests that compile them for a GPU.
 - ``workloads``: the op workloads the compile-as-CUDA test runs configured as on a GPU.
+- ``checkpoints``: the bytes ``tgrad.save`` writes for an object; ``same_tree`` (a loaded object is
+  the one saved: structure, container types, dtypes, values).
 - ``torch_audit``: ``AtenRecorder``, which sees every aten op torch runs (torch must compute nothing).
 """
