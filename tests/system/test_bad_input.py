@@ -30,6 +30,10 @@ def test_broadcast_error_names_the_right_operands_and_dim():
         tgrad.ones(3) - tgrad.ones(2)
     with raises(RuntimeError, "The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1"):
         tgrad.ones(2, 4, 1) * tgrad.ones(5, 3)
+    with raises(RuntimeError, "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1"):
+        tgrad.ones(2, 3) * tgrad.ones(3, 2)  # the last dim is checked first
+    with raises(RuntimeError, "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1"):
+        tgrad.ones(2, 2) - tgrad.ones(3)  # dims counted in the result's rank
 
 
 def test_in_place_result_cannot_grow():
