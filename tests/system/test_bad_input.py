@@ -135,8 +135,15 @@ def test_backward_twice():
 
 
 def test_backward_of_a_tensor_without_grad():
-    with raises(RuntimeError, "element 0 of tensors does not require grad and does not have a grad_fn"):
+    no_grad = "element 0 of tensors does not require grad and does not have a grad_fn"
+    with raises(RuntimeError, no_grad):
         tgrad.ones(3).sum().backward()
+    with raises(RuntimeError, no_grad):  # checked before the scalar check
+        tgrad.ones(3).backward()
+    with tgrad.no_grad():
+        y = (tgrad.tensor([1.0, 2.0], requires_grad=True) * 2).sum()
+    with raises(RuntimeError, no_grad):
+        y.backward()
 
 
 # ------------------------------------------------------------------------------ indexing
