@@ -102,10 +102,12 @@ def test_non_scalar_backward_needs_a_gradient():
     x = tgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
     with raises(RuntimeError, "grad can be implicitly created only for scalar outputs"):
         (x * 2).backward()
+    with raises(RuntimeError, "grad can be implicitly created only for scalar outputs"):
+        tgrad.autograd.grad(x * 2, x)
     assert x.grad is None
 
 
-@pytest.mark.parametrize("out_shape, grad_shape", [((3,), (2,)), ((), (1,)), ((1,), ()), ((2, 3), (3, 2))])
+@pytest.mark.parametrize("out_shape, grad_shape", [((3,), (2,)), ((3,), ()), ((), (1,)), ((1,), ()), ((2, 3), (3, 2))])
 def test_gradient_of_the_wrong_shape(out_shape, grad_shape):
     x = tgrad.ones(*out_shape, requires_grad=True)
     shown = lambda s: f"tgrad.Size({list(s)})"  # noqa: E731
