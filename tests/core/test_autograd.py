@@ -862,26 +862,7 @@ def test_creator_is_a_deprecated_alias_of_grad_fn():
         assert tgrad.ones(2).creator is None
 
 
-# ============================================================================ repr
-
-def test_repr_formats():
-    x = tgrad.ones(2, 2, requires_grad=True)
-    assert repr(x + 2) == str(x + 2) == "tensor([[3., 3.],\n        [3., 3.]], grad_fn=<AddBackward0>)"
-    assert repr(x) == "tensor([[1., 1.],\n        [1., 1.]], requires_grad=True)"
-    assert repr(tgrad.tensor(3., requires_grad=True)) == "tensor(3., requires_grad=True)"
-    assert repr((x + 1).sum() / 2) == "tensor(4., grad_fn=<DivBackward0>)"
-    assert repr((x + 1).sum()) == "tensor(8., grad_fn=<SumBackward0>)"
-    d = tgrad.tensor([1., 2.], dtype=tgrad.float64, requires_grad=True)
-    assert repr(d * 2) == "tensor([2., 4.], dtype=tgrad.float64, grad_fn=<MulBackward0>)"
-    assert repr(leaf([1., 1.5]) * 3) == "tensor([3.0000, 4.5000], grad_fn=<MulBackward0>)"
-
-
-def test_no_suffix_for_detached_and_no_grad_results():
-    x = tgrad.ones(2, requires_grad=True)
-    assert repr((x + 1).detach()) == "tensor([2., 2.])"
-    with tgrad.no_grad():
-        assert repr(x * 2) == "tensor([2., 2.])"
-
+# ============================================================================ repr of custom nodes
 
 def test_custom_function_and_node_repr():
     class F(tgrad.autograd.Function):
