@@ -528,7 +528,7 @@ def test_autograd_grad_errors():
         tgrad.autograd.grad([(a * 2).sum(), (a * 3).sum()], [a], grad_outputs=[tgrad.tensor(1.)])
 
 
-# ============================================================================ detach, .data, grad modes
+# ============================================================================ detach, .data (grad modes: tests/core/test_modes.py)
 
 def test_detach_is_a_leaf_sharing_storage_and_version():
     x = leaf([1., 2.])
@@ -585,72 +585,6 @@ def test_requires_grad_():
     assert y.requires_grad_(True) is y and y.grad_fn.name() == "MulBackward0"
     n = y.detach().requires_grad_()
     assert n.is_leaf and n.requires_grad
-
-
-def test_no_grad():
-    x = leaf([1., 2.])
-    with tgrad.no_grad():
-        y = x * 2
-        assert tgrad.is_grad_enabled() is False
-        with tgrad.enable_grad():
-            z = x * 2
-        f = tgrad.ones(2, requires_grad=True)
-    assert (y.requires_grad, y.grad_fn, y.is_leaf) == (False, None, True)
-    assert z.requires_grad and f.requires_grad and tgrad.is_grad_enabled()
-
-
-def test_no_grad_decorator_and_set_grad_enabled():
-    x = leaf([1., 2.])
-
-    @tgrad.no_grad()
-    def doubled(t):
-        return t * 2
-    assert doubled(x).requires_grad is False and tgrad.is_grad_enabled()
-    with tgrad.set_grad_enabled(False):
-        assert (x * 2).requires_grad is False
-    assert (x * 2).requires_grad is True
-    tgrad.set_grad_enabled(False)
-    try:
-        assert (x * 2).requires_grad is False
-    finally:
-        tgrad.set_grad_enabled(True)
-    assert (x * 2).requires_grad is True
-
-
-def test_inplace_on_a_leaf_under_no_grad_and_backward_inside_no_grad():
-    w = leaf([1., 2.])
-    with tgrad.no_grad():
-        w.add_(1)
-        w.mul_(2)
-        w[0] = 7.
-    assert vals(w) == [7., 6.] and w.is_leaf and w.requires_grad
-    z = (w * w).sum()
-    with tgrad.no_grad():
-        z.backward()
-    assert vals(w.grad) == [14., 12.]
-
-
-def test_inference_mode():
-    a = leaf([1., 2.])
-    with tgrad.inference_mode():
-        t = tgrad.ones(2) * 2
-        r = a * 2
-    assert t.requires_grad is False and t.is_inference() and r.requires_grad is False
-    assert a.is_inference() is False
-    with raises(RuntimeError, "Inference tensors cannot be saved for backward. Please do not use Tensors created "
-                              "in inference mode in computation tracked by autograd. To work around this, you can "
-                              "make a clone to get a normal tensor and use it in autograd, or use `tgrad.no_grad()` "
-                              "instead of `tgrad.inference_mode()`."):
-        a * t
-    with raises(RuntimeError, "Inplace update to inference tensor outside InferenceMode is not allowed.You can "
-                              "make a clone to get a normal tensor before doing inplace update.See "
-                              "https://github.com/pytorch/rfcs/pull/17 for more details."):
-        t.add_(1)
-    with raises(RuntimeError, "Setting requires_grad=True on inference tensor outside InferenceMode is not "
-                              "allowed."):
-        t.requires_grad_()
-    assert vals(t * 3) == [6., 6.]  # no autograd involved: fine
-    assert repr(a + t) == "tensor([3., 4.], grad_fn=<AddBackward0>)"  # nothing saved: fine
 
 
 # ============================================================================ in-place and versions
