@@ -1,7 +1,8 @@
 """The activation modules and functionals (elementwise ones, shrink/threshold, the ones taking a
 dim or a parameter: Softmax2d, Softmin, GLU, PReLU, gumbel_softmax) and the distance functionals
-against PyTorch in float64: values, dtypes, gradients for a random upstream gradient, odd, 0-d and
-0-size shapes, special values, reprs, errors and that torch computes nothing."""
+against PyTorch in float64 (the functionals also in float32), softmax and log_softmax: values,
+dtypes, gradients for a random upstream gradient, odd, 0-d and 0-size shapes, special values, reprs,
+errors and that torch computes nothing."""
 import math
 import warnings
 
@@ -12,7 +13,7 @@ import torch.nn.functional as TF
 import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
-from support.reference import run, same, uniform64
+from support.reference import assert_close, compare_backward, make_pair, run, same, uniform64
 from support.torch_audit import AtenRecorder
 
 NAN, INF = float("nan"), float("inf")
@@ -22,6 +23,45 @@ SPECIAL = torch.tensor([NAN, INF, -INF, 0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 6.0, 0.
 X = torch.cat([uniform64((31,), -4, 4, 1), SPECIAL]).reshape(4, 11)
 X_NOSPECIAL = uniform64((3, 5, 7), -4, 4, 2)
 X4 = uniform64((3, 5, 4, 3), -3, 3, 1)
+
+
+# ----------------------------------------------------------------------------- functionals in both dtypes
+
+ACTIVATIONS = [(lambda x: F.relu(x), TF.relu), (lambda x: F.gelu(x), TF.gelu),
+               (lambda x: F.gelu(x, approximate="tanh"), lambda x: TF.gelu(x, approximate="tanh")),
+               (F.silu, TF.silu), (F.tanh, torch.tanh), (F.sigmoid, torch.sigmoid),
+               (lambda x: F.leaky_relu(x, 0.2), lambda x: TF.leaky_relu(x, 0.2)),
+               (lambda x: F.elu(x, 0.7), lambda x: TF.elu(x, 0.7)),
+               (lambda x: F.softplus(x, 2.0, 3.0), lambda x: TF.softplus(x, 2.0, 3.0)),
+               (lambda x: F.softmax(x, 1), lambda x: TF.softmax(x, 1)),
+               (lambda x: F.log_softmax(x, 0), lambda x: TF.log_softmax(x, 0)),
+               (lambda x: F.softmax(x, -1, dtype=tgrad.float64), lambda x: TF.softmax(x, -1))]
+
+
+@pytest.mark.parametrize("dtype", [tgrad.float32, tgrad.float64])
+@pytest.mark.parametrize("k", range(len(ACTIVATIONS)))
+def test_activations_and_softmax(dtype, k):
+    fn, ref_fn = ACTIVATIONS[k]
+    x, xr = make_pair((3, 5), dtype, -3, 3, seed=k)
+    out = fn(x)
+    compare_backward(out, ref_fn(xr), [(x, xr)], out.dtype)
+
+
+@pytest.mark.parametrize("name,args", [("relu", ()), ("silu", ()), ("leaky_relu", (0.3,)), ("elu", (1.5,))])
+def test_inplace_activations(name, args):
+    x, xr = make_pair((4, 3), tgrad.float64, -2, 2)
+    y, yr = x * 1.0, xr * 1.0
+    out = getattr(F, name)(y, *args, inplace=True)
+    ref = getattr(TF, name)(yr, *args, inplace=True)
+    assert out is y
+    compare_backward(out, ref, [(x, xr)], tgrad.float64)
+
+
+def test_softmax_without_dim_warns_and_picks_torchs_dim():
+    x, xr = make_pair((3, 4), tgrad.float64)
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax has been deprecated"):
+        out = F.softmax(x)
+    assert_close(out, torch.softmax(xr, 1))
 
 
 # ----------------------------------------------------------------------------- nn activation modules

@@ -1,9 +1,9 @@
-"""tgrad.nn.functional (linear, layer_norm, activations, softmax, dropout, embedding, one_hot)
+"""tgrad.nn.functional (linear, layer_norm, dropout, embedding, one_hot)
 against torch.nn.functional in float64 on the same numbers, with a random upstream gradient:
 outputs and the gradients of every input, weight and bias, in float32 and float64, odd sizes,
 non-contiguous inputs, the kernels' chunked and multi-program paths (forced by small blocks),
 double backward, launch counts, bad inputs, and that torch computes nothing. The losses are in
-test_nn_functional_loss.py."""
+test_loss.py, the activations and softmax in test_activation.py."""
 import pytest
 import torch
 import torch.nn.functional as TF
@@ -158,45 +158,6 @@ def test_layer_norm_bad_inputs():
     with pytest.raises(RuntimeError, match=r"Expected weight to be of same shape as normalized_shape, but got "
                                            r"weight of shape \[5\] and normalized_shape = \[4\]"):
         F.layer_norm(tgrad.randn(3, 4), (4,), tgrad.randn(5))
-
-
-# ------------------------------------------------------------------------------ activations, softmax
-
-ACTIVATIONS = [(lambda x: F.relu(x), TF.relu), (lambda x: F.gelu(x), TF.gelu),
-               (lambda x: F.gelu(x, approximate="tanh"), lambda x: TF.gelu(x, approximate="tanh")),
-               (F.silu, TF.silu), (F.tanh, torch.tanh), (F.sigmoid, torch.sigmoid),
-               (lambda x: F.leaky_relu(x, 0.2), lambda x: TF.leaky_relu(x, 0.2)),
-               (lambda x: F.elu(x, 0.7), lambda x: TF.elu(x, 0.7)),
-               (lambda x: F.softplus(x, 2.0, 3.0), lambda x: TF.softplus(x, 2.0, 3.0)),
-               (lambda x: F.softmax(x, 1), lambda x: TF.softmax(x, 1)),
-               (lambda x: F.log_softmax(x, 0), lambda x: TF.log_softmax(x, 0)),
-               (lambda x: F.softmax(x, -1, dtype=tgrad.float64), lambda x: TF.softmax(x, -1))]
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("k", range(len(ACTIVATIONS)))
-def test_activations_and_softmax(dtype, k):
-    fn, ref_fn = ACTIVATIONS[k]
-    x, xr = make_pair((3, 5), dtype, -3, 3, seed=k)
-    out = fn(x)
-    backprop_and_compare(out, ref_fn(xr), [(x, xr)], out.dtype)
-
-
-@pytest.mark.parametrize("name,args", [("relu", ()), ("silu", ()), ("leaky_relu", (0.3,)), ("elu", (1.5,))])
-def test_inplace_activations(name, args):
-    x, xr = make_pair((4, 3), tgrad.float64, -2, 2)
-    y, yr = x * 1.0, xr * 1.0
-    out = getattr(F, name)(y, *args, inplace=True)
-    ref = getattr(TF, name)(yr, *args, inplace=True)
-    assert out is y
-    backprop_and_compare(out, ref, [(x, xr)], tgrad.float64)
-
-
-def test_softmax_without_dim_warns_and_picks_torchs_dim():
-    x, xr = make_pair((3, 4), tgrad.float64)
-    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax has been deprecated"):
-        out = F.softmax(x)
-    assert_close(out, torch.softmax(xr, 1))
 
 
 # ------------------------------------------------------------------------------ dropout
