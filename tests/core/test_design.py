@@ -1,6 +1,7 @@
 """The core's design rules, pinned: the engine fits gradients to their input's shape, a
 graph node exists only when something is recorded, built-in is a class attribute, the recorded
-backward is chosen in one place, ``.grad`` never aliases a user's tensor, and imports go one way."""
+backward is chosen in one place, ``.grad`` never aliases a user's tensor, imports go one way and ``import tgrad`` loads only the
+core."""
 import ast
 import pathlib
 import subprocess
@@ -171,9 +172,19 @@ def test_kernels_import_nothing_of_tgrad_and_the_core_never_imports_nn():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             assert not any(n == "tgrad" or (n.startswith("tgrad.") and not n.startswith("tgrad.kernels"))
                            for n in names), p
-    code = "import sys, tgrad; print(sorted(m for m in sys.modules if m.startswith(('tgrad.nn', 'tgrad.optim'))))"
+
+
+def test_import_tgrad_loads_neither_nn_nor_the_interpreter_and_reaches_both():
+    """In a fresh interpreter: ``import tgrad`` loads no nn/optim module and not the private
+    interpreter names (the CPU executor loads those on the first launch), yet, as ``import torch``
+    gives ``torch.nn`` and ``torch.optim``, a ported script's ``torch.optim.SGD`` works after
+    ``import tgrad as torch``."""
+    code = ("import sys, tgrad as torch; "
+            "print(sorted(m for m in sys.modules if m.startswith(('tgrad.nn', 'tgrad.optim')))); "
+            "print('tgrad.kernels.runtime.triton_private' in sys.modules); "
+            "print(torch.nn.Linear.__name__, torch.optim.SGD.__name__, torch.utils.data.DataLoader.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert out.splitlines() == ["[]", "False", "Linear SGD DataLoader"]
 
 
 def test_every_public_op_comes_from_the_registry():

@@ -15,7 +15,7 @@ from triton.compiler import ASTSource
 import tgrad
 import tgrad.nn as nn
 from support.launches import record_launches
-from support.reference import requires_cuda
+from support.reference import requires_cuda, uniform64
 from tgrad.kernels.runtime.capture import is_capturing
 from tgrad.kernels.runtime.launch import count_launches, launch_counts, launch_observers
 
@@ -218,35 +218,57 @@ def test_each_replay_draws_the_numbers_the_next_eager_run_would():
     assert torch.equal(after_replays, tgrad.rand(2).torch())
 
 
-def test_dropout_training_step_replays_as_eager_steps():
-    data = _batches(STEPS)
+def _mlp_with_dropout():
+    tgrad.manual_seed(3)
+    return nn.Sequential(nn.Linear(5, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 3))
 
-    def make():
-        tgrad.manual_seed(3)
-        model = nn.Sequential(nn.Linear(5, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 3))
+
+def _resampling_layers():
+    # reflect padding, conv, transposed conv, bilinear upsampling, adaptive pooling, channel dropout
+    tgrad.manual_seed(5)
+    return nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1, padding_mode="reflect"), nn.Dropout2d(0.3),
+                         nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1),
+                         nn.Upsample(size=(6, 5), mode="bilinear"), nn.AdaptiveAvgPool2d((3, 2)))
+
+
+CAPTURED_STEPS = {  # name: (model, loss of (model, *batch), batches)
+    "dropout": (_mlp_with_dropout, lambda m, x, y: nn.functional.cross_entropy(m(x), y),
+                lambda: [(x.float(), y) for x, y in _batches(STEPS)]),
+    "resampling": (_resampling_layers, lambda m, x: (m(x) ** 2).mean(),
+                   lambda: [(uniform64((2, 2, 6, 5), seed=40 + i).float(),) for i in range(4)]),
+}
+
+
+@pytest.mark.parametrize("case", list(CAPTURED_STEPS))
+def test_a_captured_training_step_with_random_draws_replays_as_eager_steps(case):
+    make, loss_of, batches = CAPTURED_STEPS[case]
+    data = batches()
+
+    def model_and_optimizer():
+        model = make()
         return model, tgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
-    model, opt = make()
+    model, opt = model_and_optimizer()
     eager_losses = []
-    for x, y in data:
+    for batch in data:
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(tgrad.tensor(x.float())), tgrad.tensor(y))
+        loss = loss_of(model, *(tgrad.tensor(t) for t in batch))
         loss.backward()
         opt.step()
         eager_losses.append(loss.item())
 
-    graphed, opt = make()
-    static_x, static_y = tgrad.zeros(data[0][0].shape), tgrad.zeros(data[0][1].shape, dtype=tgrad.long)
+    graphed, opt = model_and_optimizer()
+    static = [tgrad.zeros(t.shape, dtype=tgrad.long if t.dtype == torch.int64 else tgrad.float32) for t in data[0]]
 
     def step():
-        loss = nn.functional.cross_entropy(graphed(static_x), static_y)
+        loss = loss_of(graphed, *static)
         loss.backward()
         opt.step()
         return loss
     losses = []
-    for i, (x, y) in enumerate(data):
-        static_x.copy_(tgrad.tensor(x.float()))
-        static_y.copy_(tgrad.tensor(y))
+    for i, batch in enumerate(data):
+        for s, t in zip(static, batch):
+            s.copy_(tgrad.tensor(t))
         if i == 0:  # warm-up: momentum buffers
             opt.zero_grad(set_to_none=True)
             losses.append(step().item())

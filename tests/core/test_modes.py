@@ -1,4 +1,5 @@
-"""``inference_mode`` and ``is_inference()``, and anomaly mode, checked against PyTorch.
+"""The grad modes (``no_grad``, ``enable_grad``, ``set_grad_enabled``), ``inference_mode`` and
+``is_inference()``, and anomaly mode, checked against PyTorch.
 
 Messages are PyTorch's exact texts with ``tgrad`` where PyTorch names itself; warnings match on
 the prefix.
@@ -29,6 +30,50 @@ def modes_restored():
     yield
     assert tgrad.is_grad_enabled() and not tgrad.is_inference_mode_enabled()
     assert not tgrad.autograd.is_anomaly_enabled() and tgrad.autograd.is_anomaly_check_nan_enabled()
+
+
+# ------------------------------------------------------------------------ no_grad, enable_grad, set_grad_enabled
+def test_no_grad():
+    x = tgrad.tensor([1., 2.], requires_grad=True)
+    with tgrad.no_grad():
+        y = x * 2
+        assert tgrad.is_grad_enabled() is False
+        with tgrad.enable_grad():
+            z = x * 2
+        f = tgrad.ones(2, requires_grad=True)
+    assert (y.requires_grad, y.grad_fn, y.is_leaf) == (False, None, True)
+    assert z.requires_grad and f.requires_grad and tgrad.is_grad_enabled()
+
+
+def test_no_grad_decorator_and_set_grad_enabled():
+    x = tgrad.tensor([1., 2.], requires_grad=True)
+
+    @tgrad.no_grad()
+    def doubled(t):
+        return t * 2
+    assert doubled(x).requires_grad is False and tgrad.is_grad_enabled()
+    with tgrad.set_grad_enabled(False):
+        assert (x * 2).requires_grad is False
+    assert (x * 2).requires_grad is True
+    tgrad.set_grad_enabled(False)
+    try:
+        assert (x * 2).requires_grad is False
+    finally:
+        tgrad.set_grad_enabled(True)
+    assert (x * 2).requires_grad is True
+
+
+def test_inplace_on_a_leaf_under_no_grad_and_backward_inside_no_grad():
+    w = tgrad.tensor([1., 2.], requires_grad=True)
+    with tgrad.no_grad():
+        w.add_(1)
+        w.mul_(2)
+        w[0] = 7.
+    assert w.tolist() == [7., 6.] and w.is_leaf and w.requires_grad
+    z = (w * w).sum()
+    with tgrad.no_grad():
+        z.backward()
+    assert w.grad.tolist() == [14., 12.]
 
 
 # ------------------------------------------------------------------------ 24: inference_mode
@@ -75,6 +120,7 @@ def test_E24_errors_outside_the_mode():
     with raises(RuntimeError, SAVED):
         a * x  # Mul saves both operands
     r = a + x  # Add saves nothing: allowed, a normal result
+    assert (a * 3).tolist() == [3.0, 3.0]  # no autograd involved: allowed
     assert r.grad_fn.name() == "AddBackward0" and not r.is_inference()
     for write in (lambda: a.add_(1), lambda: a.zero_(), lambda: a.__setitem__(0, 5.0), lambda: a[0].mul_(2)):
         with raises(RuntimeError, INPLACE):

@@ -435,6 +435,7 @@ REPR_CASES = {
     "0-d leaf": lambda L: L.tensor(3.0, requires_grad=True),
     "non-leaf": lambda L: L.ones(2, 2, requires_grad=True) + 2,
     "0-d result": lambda L: (L.ones(2, 2, requires_grad=True) * 1).sum(),
+    "0-d quotient": lambda L: (L.ones(2, 2, requires_grad=True) + 1).sum() / 2,
     "dtype then grad_fn": lambda L: L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True) * 2,
     "decimals with grad_fn": lambda L: L.tensor([2.0, 3.0], requires_grad=True) * 1.5,
     "detached": lambda L: (L.ones(2, requires_grad=True) * 2).detach(),

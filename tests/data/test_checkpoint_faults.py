@@ -29,6 +29,7 @@ import torch
 
 import tgrad
 import tgrad.nn as nn
+from support.checkpoints import same_tree as _same, saved_bytes as _encoded
 
 FORK = multiprocessing.get_context("fork")
 
@@ -100,12 +101,6 @@ def test_kill_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path):
     _assert_is(tgrad.load(path), 2.0)
 
 
-def _encoded(obj) -> bytes:
-    buf = io.BytesIO()
-    tgrad.save(obj, buf)
-    return buf.getvalue()
-
-
 def _save_forever(path, states):
     for i in range(10 ** 6):
         tgrad.save(states[i % 2], path)
@@ -137,16 +132,6 @@ def test_kills_at_random_moments_leave_one_whole_checkpoint(tmp_path):
 def _small_checkpoint():
     return {"model": {"w": tgrad.tensor([[1.5, -2.0], [0.25, 3.0]]), "n": tgrad.tensor([7, 8])},
             "epoch": 3, "names": ["a", "b"]}
-
-
-def _same(a, b):
-    if isinstance(a, dict):
-        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, tgrad.Tensor):
-        return isinstance(b, tgrad.Tensor) and a.dtype is b.dtype and torch.equal(a.torch(), b.torch())
-    return a == b
 
 
 @pytest.mark.parametrize("flat", [False, True], ids=["tree", "flat"])

@@ -22,14 +22,9 @@ import torch
 import tgrad
 import tgrad.nn as nn
 import tgrad.optim as optim
+from support.checkpoints import same_tree as _same, saved_bytes as _bytes
 
 PREFIX = r"not a valid tgrad/safetensors checkpoint \("
-
-
-def _bytes(obj) -> bytes:
-    buf = io.BytesIO()
-    tgrad.save(obj, buf)
-    return buf.getvalue()
 
 
 def _torch_round_trip(obj):
@@ -37,22 +32,6 @@ def _torch_round_trip(obj):
     torch.save(obj, buf)
     buf.seek(0)
     return torch.load(buf, weights_only=False)
-
-
-def _same(a, b):
-    """Equal structure, container types, array/tensor dtypes, shapes and values (NaN equal)."""
-    if isinstance(a, dict):
-        return type(b) is dict and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, np.ndarray):
-        return (type(b) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape
-                and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
-    if isinstance(a, np.generic):
-        return type(b) is type(a) and (a == b or (a != a and b != b))
-    if isinstance(a, tgrad.Tensor):
-        return isinstance(b, tgrad.Tensor) and a.dtype is b.dtype and torch.equal(a.torch(), b.torch())
-    return type(a) is type(b) and a == b
 
 
 # ----------------------------------------------------------------------------- the safetensors package

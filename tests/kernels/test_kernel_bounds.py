@@ -8,27 +8,23 @@ kernel writes into a destination it is handed (pointwise ``outs``, ``matmul(out=
 random fills, in-place ops, index put/add, optimizer steps), that destination is a strided, offset
 view inside a larger buffer of 0x7F bytes (``Guard``), and the bytes around and between its
 elements must be unchanged afterwards. Inputs are guarded views too, so a kernel writing into its
-input would show. Shapes are odd (primes, 1, 0-d) so no block divides them.
-
-64-bit offsets: the kernels run on views whose elements lie more than 2^32 elements apart inside
-one huge buffer that is never touched (a sparse file mapped into memory, so it costs neither RAM nor
-disk); a 32-bit offset anywhere would wrap and land outside every tensor, which the address check
-catches, or read the wrong element, which the comparison with torch catches.
+input would show. Shapes are odd (primes, 1, 0-d) so no block divides them. The convolution and
+resampling kernels run through ``compare`` on strided inputs (every other column of a wider leaf).
 """
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 import torch
+import torch.nn.functional as TF
 import triton
 import triton.language as tl
 
 import tgrad
 import tgrad.nn.functional as F
 import tgrad.optim  # noqa: F401
-from support.kernel_guard import Guard, MemoryViolation, memory_checked, poisoned_allocations, raw_bytes
+from support.kernel_guard import (Guard, MemoryViolation, backprop, close, memory_checked, poisoned_allocations,
+                                  raw_bytes)
+from support.reference import compare
 from tgrad.kernels import factories as KF, elementwise as M
 from tgrad.kernels.random import philox as KR
 from tgrad.kernels.indexing import index as KI
@@ -77,24 +73,9 @@ def ref(g: Guard):
     return g.view.to(F64).clone().requires_grad_()
 
 
-def close(got, want, dtype=torch.float32):
-    got = got.torch() if isinstance(got, tgrad.Tensor) else got
-    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
-    torch.testing.assert_close(got.to(F64), want.detach().to(F64), equal_nan=True, **tol)
-
-
 def unchanged(*gs):
     for g in gs:
         assert (raw_bytes(g.view) == raw_bytes(g.saved)).all(), "a kernel wrote into its input"
-
-
-def backprop(y, yr, pairs, dtype=torch.float32, seed=5):
-    gen = torch.Generator().manual_seed(seed)
-    up = torch.rand(tuple(y.shape), generator=gen, dtype=F64) - 0.5
-    y.backward(tgrad.from_torch(up.to(y.torch().dtype)))
-    yr.backward(up.to(y.torch().dtype).to(F64))
-    for x, xr in pairs:
-        close(x.grad, xr.grad, dtype)
 
 
 # ----------------------------------------------------------------------------- the harness itself
@@ -361,85 +342,26 @@ def test_optimizer_steps_write_only_their_parameters(name, kw):
         unchanged(*grads)
 
 
-# ----------------------------------------------------------------------------- 64-bit offsets
-
-FAR = (1 << 32) + 3  # elements between neighbours: beyond int32 and uint32
-
-
-@pytest.fixture
-def huge(tmp_path):
-    """A float32 buffer of 4 * FAR + 64 elements (16 GiB) mapped from a sparse file: only the pages
-    the tests touch are ever materialised."""
-    path = tmp_path / "sparse.bin"
-    n = 4 * FAR + 64
-    with open(path, "wb") as f:
-        f.truncate(n * 4)
-    try:
-        return torch.from_file(str(path), shared=True, size=n, dtype=torch.float32)
-    except (RuntimeError, OSError) as e:  # pragma: no cover - a platform without sparse files
-        pytest.skip(f"cannot map a sparse 16 GiB file: {e}")
-
-
-def far_view(buf, shape, strides, offset=5, seed=0):
-    v = buf.as_strided(shape, strides, offset)
-    v.copy_(torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=F64) * 4 - 2)
-    return v
-
-
-def test_offsets_beyond_2_32_elements(huge):
-    a = far_view(huge, (2, 3), (FAR, 1))                      # rows 2^32 apart
-    b = far_view(huge, (3,), (FAR,), offset=17, seed=1)        # neighbours 2^32 apart
-    out = huge.as_strided((2, 3), (1, FAR), 29)                # a destination 2^32 apart too
-    pointwise(M.mul, [a, b], (2, 3), [torch.float32], outs=[out])
-    close(out, a.to(F64) * b.to(F64))
-    x, xr = tgrad.from_torch(a).requires_grad_(), a.to(F64).requires_grad_()
-    close(x.sum(0), xr.sum(0))
-    close(x.softmax(0), xr.softmax(0))
-    close(x.t() @ tgrad.from_torch(a), xr.t() @ a.to(F64))
-    close(x[tgrad.tensor([1, 0, 1])], xr[torch.tensor([1, 0, 1])])
-    close(F.layer_norm(x.t(), (2,)), torch.nn.functional.layer_norm(xr.t(), (2,)))
-    t = torch.tensor([2, 0])
-    y, yr = F.cross_entropy(x, tgrad.from_torch(t)), torch.nn.functional.cross_entropy(xr, t)
-    close(y, yr)
-    backprop(y, yr, [(x, xr)])
-    w = far_view(huge, (3, 2), (FAR, 1), offset=41, seed=2)  # embedding rows 2^32 apart
-    close(F.embedding(tgrad.tensor([2, 0, 2]), tgrad.from_torch(w)), w[torch.tensor([2, 0, 2])])
-
-
-@triton.jit
-def _int32_offsets_kernel(src, dst, stride, n, BLOCK: tl.constexpr):
-    i = tl.arange(0, BLOCK)
-    off = (i * stride).to(tl.int32)  # the bug this section looks for
-    tl.store(dst + i, tl.load(src + off, mask=i < n), mask=i < n)
-
-
-def test_a_32_bit_offset_is_caught(huge):
-    src, dst = far_view(huge, (3,), (FAR,)), torch.empty(3)
-    with memory_checked() as violations, pytest.raises(MemoryViolation, match="load of 2 lane"):
-        launch(_int32_offsets_kernel, (1,), src, dst, FAR, 3, BLOCK=4)
-    assert len(violations) == 1
-
-
-test_a_32_bit_offset_is_caught.unchecked = True
-
-KERNELS = Path(__file__).resolve().parents[2] / "kernels"
-# program ids used without widening, and why no offset product of theirs can reach 2^31
-NARROW_PROGRAM_IDS = {
-    ("spatial/conv.py", "pid = tl.program_id(0)"): "split into group and tile; rows are widened before use",
-    ("spatial/conv.py", "split = tl.program_id(1)"): "a split number, multiplied by a widened K_PER_SPLIT",
-    ("indexing/index.py", "pid = tl.program_id(0)"): "nonzero: a block number; lin is widened, counts index a small table",
-    ("linalg/matmul.py", "pid = tl.program_id(0)"): "batch and tile; rows and batch are widened before use",
+RESAMPLE = {  # name: (tgrad fn, torch fn, input shapes, kwargs)
+    "conv_transpose2d": (F.conv_transpose2d, TF.conv_transpose2d, [(2, 3, 3, 5), (3, 2, 3, 2), (2,)],
+                         dict(stride=2, padding=1, output_padding=1, dilation=(1, 2))),
+    "conv_transpose2d_groups": (F.conv_transpose2d, TF.conv_transpose2d, [(1, 4, 3, 3), (4, 1, 2, 3), (2,)],
+                                dict(stride=(2, 1), groups=2)),
+    "conv_transpose1d": (F.conv_transpose1d, TF.conv_transpose1d, [(2, 3, 5), (3, 2, 3), None], dict(stride=3)),
+    "conv1d": (F.conv1d, TF.conv1d, [(2, 3, 7), (4, 3, 3), (4,)], dict(stride=2, padding=1)),
+    "pad_reflect": (F.pad, TF.pad, [(2, 3, 5, 7)], dict(pad=(2, 1, 3, 4), mode="reflect")),
+    "pad_replicate_3d": (F.pad, TF.pad, [(1, 2, 3, 4, 5)], dict(pad=(1, 2, 0, 3, 2, 1), mode="replicate")),
+    "pad_constant_crop": (F.pad, TF.pad, [(2, 3, 5)], dict(pad=(-1, 3), value=0.5)),
+    "adaptive_avg": (F.adaptive_avg_pool2d, TF.adaptive_avg_pool2d, [(2, 3, 7, 5)], dict(output_size=(3, 4))),
+    "adaptive_max": (F.adaptive_max_pool2d, TF.adaptive_max_pool2d, [(2, 3, 5, 7)], dict(output_size=(4, 3))),
+    "bilinear": (F.interpolate, TF.interpolate, [(2, 3, 3, 5)], dict(size=(7, 4), mode="bilinear")),
+    "nearest": (F.interpolate, TF.interpolate, [(2, 3, 3, 5)], dict(scale_factor=(2.5, 0.7))),
+    "unfold": (F.unfold, TF.unfold, [(2, 3, 5, 7)], dict(kernel_size=(2, 3), padding=1, stride=2)),
+    "fold": (F.fold, TF.fold, [(2, 12, 12)], dict(output_size=(5, 7), kernel_size=2, stride=2, padding=1)),
 }
 
 
-def test_program_ids_are_widened_before_address_arithmetic():
-    """Offsets are products of a program's position and strides: every ``tl.program_id`` is
-    converted to int64 on the spot, or is listed above with the reason it needs no widening."""
-    found = set()
-    for path in sorted(KERNELS.rglob("*.py")):
-        for line in path.read_text().splitlines():
-            code = line.split("#")[0].strip()
-            if "tl.program_id(" in code and not re.search(r"tl\.program_id\(\d\)\.to\(tl\.int64\)", code):
-                found.add((path.relative_to(KERNELS).as_posix(), code))
-    unexplained = found - set(NARROW_PROGRAM_IDS)
-    assert not unexplained, f"program ids used in 32 bits: {sorted(unexplained)}"
+@pytest.mark.parametrize("case", list(RESAMPLE))
+def test_conv_and_resampling_kernels(case):
+    fn, ref, shapes, kw = RESAMPLE[case]
+    compare(fn, ref, shapes, noncontig=True, **kw)

@@ -7,7 +7,7 @@ import torch.nn.functional as TF
 
 import tgrad
 import tgrad.nn.functional as F
-from support.modules import backward_both, copy_module
+from support.modules import assert_param_grads, backward_both, copy_module, module_pair
 from support.reference import assert_close, make_pair, raises, uniform64
 from support.torch_audit import AtenRecorder
 from tgrad.kernels import attention as KA
@@ -162,7 +162,7 @@ def test_sdpa_errors():
 ])
 def test_multihead_attention(kw, call):
     E, H, L, S, N = 6, 2, 4, 5, 3
-    ref, mod = make_modules_mha(E, H, **kw)
+    ref, mod = module_pair("MultiheadAttention", E, H, **kw)
     bf = kw.get("batch_first", False)
     shape = (lambda n, d: (N, n, d)) if bf else (lambda n, d: (n, N, d))
     q, qr = make_pair(shape(L, E), tgrad.float64, seed=1)
@@ -177,20 +177,11 @@ def test_multihead_attention(kw, call):
     backward_both([out, w], [outr, wr])
     for a, b in ((q, qr), (k, kr), (v, vr)):
         assert_close(a.grad, b.grad)
-    for (name, p), (_, t) in zip(ref.named_parameters(), mod.named_parameters()):
-        assert_close(t.grad, p.grad, msg=name)
-
-
-def make_modules_mha(*args, **kw):
-    torch.manual_seed(0)
-    ref = torch.nn.MultiheadAttention(*args, **kw).double()
-    mod = tgrad.nn.MultiheadAttention(*args, dtype=tgrad.float64, **kw)
-    copy_module(ref, mod)
-    return ref, mod
+    assert_param_grads(ref, mod)
 
 
 def test_self_attention_bool_causal_mask():
-    ref, mod = make_modules_mha(6, 3, batch_first=True)
+    ref, mod = module_pair("MultiheadAttention", 6, 3, batch_first=True)
     x, xr = make_pair((2, 5, 6), tgrad.float64, seed=1)
     causal = torch.ones(5, 5, dtype=torch.bool).triu(1)
     out, _ = mod(x, x, x, attn_mask=tgrad.from_torch(causal.clone()), need_weights=False, is_causal=True)
@@ -202,10 +193,7 @@ def test_self_attention_bool_causal_mask():
 @pytest.mark.parametrize("kw", [dict(), dict(norm_first=True, activation="gelu", batch_first=True)])
 def test_encoder_decoder_layers(kw):
     d, H, ff = 6, 2, 7
-    torch.manual_seed(0)
-    ref = torch.nn.Transformer(d, H, 2, 1, ff, dropout=0.0, **kw).double()
-    mod = tgrad.nn.Transformer(d, H, 2, 1, ff, dropout=0.0, dtype=tgrad.float64, **kw)
-    copy_module(ref, mod)
+    ref, mod = module_pair("Transformer", d, H, 2, 1, ff, dropout=0.0, **kw)
     bf = kw.get("batch_first", False)
     src, srcr = make_pair((2, 5, d) if bf else (5, 2, d), tgrad.float64, seed=1)
     tgt, tgtr = make_pair((2, 4, d) if bf else (4, 2, d), tgrad.float64, seed=2)
@@ -221,8 +209,7 @@ def test_encoder_decoder_layers(kw):
     backward_both([out], [outr])
     assert_close(src.grad, srcr.grad)
     assert_close(tgt.grad, tgtr.grad)
-    for (name, p), (_, t) in zip(ref.named_parameters(), mod.named_parameters()):
-        assert_close(t.grad, p.grad, msg=name)
+    assert_param_grads(ref, mod)
 
 
 def test_encoder_layer_custom_activation():

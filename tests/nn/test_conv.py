@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 import tgrad
 from support.reference import assert_close, make_pair, raises, uniform64, upstream
+from support.reference import compare_backward as run_and_compare
 from support.torch_audit import AtenRecorder
 from tgrad.kernels.spatial.conv import conv2d_grad_weight
 from tgrad.nn.functional.pooling import avg_pool2d, max_pool2d
@@ -20,17 +21,6 @@ from tgrad.nn.functional.conv import conv2d
 
 DTYPES = [tgrad.float32, tgrad.float64]
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # torch's, not ours
-
-
-def run_and_compare(out, ref, pairs, dtype):
-    """Compare ``out`` with ``ref``, backprop one random gradient through both, compare the grads of
-    every (tgrad leaf, torch leaf) in ``pairs``."""
-    assert_close(out.cpu(), ref, msg="output")
-    g, gr = upstream(tuple(ref.shape), dtype)
-    out.backward(g.to(out.device))
-    ref.backward(gr)
-    for i, (t, r) in enumerate(pairs):
-        assert_close(t.grad, r.grad, msg=f"grad of argument {i}")
 
 
 # ----------------------------------------------------------------------------- conv2d

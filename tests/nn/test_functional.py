@@ -1,9 +1,9 @@
-"""tgrad.nn.functional (linear, layer_norm, activations, softmax, dropout, embedding, one_hot)
+"""tgrad.nn.functional (linear, layer_norm, dropout, embedding, one_hot)
 against torch.nn.functional in float64 on the same numbers, with a random upstream gradient:
 outputs and the gradients of every input, weight and bias, in float32 and float64, odd sizes,
 non-contiguous inputs, the kernels' chunked and multi-program paths (forced by small blocks),
 double backward, launch counts, bad inputs, and that torch computes nothing. The losses are in
-test_nn_functional_loss.py."""
+test_loss.py, the activations and softmax in test_activation.py."""
 import pytest
 import torch
 import torch.nn.functional as TF
@@ -15,6 +15,7 @@ import tgrad
 import tgrad.nn.functional as F
 from support.launches import record_launches
 from support.reference import assert_close, make_pair, uniform64, upstream
+from support.reference import compare_backward as backprop_and_compare, compare_double_backward
 from support.torch_audit import AtenRecorder
 from tgrad.kernels.losses import cross_entropy as KCE
 from tgrad.kernels.indexing import embedding as KE
@@ -24,16 +25,6 @@ from tgrad.kernels.random import philox as KR
 from tgrad.kernels.runtime.launch import launch_observers
 
 DTYPES = [tgrad.float32, tgrad.float64]
-
-
-def backprop_and_compare(out, ref, pairs, dtype, seed=11, atol=None):
-    """Backprop one random gradient through both; compare the gradients of ``pairs`` [(tg, torch)]."""
-    assert_close(out, ref, dtype, atol=atol)
-    g, gr = upstream(ref.shape, dtype, seed)
-    out.backward(g)
-    ref.backward(gr)
-    for t, r in pairs:
-        assert_close(t.grad, r.grad, t.dtype, atol=atol)
 
 
 def noncontiguous_pair(shape, dtype, seed=0):
@@ -169,45 +160,6 @@ def test_layer_norm_bad_inputs():
         F.layer_norm(tgrad.randn(3, 4), (4,), tgrad.randn(5))
 
 
-# ------------------------------------------------------------------------------ activations, softmax
-
-ACTIVATIONS = [(lambda x: F.relu(x), TF.relu), (lambda x: F.gelu(x), TF.gelu),
-               (lambda x: F.gelu(x, approximate="tanh"), lambda x: TF.gelu(x, approximate="tanh")),
-               (F.silu, TF.silu), (F.tanh, torch.tanh), (F.sigmoid, torch.sigmoid),
-               (lambda x: F.leaky_relu(x, 0.2), lambda x: TF.leaky_relu(x, 0.2)),
-               (lambda x: F.elu(x, 0.7), lambda x: TF.elu(x, 0.7)),
-               (lambda x: F.softplus(x, 2.0, 3.0), lambda x: TF.softplus(x, 2.0, 3.0)),
-               (lambda x: F.softmax(x, 1), lambda x: TF.softmax(x, 1)),
-               (lambda x: F.log_softmax(x, 0), lambda x: TF.log_softmax(x, 0)),
-               (lambda x: F.softmax(x, -1, dtype=tgrad.float64), lambda x: TF.softmax(x, -1))]
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("k", range(len(ACTIVATIONS)))
-def test_activations_and_softmax(dtype, k):
-    fn, ref_fn = ACTIVATIONS[k]
-    x, xr = make_pair((3, 5), dtype, -3, 3, seed=k)
-    out = fn(x)
-    backprop_and_compare(out, ref_fn(xr), [(x, xr)], out.dtype)
-
-
-@pytest.mark.parametrize("name,args", [("relu", ()), ("silu", ()), ("leaky_relu", (0.3,)), ("elu", (1.5,))])
-def test_inplace_activations(name, args):
-    x, xr = make_pair((4, 3), tgrad.float64, -2, 2)
-    y, yr = x * 1.0, xr * 1.0
-    out = getattr(F, name)(y, *args, inplace=True)
-    ref = getattr(TF, name)(yr, *args, inplace=True)
-    assert out is y
-    backprop_and_compare(out, ref, [(x, xr)], tgrad.float64)
-
-
-def test_softmax_without_dim_warns_and_picks_torchs_dim():
-    x, xr = make_pair((3, 4), tgrad.float64)
-    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax has been deprecated"):
-        out = F.softmax(x)
-    assert_close(out, torch.softmax(xr, 1))
-
-
 # ------------------------------------------------------------------------------ dropout
 
 def test_dropout_keeps_about_1_minus_p_and_scales_the_kept():
@@ -329,35 +281,19 @@ def test_one_hot():
 
 # ------------------------------------------------------------------------------ double backward
 
-def _double_backward(fn, ref_fn, pairs):
-    """d/d(inputs) of sum((dL/dinputs)^2), L = sum(out * fixed weights): exercises create_graph."""
-    out, ref = fn(*[t for t, _ in pairs]), ref_fn(*[r for _, r in pairs])
-    g, gr = upstream(ref.shape, tgrad.float64, seed=5)
-    grads = tgrad.autograd.grad((out * g).sum(), [t for t, _ in pairs], create_graph=True)
-    rgrads = torch.autograd.grad((ref * gr).sum(), [r for _, r in pairs], create_graph=True)
-    for a, b in zip(grads, rgrads):
-        assert_close(a, b)
-    second = tgrad.autograd.grad(sum((a * a).sum() for a in grads), [t for t, _ in pairs], allow_unused=True)
-    rsecond = torch.autograd.grad(sum((b * b).sum() for b in rgrads), [r for _, r in pairs], allow_unused=True)
-    for a, b in zip(second, rsecond):
-        assert (a is None) == (b is None)
-        if b is not None:
-            assert_close(a, b, rtol=1e-9, atol=1e-10)
-
-
 @pytest.mark.parametrize("act", ["tanh", "gelu", None])
 def test_linear_double_backward(act):
     pairs = [make_pair((3, 4), tgrad.float64, seed=1), make_pair((2, 4), tgrad.float64, seed=2),
              make_pair((2,), tgrad.float64, seed=3)]
-    _double_backward(lambda x, w, b: F.linear_act(x, w, b, act),
-                     lambda x, w, b: ACT_REF[act](TF.linear(x, w, b)), pairs)
+    compare_double_backward(lambda x, w, b: F.linear_act(x, w, b, act),
+                            lambda x, w, b: ACT_REF[act](TF.linear(x, w, b)), pairs, rtol=1e-9, atol=1e-10)
 
 
 def test_layer_norm_double_backward():
     pairs = [make_pair((3, 5), tgrad.float64, seed=1), make_pair((5,), tgrad.float64, 0.5, 1.5, seed=2),
              make_pair((5,), tgrad.float64, seed=3)]
-    _double_backward(lambda x, w, b: F.layer_norm(x, (5,), w, b),
-                     lambda x, w, b: TF.layer_norm(x, (5,), w, b), pairs)
+    compare_double_backward(lambda x, w, b: F.layer_norm(x, (5,), w, b),
+                            lambda x, w, b: TF.layer_norm(x, (5,), w, b), pairs, rtol=1e-9, atol=1e-10)
 
 
 def test_dropout_and_embedding_double_backward():

@@ -2,33 +2,27 @@
 with a random upstream gradient: cross_entropy (class and probability targets, weights,
 ignore_index, label_smoothing, spatial dims), nll_loss, and the elementwise losses, in float32 and
 float64 with every reduction; the kernels' chunked and multi-program paths (forced by small
-blocks); double backward; launch counts; bad targets and inputs raising PyTorch's errors."""
+blocks); double backward; launch counts; bad targets and inputs raising PyTorch's errors. Then the
+other loss modules (KL divergence, the pair and triplet losses, Gaussian and Poisson NLL), their
+errors, the legacy size_average/reduce arguments, and that torch computes none of them."""
 import math
+import warnings
 
 import pytest
 import torch
 import torch.nn.functional as TF
 
 import tgrad
+import tgrad.nn as nn
 import tgrad.nn.functional as F
-from support.reference import assert_close, make_pair, uniform64, upstream
+from support.reference import assert_close, make_pair, run, uniform64
+from support.reference import compare_backward as compare, compare_double_backward
+from support.torch_audit import AtenRecorder
 from tgrad.kernels.losses import cross_entropy as KCE
 from tgrad.kernels.losses import elementwise as KL
 
 DTYPES = [tgrad.float32, tgrad.float64]
 REDUCTIONS = ["mean", "sum", "none"]
-
-
-def compare(out, ref, pairs, dtype):
-    """Outputs, then the gradients of ``pairs`` [(tgrad leaf, torch leaf)] under one random
-    upstream gradient."""
-    assert_close(out, ref, dtype)
-    assert out.dtype is dtype
-    g, gr = upstream(ref.shape, dtype)
-    out.backward(g)
-    ref.backward(gr)
-    for t, r in pairs:
-        assert_close(t.grad, r.grad, dtype)
 
 
 def classes(shape, C, seed=0, ignore=None):
@@ -258,41 +252,33 @@ def test_elementwise_losses_bad_inputs():
 
 # ------------------------------------------------------------------------------ double backward
 
-def _double_backward(fn, ref_fn, pairs):
-    out, ref = fn(*[t for t, _ in pairs]), ref_fn(*[r for _, r in pairs])
-    grads = tgrad.autograd.grad(out, [t for t, _ in pairs], create_graph=True)
-    rgrads = torch.autograd.grad(ref, [r for _, r in pairs], create_graph=True)
-    c = [upstream(r.shape, tgrad.float64, seed=k) for k, r in enumerate(rgrads)]
-    second = tgrad.autograd.grad(sum((a * ci[0]).sum() for a, ci in zip(grads, c)), [t for t, _ in pairs])
-    rsecond = torch.autograd.grad(sum((b * ci[1]).sum() for b, ci in zip(rgrads, c)), [r for _, r in pairs])
-    for a, b in zip(grads + second, rgrads + rsecond):
-        assert_close(a, b, rtol=1e-9, atol=1e-11)
-
-
 @pytest.mark.parametrize("kind", ["class", "prob", "nll"])
 def test_cross_entropy_double_backward(kind):
     x, xr = make_pair((4, 5), tgrad.float64, seed=1)
     w, wr = tensor_or_none(uniform64((5,), 0.2, 2, 3), tgrad.float64)
     if kind == "prob":
         pairs = [(x, xr), make_pair((4, 5), tgrad.float64, 0, 1, seed=2)]
-        _double_backward(lambda a, p: F.cross_entropy(a, p, w, label_smoothing=0.1),
-                         lambda a, p: TF.cross_entropy(a, p, wr, label_smoothing=0.1), pairs)
+        compare_double_backward(lambda a, p: F.cross_entropy(a, p, w, label_smoothing=0.1),
+                                lambda a, p: TF.cross_entropy(a, p, wr, label_smoothing=0.1), pairs,
+                                rtol=1e-9, atol=1e-11)
         return
     t, tr = classes((4,), 5, 3, ignore=1)
     if kind == "nll":
-        _double_backward(lambda a: F.nll_loss(a.tanh(), t, w, ignore_index=1),
-                         lambda a: TF.nll_loss(a.tanh(), tr, wr, ignore_index=1), [(x, xr)])
+        compare_double_backward(lambda a: F.nll_loss(a.tanh(), t, w, ignore_index=1),
+                                lambda a: TF.nll_loss(a.tanh(), tr, wr, ignore_index=1), [(x, xr)],
+                                rtol=1e-9, atol=1e-11)
     else:
-        _double_backward(lambda a: F.cross_entropy(a, t, w, ignore_index=1, label_smoothing=0.2),
-                         lambda a: TF.cross_entropy(a, tr, wr, ignore_index=1, label_smoothing=0.2), [(x, xr)])
+        compare_double_backward(lambda a: F.cross_entropy(a, t, w, ignore_index=1, label_smoothing=0.2),
+                                lambda a: TF.cross_entropy(a, tr, wr, ignore_index=1, label_smoothing=0.2), [(x, xr)],
+                                rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize("name", list(ELEMENTWISE))
 def test_elementwise_double_backward(name):
     (lo, hi), kw = ELEMENTWISE[name]
     pairs = [make_pair((3, 4), tgrad.float64, lo, hi, seed=1), make_pair((3, 4), tgrad.float64, 0, 1, seed=2)]
-    _double_backward(lambda a, b: getattr(F, name)(a, b, **kw).exp(),
-                     lambda a, b: getattr(TF, name)(a, b, **kw).exp(), pairs)
+    compare_double_backward(lambda a, b: getattr(F, name)(a, b, **kw).exp(),
+                            lambda a, b: getattr(TF, name)(a, b, **kw).exp(), pairs, rtol=1e-9, atol=1e-11)
 
 
 def test_probability_target_weight_gradient():
@@ -301,3 +287,124 @@ def test_probability_target_weight_gradient():
     w, wr = make_pair((4,), tgrad.float64, 0.2, 2, seed=3)
     compare(F.cross_entropy(x, p, w, reduction="sum"), TF.cross_entropy(xr, pr, wr, reduction="sum"),
             [(x, xr), (p, pr), (w, wr)], tgrad.float64)
+
+
+# ------------------------------------------------------------------------------ the other loss modules
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none", "batchmean"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div(reduction, log_target):
+    inp = uniform64((4, 5), -3, 0, 10)
+    target = uniform64((4, 5), 0, 1, 11)
+    if log_target:
+        target = target.log()
+    else:
+        target[0, 1] = 0.0  # xlogy: zero where the target is zero
+    grads = [0] if not log_target else None
+    ctx = pytest.warns(UserWarning, match="reduction: 'mean' divides the total loss") if reduction == "mean" \
+        else warnings.catch_warnings()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run(lambda x, t: TF.kl_div(x, t, reduction=reduction, log_target=log_target),
+              lambda x, t: F.kl_div(x, t, reduction=reduction, log_target=log_target), [inp, target], grads)
+    with ctx:
+        nn.KLDivLoss(reduction=reduction, log_target=log_target)(tgrad.from_torch(inp), tgrad.from_torch(target))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_pair_and_triplet_losses(reduction):
+    a, b, c = (uniform64((6, 5), -1, 1, s) for s in (20, 21, 22))
+    y = torch.tensor([1, -1, 1, -1, -1, 1], dtype=torch.float64)
+    for margin in (0.0, 0.3):
+        run(torch.nn.CosineEmbeddingLoss(margin, reduction=reduction),
+              nn.CosineEmbeddingLoss(margin, reduction=reduction), [a, b, y], [0, 1])
+        run(torch.nn.MarginRankingLoss(margin, reduction=reduction),
+              nn.MarginRankingLoss(margin, reduction=reduction), [a[:, 0], b[:, 0], y], [0, 1])
+    run(torch.nn.CosineEmbeddingLoss(reduction=reduction), nn.CosineEmbeddingLoss(reduction=reduction),
+          [a[0], b[0], y[:1].reshape(())], [0, 1])  # 1-D inputs, a 0-d target
+    for kwargs in ({}, dict(margin=0.5, p=1.0, swap=True), dict(margin=2.0, eps=1e-3)):
+        run(torch.nn.TripletMarginLoss(**kwargs, reduction=reduction),
+              nn.TripletMarginLoss(**kwargs, reduction=reduction), [a, b, c])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_gaussian_and_poisson_nll(reduction):
+    mu, target = uniform64((5, 3), -1, 1, 30), uniform64((5, 3), -1, 1, 31)
+    var = uniform64((5, 3), 0.1, 2, 32)
+    var[0, 0] = 1e-9  # clamped to eps, the gradient passing through
+    for v, full in ((var, False), (var, True), (var[:, 0], False), (var[:, :1], True)):
+        run(torch.nn.GaussianNLLLoss(full=full, reduction=reduction),
+              nn.GaussianNLLLoss(full=full, reduction=reduction), [mu, target, v.clone()])
+    counts = torch.tensor([[0, 1, 2], [3, 0, 5], [1, 1, 7], [2, 4, 0], [9, 1, 2]], dtype=torch.float64)
+    rate = uniform64((5, 3), 0.1, 3, 33)
+    for log_input, full in ((True, False), (True, True), (False, False), (False, True)):
+        x = rate.log() if log_input else rate
+        run(torch.nn.PoissonNLLLoss(log_input, full, reduction=reduction),
+              nn.PoissonNLLLoss(log_input, full, reduction=reduction), [x, counts], [0])
+
+
+def test_loss_errors_match_torch():
+    ones = tgrad.ones(3, 2)
+    cases = [
+        (lambda m: m.GaussianNLLLoss()(*(m_ones(m) for _ in range(2)), m_ones(m, 3, 3)), ValueError),
+        (lambda m: m.GaussianNLLLoss()(m_ones(m), m_ones(m), -m_ones(m)), ValueError),
+        (lambda m: m.TripletMarginLoss(margin=0.0), ValueError),
+        (lambda m: m.TripletMarginLoss()(m_ones(m), m_ones(m), m_ones(m, 2)), RuntimeError),
+        (lambda m: m.MSELoss(reduction="avg")(m_ones(m), m_ones(m)), ValueError),  # raised by the call
+        (lambda m: m.CosineEmbeddingLoss(reduction="avg")(m_ones(m), m_ones(m), m_ones(m, 3)), ValueError),
+    ]
+    for fn, exc in cases:
+        with pytest.raises(exc) as ref:
+            fn(torch.nn)
+        with pytest.raises(exc) as got:
+            fn(nn)
+        assert str(got.value).split(" but ")[0] == str(ref.value).split(" but ")[0]
+    with pytest.raises(ValueError, match="is not a valid value for reduction"):
+        F.kl_div(ones, ones, reduction="avg")
+
+
+def m_ones(m, *shape):
+    lib = torch if m is torch.nn else tgrad
+    return lib.ones(*(shape or (3, 2)), dtype=lib.float64)
+
+
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss")  # KLDivLoss, as in PyTorch
+@pytest.mark.parametrize("size_average,reduce", [(False, None), (None, False), (True, True), (False, True)])
+def test_legacy_size_average_and_reduce(size_average, reduce):
+    x, y = uniform64((4, 3), -1, 1, 40), uniform64((4, 3), -1, 1, 41)
+    labels = torch.tensor([0, 2, 1, 2])
+    modules = [("MSELoss", (x, y)), ("L1Loss", (x, y)), ("SmoothL1Loss", (x, y)), ("BCEWithLogitsLoss", (x, y.abs())),
+               ("BCELoss", (x.sigmoid(), y.abs())), ("CrossEntropyLoss", (x, labels)), ("NLLLoss", (x, labels)),
+               ("KLDivLoss", (x, y.abs())), ("PoissonNLLLoss", (x, y.abs())),
+               ("MarginRankingLoss", (x[:, 0], y[:, 0], torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64))),
+               ("CosineEmbeddingLoss", (x, y, torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64))),
+               ("TripletMarginLoss", (x, y, y.flip(0)))]
+    for name, args in modules:
+        with pytest.warns(UserWarning, match="^size_average and reduce args will be deprecated, please use "
+                                             "reduction='(mean|sum|none)' instead.$") as record:
+            gm = getattr(nn, name)(size_average=size_average, reduce=reduce)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tm = getattr(torch.nn, name)(size_average=size_average, reduce=reduce)
+        assert gm.reduction == tm.reduction, name
+        assert str(record[0].message).endswith(f"reduction='{tm.reduction}' instead.")
+        run(tm, gm, list(args), [0], rtol=1e-9, atol=1e-12)
+    # and the functional forms
+    for fn, args in [("kl_div", (x, y.abs())), ("poisson_nll_loss", (x, y.abs())),
+                     ("margin_ranking_loss", (x[:, 0], y[:, 0], torch.ones(4, dtype=torch.float64))),
+                     ("triplet_margin_loss", (x, y, y.flip(0)))]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run(lambda *a: getattr(TF, fn)(*a, size_average=size_average, reduce=reduce),
+                  lambda *a: getattr(F, fn)(*a, size_average=size_average, reduce=reduce), list(args), [0])
+
+
+def test_forward_and_backward_compute_nothing_in_torch():
+    a, b, c = (tgrad.from_torch(uniform64((6, 4), -1, 1, s)).requires_grad_() for s in (60, 61, 62))
+    y = tgrad.from_torch(torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0, -1.0], dtype=torch.float64))
+    with AtenRecorder() as rec:
+        losses = [nn.KLDivLoss(reduction="batchmean")(a, b.abs()), nn.CosineEmbeddingLoss(0.2)(a, b, y),
+                  nn.MarginRankingLoss()(a[:, 0], b[:, 0], y), nn.TripletMarginLoss(swap=True)(a, b, c),
+                  nn.GaussianNLLLoss(full=True)(a, b, c.abs()), nn.PoissonNLLLoss(full=True)(a, b.abs() * 3)]
+        sum(losses).backward()
+    assert rec.computed() == {}, f"torch computed: {rec.computed()}"

@@ -7,7 +7,7 @@ import torch
 
 import tgrad
 import tgrad.nn.functional as F
-from support.modules import backward_both, copy_module
+from support.modules import backward_both, copy_module, module_pair
 from support.reference import assert_close, make_pair, raises
 from tgrad.kernels.runtime.launch import count_launches
 
@@ -34,10 +34,7 @@ def test_rms_norm(dtype):
 
 
 def test_rms_norm_module_and_launches():
-    torch.manual_seed(0)
-    ref = torch.nn.RMSNorm(6, eps=1e-5).double()
-    mod = tgrad.nn.RMSNorm(6, eps=1e-5, dtype=tgrad.float64)
-    copy_module(ref, mod)
+    ref, mod = module_pair("RMSNorm", 6, eps=1e-5)
     x, xr = make_pair((5, 6), tgrad.float64, seed=4)
     with count_launches() as c:
         out = mod(x)
@@ -56,10 +53,7 @@ def test_group_norm(shape, groups):
 
 
 def test_group_norm_module_and_double_backward():
-    torch.manual_seed(0)
-    ref = torch.nn.GroupNorm(2, 4).double()
-    mod = tgrad.nn.GroupNorm(2, 4, dtype=tgrad.float64)
-    copy_module(ref, mod)
+    ref, mod = module_pair("GroupNorm", 2, 4)
     x, xr = make_pair((3, 4, 5), tgrad.float64, seed=7)
     (g,) = tgrad.autograd.grad((mod(x) ** 3).sum(), [x], create_graph=True)
     (gr,) = torch.autograd.grad((ref(xr) ** 3).sum(), [xr], create_graph=True)

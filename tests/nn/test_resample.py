@@ -244,57 +244,6 @@ def test_pool_module_reprs_and_errors():
         F.max_pool1d(tgrad.ones(2, 3, 5), (2, 2))
 
 
-def test_a_captured_step_through_the_new_layers_replays_as_eager_steps():
-    # reflect padding, conv, transposed conv, bilinear upsampling, adaptive pooling, channel dropout
-    batches = [uniform64((2, 2, 6, 5), seed=40 + i).float() for i in range(4)]
-
-    def make():
-        tgrad.manual_seed(5)
-        model = nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1, padding_mode="reflect"), nn.Dropout2d(0.3),
-                              nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1),
-                              nn.Upsample(size=(6, 5), mode="bilinear"), nn.AdaptiveAvgPool2d((3, 2)))
-        return model, tgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-    def loss_of(model, x):
-        return (model(x) ** 2).mean()
-
-    model, opt = make()
-    eager = []
-    for x in batches:
-        opt.zero_grad()
-        loss = loss_of(model, tgrad.tensor(x))
-        loss.backward()
-        opt.step()
-        eager.append(loss.item())
-
-    graphed, opt = make()
-    static_x = tgrad.zeros(batches[0].shape)
-
-    def step():
-        loss = loss_of(graphed, static_x)
-        loss.backward()
-        opt.step()
-        return loss
-    losses = []
-    for i, x in enumerate(batches):
-        static_x.copy_(tgrad.tensor(x))
-        if i == 0:  # warm-up: momentum buffers
-            opt.zero_grad(set_to_none=True)
-            losses.append(step().item())
-        elif i == 1:
-            g = tgrad.graphs.Graph("cpu")
-            opt.zero_grad(set_to_none=True)
-            with tgrad.graphs.graph(g):
-                static_loss = step()
-            losses.append(static_loss.item())
-        else:
-            g.replay()
-            losses.append(static_loss.item())
-    assert losses == eager
-    for a, b in zip(model.parameters(), graphed.parameters()):
-        assert torch.equal(a.torch(), b.torch())
-
-
 def test_interpolate_backward_finds_every_reader_over_many_sizes_and_scales():
     # the backward gathers over a window of candidate outputs per input: sizes and scale factors
     # drawn at random (fixed seed), every mode, gradients against torch

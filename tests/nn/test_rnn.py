@@ -9,23 +9,11 @@ import pytest
 import torch
 
 import tgrad
-from support.modules import backward_both, copy_module, flat
+from support.modules import assert_param_grads as compare_params, backward_both, flat
+from support.modules import module_pair as make_modules
 from support.reference import assert_close, make_pair, raises
 from tgrad.kernels.runtime.launch import count_launches
 from tgrad.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
-
-
-def make_modules(kind, *args, dtype=tgrad.float64, **kw):
-    torch.manual_seed(0)
-    ref = getattr(torch.nn, kind)(*args, **kw).double()
-    mod = getattr(tgrad.nn, kind)(*args, dtype=dtype, **kw)
-    copy_module(ref, mod)
-    return ref, mod
-
-
-def compare_params(ref, mod):
-    for (name, p), (_, q) in zip(ref.named_parameters(), mod.named_parameters()):
-        assert_close(q.grad, p.grad, msg=f"grad of {name}")
 
 
 @pytest.mark.parametrize("kind,kw", [

@@ -68,9 +68,15 @@ UNARY = {  # name -> (tgrad fn, torch fn, low, high)
 }
 
 
+# rows of the op table, with the parameters it passes them: tests/ops/test_op_table.py runs those on
+# the layouts and dtypes above (the entries stay here for the tests below)
+OP_TABLE_ROWS = {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu",
+                 "silu", "softplus_b2_t1", "leaky_relu_0.2", "elu_1.5", "sign", "floor", "ceil"}
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("layout", UNARY_LAYOUTS)
-@pytest.mark.parametrize("name", list(UNARY))
+@pytest.mark.parametrize("name", [n for n in UNARY if n not in OP_TABLE_ROWS])
 def test_unary(name, layout, dtype):
     fn, ref_fn, low, high = UNARY[name]
     x, xr = leaf(layout, dtype, low, high)

@@ -1,6 +1,7 @@
-"""The later schedulers of torch.optim.lr_scheduler against PyTorch's: the exact sequences of
+"""The schedulers of torch.optim.lr_scheduler against PyTorch's: the exact sequences of
 learning rates (and momenta where they cycle it), get_last_lr(), the state dicts' contents, a
-state-dict round trip that continues identically, and their errors."""
+state-dict round trip that continues identically, the step-order and get_lr() warnings, and their
+errors."""
 import math
 import warnings
 
@@ -66,6 +67,11 @@ CASES = [
                         three_phase=True, div_factor=10.0)),
     ("SequentialLR", dict(milestones=[3, 7])),
     ("ChainedScheduler", {}),
+    ("StepLR", dict(step_size=3, gamma=0.5)),
+    ("ExponentialLR", dict(gamma=0.9)),
+    ("CosineAnnealingLR", dict(T_max=5, eta_min=0.01)),
+    ("LinearLR", dict(start_factor=0.25, end_factor=1.0, total_iters=6)),
+    ("LambdaLR", dict(lr_lambda=lambda epoch: 1.0 / (1 + epoch))),
 ]
 
 
@@ -157,16 +163,6 @@ def test_closed_forms_with_an_epoch_match_torch():
     assert lrs[1] == lrs[0]
 
 
-def test_get_lr_outside_step_warns():
-    _, sched = _make(tgrad, "MultiStepLR", dict(milestones=[2]))
-    with pytest.warns(UserWarning, match="please use `get_last_lr\\(\\)`"):
-        sched.get_lr()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        sched.optimizer.step()
-        sched.step()
-
-
 def test_errors_match_torch():
     cases = [
         ("ConstantLR", dict(factor=1.5), ValueError),
@@ -218,7 +214,33 @@ def test_errors_match_torch():
 def test_every_scheduler_warns_on_get_lr_outside_step():
     for name, kwargs in [("StepLR", dict(step_size=2)), ("ExponentialLR", dict(gamma=0.5)),
                          ("CosineAnnealingLR", dict(T_max=3)), ("LinearLR", {}), ("LambdaLR", dict(lr_lambda=abs)),
-                         ("ConstantLR", {}), ("PolynomialLR", {}), ("OneCycleLR", dict(max_lr=1.0, total_steps=4))]:
+                         ("ConstantLR", {}), ("PolynomialLR", {}), ("OneCycleLR", dict(max_lr=1.0, total_steps=4)),
+                         ("MultiStepLR", dict(milestones=[2]))]:
         _, sched = _make(tgrad, name, kwargs)
         with pytest.warns(UserWarning, match="please use `get_last_lr\\(\\)`"):
             sched.get_lr()
+        with warnings.catch_warnings():  # and not inside step()
+            warnings.simplefilter("error")
+            sched.optimizer.step()
+            sched.step()
+
+
+def test_state_dict_loads_into_another_scheduler_and_step_order_warns():
+    opt, sched = _make(tgrad, "StepLR", dict(step_size=2, gamma=0.5))
+    for _ in range(5):
+        opt.step()
+        sched.step()
+    state = sched.state_dict()
+    p = tgrad.ones(1, requires_grad=True)
+    other = optim.lr_scheduler.StepLR(optim.SGD([p, tgrad.ones(1, requires_grad=True)], lr=0.1), step_size=9)
+    other.load_state_dict(state)
+    assert other.last_epoch == 5 and other.step_size == 2 and other.get_last_lr() == sched.get_last_lr()
+    opt = optim.SGD([p], lr=0.1)
+    s = optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    with pytest.warns(UserWarning, match="Detected call of `lr_scheduler.step\\(\\)` before `optimizer.step\\(\\)`"):
+        s.step()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.step()
+        s.step()
+    assert math.isclose(s.get_last_lr()[0], 0.025)

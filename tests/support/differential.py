@@ -5,7 +5,8 @@ A program is ``fn(L, F)`` where ``L`` is the library (``torch`` or ``tgrad``) an
 returns a tensor, a number, or a (nested) tuple/list of them. ``same(fn)`` runs it on both and
 asserts they agree: whether it raised (and the exception type), then for each tensor the shape,
 dtype, ``requires_grad`` and values (NaN equal to NaN, infinities by sign, signed zeros where
-``signed_zeros``) within the dtype's tolerance.
+``signed_zeros``) within the dtype's tolerance. ``grads(build, *data)`` makes the program that
+returns an op's result and its leaves' gradients under a fixed upstream gradient.
 """
 from __future__ import annotations
 
@@ -104,3 +105,15 @@ def same(fn, signed_zeros=False, tol=None):
     want, got = run(fn, "torch"), run(fn, "tgrad")
     compare(got, want, signed_zeros=signed_zeros, tol=tol)
     return want
+
+
+def grads(build, *data, dtype="float64"):
+    """A program: leaves from ``data``, ``build(L, F, *leaves)`` summed against a fixed upstream
+    gradient, then the leaves' gradients (and the forward result)."""
+    def program(L, F):
+        leaves = [L.tensor(d, dtype=getattr(L, dtype), requires_grad=True) for d in data]
+        y = build(L, F, *leaves)
+        g = L.tensor(np.linspace(-1.5, 2.0, y.numel()).reshape(tuple(y.shape)), dtype=y.dtype)
+        y.backward(g)
+        return (y.detach(),) + tuple(x.grad for x in leaves)
+    return program

@@ -17,6 +17,8 @@ lies at that address. Three tools make such bugs visible:
 - ``Guard(shape, dtype)``: a strided, offset view inside a larger buffer of 0x7F bytes;
   ``check()`` asserts that no byte outside the view changed, ``unwritten()`` counts the elements
   of the view still holding the sentinel.
+
+``close`` and ``backprop`` compare a guarded run with its float64 torch reference.
 """
 from __future__ import annotations
 
@@ -26,9 +28,11 @@ import numpy as np
 import torch
 from triton.runtime.interpreter import InterpreterBuilder, interpreter_builder
 
+import tgrad
 from tgrad.kernels.runtime.launch import launch_observers
 
 SENTINEL = 0x7F
+F64 = torch.float64
 
 
 class MemoryViolation(AssertionError):
@@ -231,3 +235,20 @@ class Guard:
         """How many elements of the view still hold the sentinel bytes (never written)."""
         return int((raw_bytes(self.view) == SENTINEL).all(axis=1).sum())
 
+
+
+def close(got, want, dtype=torch.float32):
+    got = got.torch() if isinstance(got, tgrad.Tensor) else got
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(got.to(F64), want.detach().to(F64), equal_nan=True, **tol)
+
+
+def backprop(y, yr, pairs, dtype=torch.float32, seed=5):
+    """One random upstream gradient through tgrad's ``y`` and torch's ``yr``; each (leaf, reference)
+    pair's gradients compared."""
+    gen = torch.Generator().manual_seed(seed)
+    up = torch.rand(tuple(y.shape), generator=gen, dtype=F64) - 0.5
+    y.backward(tgrad.from_torch(up.to(y.torch().dtype)))
+    yr.backward(up.to(y.torch().dtype).to(F64))
+    for x, xr in pairs:
+        close(x.grad, xr.grad, dtype)

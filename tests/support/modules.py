@@ -1,6 +1,6 @@
 """nn modules in both libraries: PyTorch's weights copied into tgrad's module (after checking that
-the state-dict keys and shapes are PyTorch's), and one backward through both with random upstream
-gradients on every output."""
+the state-dict keys and shapes are PyTorch's), one backward through both with random upstream
+gradients on every output, and the parameters' gradients compared."""
 import torch
 
 import tgrad
@@ -16,6 +16,21 @@ def copy_module(ref, mod):
     mod.load_state_dict(sd)
     ref.load_state_dict({k: v.torch().clone().to(torch.float64) if v.is_floating_point() else v.torch().clone()
                          for k, v in mod.state_dict().items()})
+
+
+def module_pair(kind, *args, dtype=tgrad.float64, **kw):
+    """(torch.nn.<kind> in float64, initialised from seed 0; tgrad.nn.<kind> holding its weights)."""
+    torch.manual_seed(0)
+    ref = getattr(torch.nn, kind)(*args, **kw).double()
+    mod = getattr(tgrad.nn, kind)(*args, dtype=dtype, **kw)
+    copy_module(ref, mod)
+    return ref, mod
+
+
+def assert_param_grads(ref, mod):
+    """Each parameter's gradient in ``mod`` is the one of the same parameter in ``ref``."""
+    for (name, p), (_, q) in zip(ref.named_parameters(), mod.named_parameters()):
+        assert_close(q.grad, p.grad, msg=f"grad of {name}")
 
 
 def mod_dtype(mod):

@@ -3,7 +3,8 @@
 Data is drawn in float64, cast to the test dtype, and the torch reference is built from the *cast*
 values in float64, so a comparison measures tgrad's arithmetic and not the rounding of its inputs.
 Also: the devices the op tests run on, exact-message ``raises``, random upstream gradients, and
-``compare`` / ``compare_second_order`` (one op in both libraries: output, grads, second derivatives).
+``compare`` / ``compare_backward`` / ``compare_double_backward`` / ``compare_second_order`` (one op in
+both libraries: output, grads, second derivatives).
 """
 from __future__ import annotations
 
@@ -143,18 +144,34 @@ def compare(fn_t, fn_r, shapes, dtype=tgrad.float64, seed=0, noncontig=False, de
     return out, ref
 
 
-def compare_second_order(fn_t, fn_r, shapes, seed=0, **kw):
-    """d/dx <dL/dx, v> for L = <fn(x), g>: the first-order grads built with create_graph in both
-    libraries, then differentiated again, in float64."""
-    pairs = leaves(shapes, tgrad.float64, seed)
+def compare_backward(out, ref, pairs, dtype=None, seed=11, atol=None):
+    """tgrad's ``out`` against torch's float64 ``ref`` (and, given ``dtype``, out's dtype), then one
+    random upstream gradient through both and the gradients of every (tgrad leaf, torch leaf) in
+    ``pairs``, each in its leaf's dtype."""
+    assert_close(out.cpu(), ref, dtype, atol=atol, msg="output")
+    if dtype is not None:
+        assert out.dtype is dtype
+    g, gr = upstream(tuple(ref.shape), dtype or out.dtype, seed)
+    out.backward(g.to(out.device))
+    ref.backward(gr)
+    for i, (t, r) in enumerate(pairs):
+        assert t.grad is not None and t.grad.dtype is t.dtype, f"grad of argument {i}"
+        assert_close(t.grad, r.grad, t.dtype, atol=atol, msg=f"grad of argument {i}")
+
+
+def compare_double_backward(fn_t, fn_r, pairs, seed=5, rtol=None, atol=None):
+    """First and second derivatives of fn at the (tgrad leaf, torch leaf) ``pairs`` (a (None, None)
+    pair is passed to fn as None): the gradients of <fn, g> built with create_graph in both
+    libraries and compared, then differentiated again along random directions v (d/dx <dL/dx, v>)."""
     xs = [t for t, _ in pairs if t is not None]
     rs = [r for _, r in pairs if r is not None]
-    out, ref = fn_t(*[t for t, _ in pairs], **kw), fn_r(*[r for _, r in pairs], **kw)
-    g = uniform64(tuple(ref.shape), -1, 1, seed + 5)
-    gt = tgrad.from_torch(g.clone())
-    d_t = tgrad.autograd.grad(out, xs, gt, create_graph=True)
+    out, ref = fn_t(*[t for t, _ in pairs]), fn_r(*[r for _, r in pairs])
+    g = uniform64(tuple(ref.shape), -1, 1, seed)
+    d_t = tgrad.autograd.grad(out, xs, tgrad.from_torch(g.clone()), create_graph=True)
     d_r = torch.autograd.grad(ref, rs, g, create_graph=True)
-    compare_derivatives_of(d_t, d_r, xs, rs, seed)
+    for i, (a, b) in enumerate(zip(d_t, d_r)):
+        assert_close(a, b, rtol=rtol, atol=atol, msg=f"derivative {i}")
+    compare_derivatives_of(d_t, d_r, xs, rs, seed - 5, rtol=rtol, atol=atol)
 
 
 def compare_derivatives_of(d_t, d_r, xs, rs, seed=0, **tol):
@@ -170,6 +187,12 @@ def compare_derivatives_of(d_t, d_r, xs, rs, seed=0, **tol):
             assert a is None or float(a.abs().max()) == 0.0, f"second derivative {i}"
         else:
             assert_close(a, b, msg=f"second derivative {i}", **tol)
+
+
+def compare_second_order(fn_t, fn_r, shapes, seed=0, **kw):
+    """``compare_double_backward`` of fn(*inputs, **kw) on float64 leaves of ``shapes``."""
+    compare_double_backward(lambda *a: fn_t(*a, **kw), lambda *a: fn_r(*a, **kw), leaves(shapes, tgrad.float64, seed),
+                            seed=seed + 5)
 
 
 def run(fn_t, fn_g, inputs, grads=None, rtol=1e-10, atol=1e-12, exact_dtype=True):

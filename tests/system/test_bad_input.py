@@ -30,6 +30,10 @@ def test_broadcast_error_names_the_right_operands_and_dim():
         tgrad.ones(3) - tgrad.ones(2)
     with raises(RuntimeError, "The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1"):
         tgrad.ones(2, 4, 1) * tgrad.ones(5, 3)
+    with raises(RuntimeError, "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1"):
+        tgrad.ones(2, 3) * tgrad.ones(3, 2)  # the last dim is checked first
+    with raises(RuntimeError, "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1"):
+        tgrad.ones(2, 2) - tgrad.ones(3)  # dims counted in the result's rank
 
 
 def test_in_place_result_cannot_grow():
@@ -98,10 +102,12 @@ def test_non_scalar_backward_needs_a_gradient():
     x = tgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
     with raises(RuntimeError, "grad can be implicitly created only for scalar outputs"):
         (x * 2).backward()
+    with raises(RuntimeError, "grad can be implicitly created only for scalar outputs"):
+        tgrad.autograd.grad(x * 2, x)
     assert x.grad is None
 
 
-@pytest.mark.parametrize("out_shape, grad_shape", [((3,), (2,)), ((), (1,)), ((1,), ()), ((2, 3), (3, 2))])
+@pytest.mark.parametrize("out_shape, grad_shape", [((3,), (2,)), ((3,), ()), ((), (1,)), ((1,), ()), ((2, 3), (3, 2))])
 def test_gradient_of_the_wrong_shape(out_shape, grad_shape):
     x = tgrad.ones(*out_shape, requires_grad=True)
     shown = lambda s: f"tgrad.Size({list(s)})"  # noqa: E731
@@ -131,8 +137,15 @@ def test_backward_twice():
 
 
 def test_backward_of_a_tensor_without_grad():
-    with raises(RuntimeError, "element 0 of tensors does not require grad and does not have a grad_fn"):
+    no_grad = "element 0 of tensors does not require grad and does not have a grad_fn"
+    with raises(RuntimeError, no_grad):
         tgrad.ones(3).sum().backward()
+    with raises(RuntimeError, no_grad):  # checked before the scalar check
+        tgrad.ones(3).backward()
+    with tgrad.no_grad():
+        y = (tgrad.tensor([1.0, 2.0], requires_grad=True) * 2).sum()
+    with raises(RuntimeError, no_grad):
+        y.backward()
 
 
 # ------------------------------------------------------------------------------ indexing

@@ -27,6 +27,7 @@ import tgrad
 import tgrad.nn as tnn
 import tgrad.optim  # noqa: F401  (rows reach it as T.optim, like torch.optim)
 import tgrad.utils.data  # noqa: F401
+from support.checkpoints import saved_bytes as _save_bytes
 from support.kernel_guard import memory_checked
 from tgrad.kernels.runtime.launch import count_launches
 
@@ -119,12 +120,6 @@ def _load_mismatched(T):
     state["9.extra"] = state["0.bias"]
     del state["0.bias"]
     _mlp(T).load_state_dict(state)
-
-
-def _save_bytes(obj):
-    buf = io.BytesIO()
-    tgrad.save(obj, buf)
-    return buf.getvalue()
 
 
 def _load_bytes(raw):

@@ -1,13 +1,12 @@
-"""tgrad.multinomial (Philox kernel) and nn.utils.clip_grad_norm_ / clip_grad_value_, what the
-character-level GPT example samples and clips with."""
+"""The random ops: tgrad.multinomial (Philox kernel; what the character-level GPT example samples
+with) and tgrad.bernoulli, their distributions, reproducibility and errors."""
 from contextlib import nullcontext
 
-import pytest
 import torch
 
 import tgrad
 import tgrad.kernels.random.multinomial as KM
-from support.reference import assert_close, make_pair, raises
+from support.reference import raises
 from tgrad.kernels.runtime.target import as_cuda
 
 
@@ -22,6 +21,9 @@ def test_multinomial_with_replacement_follows_the_weights():
     assert (counts - expect).abs().max() < 0.03
     tgrad.manual_seed(1)
     assert torch.equal(tgrad.multinomial(w, 4000, replacement=True).torch(), s.torch())  # reproducible
+    p = tgrad.tensor([0.1, 0.0, 0.6, 0.3])  # a 1-d distribution
+    freq = tgrad.bincount(tgrad.multinomial(p, 4000, replacement=True), minlength=4).to(tgrad.float32) / 4000
+    assert (freq - p).abs().amax().item() < 0.03 and freq[1].item() == 0
 
 
 def test_multinomial_without_replacement():
@@ -35,6 +37,8 @@ def test_multinomial_without_replacement():
     second = (s[:, 1] == 1).double().mean()
     assert abs(second - (0.3 + 0.075)) < 0.03
     assert tgrad.multinomial(tgrad.tensor([0.0, 1.0]), 1).tolist() == [1]
+    once = tgrad.multinomial(tgrad.tensor([[1.0, 2.0, 3.0, 4.0]] * 50), 4)  # every category: a permutation
+    assert all(sorted(r) == [0, 1, 2, 3] for r in once.tolist())
 
 
 def test_multinomial_in_gpu_blocks_draws_what_the_cpu_blocks_draw():
@@ -63,17 +67,8 @@ def test_multinomial_errors():
         tgrad.multinomial(tgrad.tensor([0.5, 0.0, 0.0]), 2)
 
 
-@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
-def test_clip_grad_norm(norm_type):
-    a, ar = make_pair((3, 4), tgrad.float64, seed=1)
-    b, br = make_pair((5,), tgrad.float64, seed=2)
-    ((a * a).sum() * 3 + b.sum()).backward()
-    ((ar * ar).sum() * 3 + br.sum()).backward()
-    total = tgrad.nn.utils.clip_grad_norm_([a, b], 0.7, norm_type)
-    total_ref = torch.nn.utils.clip_grad_norm_([ar, br], 0.7, norm_type)
-    assert_close(total, total_ref)
-    assert_close(a.grad, ar.grad)
-    assert_close(b.grad, br.grad)
-    tgrad.nn.utils.clip_grad_value_([a], 0.01)
-    torch.nn.utils.clip_grad_value_([ar], 0.01)
-    assert_close(a.grad, ar.grad)
+def test_bernoulli_draws():
+    tgrad.manual_seed(0)
+    b = tgrad.bernoulli(tgrad.full((4000,), 0.25))
+    assert b.dtype is tgrad.float32 and abs(b.mean().item() - 0.25) < 0.03
+    assert set(tgrad.bernoulli(tgrad.zeros(10), 1.0).tolist()) == {1.0}
