@@ -15,7 +15,7 @@ from collections import defaultdict
 import numpy as np
 import torch as _torch
 
-from .. import _dtype, ops
+from .. import _dtype
 from ..modes import no_grad
 from ..tensor import Tensor
 
@@ -88,7 +88,7 @@ class GradScaler:
                     if p.grad.dtype is _dtype.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     p.grad.mul_(inv_scale)
-                    found_inf = found_inf or not bool(ops.isfinite(p.grad).all())
+                    found_inf = found_inf or not bool(p.grad.isfinite().all())
         state["found_inf"], state["stage"] = found_inf, OptState.UNSCALED
 
     def step(self, optimizer, *args, **kwargs):

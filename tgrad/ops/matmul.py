@@ -13,6 +13,7 @@ from .. import backends
 from ..autograd.function import BuiltinFunction
 from .. import _dtype
 from ..tensor import Tensor
+from ..amp.autocast_mode import autocast_policy
 from tgrad.kernels.linalg import matmul as K
 from .common import broadcast_shapes, check_runnable, wrap
 from .registry import op
@@ -77,6 +78,7 @@ def _exact(a, b, kernel):
 
 
 @op("mm")
+@autocast_policy(cpu='lower', cuda='lower')
 def mm(a, b):
     if a.ndim != 2 or b.ndim != 2:
         raise RuntimeError(f"{'self' if a.ndim != 2 else 'mat2'} must be a matrix")
@@ -84,6 +86,7 @@ def mm(a, b):
 
 
 @op("bmm")
+@autocast_policy(cpu='lower', cuda='lower')
 def bmm(a, b):
     if a.ndim != 3 or b.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if a.ndim != 3 else "batch2 must be a 3D tensor")
@@ -126,6 +129,7 @@ class Dot(BuiltinFunction):
 
 
 @op("matmul")
+@autocast_policy(cpu='lower', cuda='lower')
 def matmul(a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul(): argument must be Tensor, not {type(b if isinstance(a, Tensor) else a).__name__}")
@@ -184,6 +188,7 @@ class Mv(BuiltinFunction):
 
 
 @op("mv")
+@autocast_policy(cuda='lower')
 def mv(a, v):
     if a.ndim != 2 or v.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {v.ndim}")

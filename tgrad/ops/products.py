@@ -12,6 +12,7 @@ import warnings
 import torch
 
 from .. import _dtype
+from ..amp.autocast_mode import autocast_policy
 from . import arrange, factories, matmul
 from .common import normalize_dim
 from .elementwise import where
@@ -23,21 +24,25 @@ from .arrange import diagonal_view
 # ----------------------------------------------------------------------------- products
 
 @op("addmm")
+@autocast_policy(cpu='lower', cuda='lower')
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     return _scaled(input, beta) + _scaled(matmul.mm(mat1, mat2), alpha)
 
 
 @op("addmv")
+@autocast_policy(cuda='lower')
 def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
     return _scaled(input, beta) + _scaled(matmul.mv(mat, vec), alpha)
 
 
 @op("addbmm")
+@autocast_policy(cpu='lower', cuda='lower')
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     return _scaled(input, beta) + _scaled(matmul.bmm(batch1, batch2).sum(0), alpha)
 
 
 @op("baddbmm")
+@autocast_policy(cpu='lower', cuda='lower')
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     return _scaled(input, beta) + _scaled(matmul.bmm(batch1, batch2), alpha)
 
@@ -80,6 +85,7 @@ def tensordot(a, b, dims=2):
 
 
 @op("einsum", method=False)
+@autocast_policy(cuda='lower')
 def einsum(equation, *operands):
     """Sums of products over named indices; two operands contract through one batched matmul,
     more are folded left to right."""
@@ -178,6 +184,7 @@ def _contract(a, sa, b, sb, out):
 
 
 @op("cdist", method=False)
+@autocast_policy(cpu='fp32', cuda='fp32')
 def cdist(x1, x2, p=2.0, compute_mode=None):
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
@@ -192,6 +199,7 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 
 
 @op("addr")
+@autocast_policy(cuda='lower')
 def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
     for name, v in (("vec1", vec1), ("vec2", vec2)):
         if v.ndim != 1:
