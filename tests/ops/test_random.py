@@ -2,6 +2,8 @@
 with) and tgrad.bernoulli, their distributions, reproducibility and errors."""
 from contextlib import nullcontext
 
+import pytest
+
 import torch
 
 import tgrad
@@ -72,3 +74,69 @@ def test_bernoulli_draws():
     b = tgrad.bernoulli(tgrad.full((4000,), 0.25))
     assert b.dtype is tgrad.float32 and abs(b.mean().item() - 0.25) < 0.03
     assert set(tgrad.bernoulli(tgrad.zeros(10), 1.0).tolist()) == {1.0}
+
+
+# ------------------------------------------------------------------------------ in-place draws
+IN_PLACE = [("uniform_", (2.0, 5.0)), ("normal_", (1.0, 3.0)), ("log_normal_", (0.0, 0.5)),
+            ("exponential_", (2.0,)), ("geometric_", (0.3,)), ("random_", (3, 9)), ("random_", (7,))]
+
+
+@pytest.mark.parametrize("name,args", IN_PLACE)
+def test_in_place_draws_follow_torchs_distribution(name, args):
+    """Same distribution as PyTorch's draw (their numbers differ: another generator): the sample
+    quantiles of 20,000 draws agree, the tensor is returned and its version moves."""
+    tgrad.manual_seed(3)
+    ours = tgrad.zeros(20000, dtype=tgrad.float64)
+    out = getattr(ours, name)(*args)
+    assert out is ours and ours._version == 1
+    theirs = getattr(torch.zeros(20000, dtype=torch.float64), name)(*args)
+    q = torch.tensor([0.1, 0.25, 0.5, 0.75, 0.9], dtype=torch.float64)
+    got, want = torch.quantile(ours.torch(), q), torch.quantile(theirs, q)
+    assert ((got - want).abs() <= 0.05 * want.abs() + 0.05).all(), (got, want)
+
+
+def test_cauchy_median_and_integer_random_ranges():
+    tgrad.manual_seed(4)
+    c = tgrad.zeros(20000, dtype=tgrad.float64).cauchy_(2.0, 0.5)
+    assert abs(torch.quantile(c.torch(), torch.tensor([0.5], dtype=torch.float64)).item() - 2.0) < 0.05
+    assert abs(torch.quantile(c.torch(), torch.tensor([0.75], dtype=torch.float64)).item() - 2.5) < 0.05
+    ints = tgrad.zeros(2000, dtype=tgrad.int64).random_(4)
+    assert set(ints.tolist()) == {0, 1, 2, 3}
+    assert tgrad.zeros(100, dtype=tgrad.bool).random_().dtype is tgrad.bool
+    f = tgrad.zeros(1000, dtype=tgrad.float32).random_()
+    assert float(f.min()) >= 0 and float(f.max()) <= 2 ** 24 and float(f.max()) > 2 ** 20
+
+
+def test_in_place_draws_write_through_views_and_reproduce():
+    base = tgrad.zeros(4, 6)
+    base[:, ::2].normal_()
+    assert (base[:, 1::2] == 0).all() and (base[:, ::2] != 0).all()
+    g = tgrad.Generator().manual_seed(9)
+    a = tgrad.empty(5).uniform_(generator=g).tolist()
+    g.manual_seed(9)
+    assert tgrad.empty(5).uniform_(generator=g).tolist() == a
+
+
+@pytest.mark.parametrize("name,args,exc", [("uniform_", (1, 0), RuntimeError), ("normal_", (0, -1), RuntimeError),
+                                           ("exponential_", (0,), RuntimeError), ("log_normal_", (1, 0), RuntimeError),
+                                           ("geometric_", (0,), RuntimeError), ("geometric_", (1.5,), RuntimeError),
+                                           ("cauchy_", (0, 0), RuntimeError), ("random_", (5, 2), RuntimeError)])
+def test_in_place_draw_errors_match(name, args, exc):
+    with pytest.raises(exc) as theirs:
+        getattr(torch.zeros(3), name)(*args)
+    with pytest.raises(exc) as ours:
+        getattr(tgrad.zeros(3), name)(*args)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_in_place_draws_respect_autograd_rules_and_dtypes():
+    for lib in (torch, tgrad):
+        w = lib.zeros(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            w.normal_()
+        with lib.no_grad():
+            w.normal_()
+        assert w.requires_grad and w.grad_fn is None
+        for name in ("uniform_", "normal_"):
+            with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+                getattr(lib.zeros(3, dtype=lib.int64), name)()

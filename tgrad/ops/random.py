@@ -192,6 +192,96 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     return _new(_draw(KR.fill_normal, out, generator, float(mean), float(std)), requires_grad)
 
 
+# ---------------------------------------------------------------- in-place draws (Tensor methods)
+# Each draws a fresh tensor (kernels) and writes it with copy_, so the in-place rules (a leaf that
+# requires grad, views, version counters, dtype casts) are copy_'s, as PyTorch's are its own.
+
+def _fill(input, sample):
+    return input.copy_(sample)
+
+
+def _like(input, kernel):
+    return _float_dt(input.dtype, kernel), tuple(input.shape), input.device
+
+
+@op("uniform_", function=False)
+def uniform_(input, from_=0.0, to=1.0, *, generator=None):  # noqa: A002
+    """U[from, to)."""
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
+    dt, shape, device = _like(input, "check_uniform_bounds")
+    out = torch.empty(shape, dtype=dt.torch, device=device)
+    return _fill(input, _new(_draw(KR.fill_uniform, out, generator, float(from_), float(to))))
+
+
+@op("normal_", function=False)
+def normal_(input, mean=0.0, std=1.0, *, generator=None):  # noqa: A002
+    """N(mean, std^2)."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    dt, shape, device = _like(input, "normal_kernel_cpu")
+    out = torch.empty(shape, dtype=dt.torch, device=device)
+    return _fill(input, _new(_draw(KR.fill_normal, out, generator, float(mean), float(std))))
+
+
+@op("log_normal_", function=False)
+def log_normal_(input, mean=1.0, std=2.0, *, generator=None):  # noqa: A002
+    """exp(N(mean, std^2))."""
+    if std <= 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    dt, shape, device = _like(input, "log_normal_cpu")
+    with no_grad():
+        return _fill(input, normal(mean, std, shape, generator=generator, dtype=dt, device=device).exp())
+
+
+@op("exponential_", function=False)
+def exponential_(input, lambd=1.0, *, generator=None):  # noqa: A002
+    """-log(1 - U) / lambd."""
+    if lambd <= 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    dt, shape, device = _like(input, "exponential_cpu")
+    with no_grad():
+        return _fill(input, (1 - rand(shape, generator=generator, dtype=dt, device=device)).log() * (-1 / lambd))
+
+
+@op("cauchy_", function=False)
+def cauchy_(input, median=0.0, sigma=1.0, *, generator=None):  # noqa: A002
+    """median + sigma * tan(pi (U - 1/2))."""
+    if sigma <= 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    dt, shape, device = _like(input, "cauchy_cpu")
+    with no_grad():
+        u = rand(shape, generator=generator, dtype=dt, device=device)
+        return _fill(input, ((u - 0.5) * math.pi).tan() * sigma + median)
+
+
+@op("geometric_", function=False)
+def geometric_(input, p, *, generator=None):  # noqa: A002
+    """The trial of the first success, success probability p: ceil(log(1 - U) / log(1 - p))."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    with no_grad():
+        u = rand(tuple(input.shape), generator=generator, dtype=_dtype.float64, device=input.device)
+        return _fill(input, ((1 - u).log() / math.log1p(-p)).ceil().clamp(min=1))
+
+
+@op("random_", function=False)
+def random_(input, from_=0, to=None, *, generator=None):  # noqa: A002
+    """Integers uniform in [from, to); ``random_(to)`` is [0, to); ``random_()`` [0, 2^mantissa]
+    for floats (every integer the dtype holds exactly), [0, max] for integers."""
+    if to is None and from_ != 0:
+        from_, to = 0, from_
+    if to is None:
+        dt = input.dtype
+        to = 2 ** round(1 - math.log2(torch.finfo(dt.torch).eps)) + 1 if dt.is_floating_point else (
+            2 if dt is _dtype.bool else min(torch.iinfo(dt.torch).max + 1, 2 ** 63 - 1))  # int64's range, less its max
+    if from_ >= to:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
+    with no_grad():
+        return _fill(input, randint(int(from_), int(to), tuple(input.shape), generator=generator,
+                                    device=input.device))
+
+
 @op("rand_like", method=False)
 def rand_like(t, dtype=None, device=None, requires_grad=False):
     return rand(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
