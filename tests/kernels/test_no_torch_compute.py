@@ -83,6 +83,9 @@ TORCH_STORAGE_FUNCTIONS = {
     "result_type", "can_cast", "broadcast_shapes", "set_printoptions", "get_printoptions", "no_grad",
     "utils.dlpack.to_dlpack", "utils.dlpack.from_dlpack", "save", "load",
     "_C._storage_Use_Count",  # metadata: whether a gradient's storage is shared (engine, .grad stealing)
+    "nn.Parameter",  # tgrad.to_torch: the same storage handed to PyTorch as its Parameter class
+    # graph capture's per-thread dispatch-mode stack (what records launches; computes nothing)
+    "utils._python_dispatch._push_mode", "utils._python_dispatch._pop_mode",
 }
 # device management and queries (torch.cuda.*, torch.backends.*)
 TORCH_STORAGE_PREFIXES = ("cuda.", "backends.", "_C._dlpack")

@@ -89,9 +89,13 @@ def test_in_place_draws_follow_torchs_distribution(name, args):
     ours = tgrad.zeros(20000, dtype=tgrad.float64)
     out = getattr(ours, name)(*args)
     assert out is ours and ours._version == 1
+    torch.manual_seed(3)
     theirs = getattr(torch.zeros(20000, dtype=torch.float64), name)(*args)
-    q = torch.tensor([0.1, 0.25, 0.5, 0.75, 0.9], dtype=torch.float64)
-    got, want = torch.quantile(ours.torch(), q), torch.quantile(theirs, q)
+    if name in ("random_", "geometric_"):  # discrete: quantiles jump by whole steps; compare moments
+        got, want = torch.stack([ours.torch().mean(), ours.torch().std()]), torch.stack([theirs.mean(), theirs.std()])
+    else:
+        q = torch.tensor([0.1, 0.25, 0.5, 0.75, 0.9], dtype=torch.float64)
+        got, want = torch.quantile(ours.torch(), q), torch.quantile(theirs, q)
     assert ((got - want).abs() <= 0.05 * want.abs() + 0.05).all(), (got, want)
 
 

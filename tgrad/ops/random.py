@@ -85,7 +85,7 @@ class Generator:
         """The state as a uint8 tensor, as PyTorch's: here 16 bytes, the seed and the counter
         offset (little-endian uint64); PyTorch's Mersenne-Twister states are not interchangeable."""
         raw = bytearray(struct.pack("<QQ", self._seed, self.offset))
-        return _new(torch.frombuffer(raw, dtype=torch.uint8).clone())
+        return _new(torch.tensor(list(raw), dtype=torch.uint8))
 
     def set_state(self, new_state):
         if not isinstance(new_state, Tensor) or new_state.dtype is not _dtype.uint8:
