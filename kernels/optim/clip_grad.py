@@ -136,7 +136,24 @@ def _clip_scale_kernel(table, like, partials, n_partials, total_out, rows_per_pr
     if SKIP_NONFINITE:  # the host raises; scaling by 1 leaves every value as it was
         finite = (total == total) & (tl.abs(total.to(OUT_MATH)) != float("inf"))
         coef = tl.where(finite, coef, 1.0).to(OUT)
-    c = coef.to(G_MATH)
+    _update_rows(table, like, rows_per_program, _scaled, coef.to(G_MATH), G_MATH, BLOCK)
+
+
+@triton.jit
+def _scaled(g, c, MATH: tl.constexpr):
+    return g.to(MATH) * c
+
+
+@triton.jit
+def _clamped(g, v, MATH: tl.constexpr):
+    x = g.to(MATH)
+    x = tl.where(x < -v, -v, x)
+    return tl.where(x > v, v, x)
+
+
+@triton.jit
+def _update_rows(table, like, rows_per_program, OP: tl.constexpr, a, MATH: tl.constexpr, BLOCK: tl.constexpr):
+    """g = OP(g, a, MATH) in place, rounded back to g's dtype, over this program's rows of the table."""
     first_row = tl.program_id(0).to(tl.int64) * rows_per_program
     for row in range(first_row, first_row + rows_per_program):
         ptr = _row_ptr(table, row, like)
@@ -145,24 +162,12 @@ def _clip_scale_kernel(table, like, partials, n_partials, total_out, rows_per_pr
             offs = start + tl.arange(0, BLOCK)
             mask = offs < n
             g = tl.load(ptr + offs, mask=mask, other=0.0)
-            tl.store(ptr + offs, (g.to(G_MATH) * c).to(g.dtype), mask=mask)
+            tl.store(ptr + offs, OP(g, a, MATH).to(g.dtype), mask=mask)
 
 
 @triton.jit
 def _clamp_kernel(table, like, rows_per_program, v_bits, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
-    v = as_f64(v_bits).to(COMPUTE)
-    first_row = tl.program_id(0).to(tl.int64) * rows_per_program
-    for row in range(first_row, first_row + rows_per_program):
-        ptr = _row_ptr(table, row, like)
-        n = tl.load(table + row * ROW + 1)
-        for start in range(0, n, BLOCK):
-            offs = start + tl.arange(0, BLOCK)
-            mask = offs < n
-            g = tl.load(ptr + offs, mask=mask, other=0.0)
-            x = g.to(COMPUTE)
-            x = tl.where(x < -v, -v, x)
-            x = tl.where(x > v, v, x)
-            tl.store(ptr + offs, x.to(g.dtype), mask=mask)
+    _update_rows(table, like, rows_per_program, _clamped, as_f64(v_bits).to(COMPUTE), COMPUTE, BLOCK)
 
 
 def _grid(device, n_rows):
