@@ -41,6 +41,16 @@ def _row_ptr(table, row, like):
 
 
 @triton.jit
+def _lanes_total(acc, nans, KIND: tl.constexpr):
+    """The block's lanes folded: max / min (NaN if any lane saw one) for KIND 3 / 4, else the sum."""
+    if KIND == 3:
+        return tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.max(acc, axis=0))
+    elif KIND == 4:
+        return tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.min(acc, axis=0))
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
 def _norm_partials_kernel(table, like, partials, rows_per_program, p_bits, KIND: tl.constexpr,
                           ACC: tl.constexpr, BLOCK: tl.constexpr):
     p = as_f64(p_bits).to(ACC)
@@ -72,13 +82,7 @@ def _norm_partials_kernel(table, like, partials, rows_per_program, p_bits, KIND:
                 acc += tl.where(a != 0.0, 1.0, 0.0).to(ACC)
             else:
                 acc += tl.where(mask, tl.exp(p * tl.log(a)), 0.0)
-        if KIND == 3:
-            total = tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.max(acc, axis=0))
-        elif KIND == 4:
-            total = tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.min(acc, axis=0))
-        else:
-            total = tl.sum(acc, axis=0)
-        tl.store(partials + out, total.to(ACC))
+        tl.store(partials + out, _lanes_total(acc, nans, KIND).to(ACC))
 
 
 @triton.jit
@@ -105,12 +109,7 @@ def _total(partials, n_partials, p, KIND: tl.constexpr, ACC: tl.constexpr, P_BLO
                 acc += tl.where(v != 0.0, 1.0, 0.0).to(ACC)
             else:
                 acc += v
-    if KIND == 3:
-        total = tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.max(acc, axis=0))
-    elif KIND == 4:
-        total = tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.min(acc, axis=0))
-    else:
-        total = tl.sum(acc, axis=0)
+    total = _lanes_total(acc, nans, KIND)
     if KIND == 2:
         total = tl.sqrt(total)
     elif KIND == 0:
