@@ -12,37 +12,14 @@ import tgrad
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
+from .wrapper import FunctionalWrapper
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "ELU", "Softplus",
            "PReLU", "Mish", "Hardswish", "Softmax2d", "Softmin", "GLU", "Threshold", "Hardtanh", "ReLU6", "SELU",
            "CELU", "Hardsigmoid", "LogSigmoid", "Softsign", "Tanhshrink", "Hardshrink", "Softshrink"]
 
 
-class _Configured(Module):
-    """An activation that keeps its constructor's arguments (the keywords its subclass's ``__init__``
-    passes here, in order) as attributes and hands them to ``_fn`` after the input, ``inplace`` by
-    keyword; its repr lists them as PyTorch's do (``inplace`` only when set)."""
-    _fn = None
-
-    def __init__(self, **arguments):
-        super().__init__()
-        self._positional = tuple(name for name in arguments if name != "inplace")
-        self._has_inplace = "inplace" in arguments
-        for name, value in arguments.items():
-            setattr(self, name, value)
-
-    def forward(self, input):
-        values = [getattr(self, name) for name in self._positional]
-        if self._has_inplace:
-            return type(self)._fn(input, *values, inplace=self.inplace)
-        return type(self)._fn(input, *values)
-
-    def extra_repr(self):
-        parts = [f"{name}={getattr(self, name)!r}" for name in self._positional]
-        return ", ".join(parts + (["inplace=True"] if self._has_inplace and self.inplace else []))
-
-
-class _InplaceOnly(_Configured):
+class _InplaceOnly(FunctionalWrapper):
     """An activation whose only argument is ``inplace``."""
 
     def __init__(self, inplace=False):
@@ -57,21 +34,17 @@ class _NoArgument(Module):
         return type(self)._fn(input)
 
 
-class _AlongDim(Module):
+class _AlongDim(FunctionalWrapper):
     """An activation along one dim (``dim``); ``_stacklevel`` for the warning of an implicit dim."""
-    _fn, _stacklevel = None, None
+    _stacklevel = None
 
     def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
+        super().__init__(dim=dim)
 
     def forward(self, input):
         if self._stacklevel is None:
-            return type(self)._fn(input, self.dim)
+            return super().forward(input)
         return type(self)._fn(input, self.dim, _stacklevel=self._stacklevel)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
 
 
 class ReLU(_InplaceOnly):
@@ -143,28 +116,28 @@ class GLU(_AlongDim):
         super().__init__(dim)
 
 
-class LeakyReLU(_Configured):
+class LeakyReLU(FunctionalWrapper):
     _fn = staticmethod(F.leaky_relu)
 
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__(negative_slope=negative_slope, inplace=inplace)
 
 
-class GELU(_Configured):
+class GELU(FunctionalWrapper):
     _fn = staticmethod(F.gelu)
 
     def __init__(self, approximate="none"):
         super().__init__(approximate=approximate)
 
 
-class ELU(_Configured):
+class ELU(FunctionalWrapper):
     _fn = staticmethod(F.elu)
 
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__(alpha=alpha, inplace=inplace)
 
 
-class Softplus(_Configured):
+class Softplus(FunctionalWrapper):
     _fn = staticmethod(F.softplus)
 
     def __init__(self, beta=1.0, threshold=20.0):
@@ -197,14 +170,14 @@ class Softmax2d(Module):
         return F.softmax(input, -3, _stacklevel=5)
 
 
-class Threshold(_Configured):
+class Threshold(FunctionalWrapper):
     _fn = staticmethod(F.threshold)
 
     def __init__(self, threshold, value, inplace=False):
         super().__init__(threshold=threshold, value=value, inplace=inplace)
 
 
-class Hardtanh(_Configured):
+class Hardtanh(FunctionalWrapper):
     _fn = staticmethod(F.hardtanh)
 
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
@@ -229,14 +202,14 @@ class ReLU6(Hardtanh):
         return "inplace=True" if self.inplace else ""
 
 
-class CELU(_Configured):
+class CELU(FunctionalWrapper):
     _fn = staticmethod(F.celu)
 
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__(alpha=alpha, inplace=inplace)
 
 
-class _Shrink(_Configured):
+class _Shrink(FunctionalWrapper):
     def __init__(self, lambd=0.5):
         super().__init__(lambd=lambd)
 

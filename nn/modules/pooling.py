@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
+from .wrapper import FunctionalWrapper
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
@@ -74,19 +75,14 @@ class AvgPool2d(_AvgPoolNd):
                             self.count_include_pad, self.divisor_override)
 
 
-class _AdaptivePool(Module):
-    _fn, _max = None, False
+class _AdaptivePool(FunctionalWrapper):
+    _max = False
 
     def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size = output_size
         if self._max:
-            self.return_indices = return_indices
-
-    def forward(self, input):
-        if self._max:
-            return type(self)._fn(input, self.output_size, self.return_indices)
-        return type(self)._fn(input, self.output_size)
+            super().__init__(output_size=output_size, return_indices=return_indices)
+        else:
+            super().__init__(output_size=output_size)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
