@@ -143,11 +143,12 @@ def _tile_and_head(PACKED: tl.constexpr):
 
 
 @triton.jit
-def _query_block(q_ptr, seed, offset, state, scale_bits, keep_bits, L, E, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3,
-                 FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr,
-                 BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    """What a query-block program starts from: its tile, the key head its rows read, the rows, the
-    feature ranges, the scale and dropout constants, the Philox key and base, and the queries."""
+def _query_block(q_ptr, seed, offset, state, scale_bits, keep_bits, L, S, E, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3,
+                 CAUSAL: tl.constexpr, FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
+    """What a query-block program starts from: the key head its rows read, the rows, the feature
+    ranges, the scale and dropout constants, the Philox key and base, the queries and the range
+    [lo, hi) of key offsets they meet."""
     pid, bh = _tile_and_head(PACKED)
     bhk = (bh // HQ) * HK + (bh % HQ) // GROUP
     r, i, rmask = _query_rows(pid, bh, L, NR, BLOCK_M, PACKED)
@@ -155,7 +156,8 @@ def _query_block(q_ptr, seed, offset, state, scale_bits, keep_bits, L, E, HQ, HK
     ev = tl.arange(0, BLOCK_EV)
     key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
     q = _load_rows(q_ptr, r, i, rmask, L, HQ, sq0, sq1, sq2, sq3, e, E, ACC)
-    return (pid, bhk, r, i, rmask, e, ev, as_f64(scale_bits).to(ACC), as_f64(keep_bits).to(ACC), key, base, q)
+    lo, hi = _key_range(pid, L, S, HQ, HK, GROUP, NR, CAUSAL, PACKED, BLOCK_M)
+    return (bhk, r, i, rmask, e, ev, as_f64(scale_bits).to(ACC), as_f64(keep_bits).to(ACC), key, base, q, lo, hi)
 
 
 @triton.jit
@@ -184,13 +186,12 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, seed, offset,
                     sv0, sv1, sv2, sv3, sm0, sm1, sm2, sm3, MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr,
                     DROPOUT: tl.constexpr, FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    pid, bhk, r, i, rmask, e, ev, scale, inv_keep, key, base, q = _query_block(
-        q_ptr, seed, offset, state, scale_bits, keep_bits, L, E, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3, FROM_STATE,
-        PACKED, ACC, BLOCK_M, BLOCK_E, BLOCK_EV)
+    bhk, r, i, rmask, e, ev, scale, inv_keep, key, base, q, lo, hi = _query_block(
+        q_ptr, seed, offset, state, scale_bits, keep_bits, L, S, E, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3, CAUSAL,
+        FROM_STATE, PACKED, ACC, BLOCK_M, BLOCK_E, BLOCK_EV)
     m_i = tl.full([BLOCK_M], float("-inf"), ACC)
     l_i = tl.zeros([BLOCK_M], ACC)
     acc = tl.zeros([BLOCK_M, BLOCK_EV], ACC)
-    lo, hi = _key_range(pid, L, S, HQ, HK, GROUP, NR, CAUSAL, PACKED, BLOCK_M)
     for n0 in range(lo, hi, BLOCK_N):
         kc, j, cmask, kt, s = _keys_and_logits(n0, bhk, hi, k_ptr, sk0, sk1, sk2, sk3, q, r, i, rmask, L, S, E, HQ,
                                                HK, GROUP, mask_ptr, sm0, sm1, sm2, sm3, scale, e, MASK_KIND,
@@ -220,12 +221,11 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, do_ptr, dq
                        MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr,
                        FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr,
                        BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    pid, bhk, r, i, rmask, e, ev, scale, inv_keep, key, base, q = _query_block(
-        q_ptr, seed, offset, state, scale_bits, keep_bits, L, E, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3, FROM_STATE,
-        PACKED, ACC, BLOCK_M, BLOCK_E, BLOCK_EV)
+    bhk, r, i, rmask, e, ev, scale, inv_keep, key, base, q, lo, hi = _query_block(
+        q_ptr, seed, offset, state, scale_bits, keep_bits, L, S, E, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3, CAUSAL,
+        FROM_STATE, PACKED, ACC, BLOCK_M, BLOCK_E, BLOCK_EV)
     do, delta, lse = _grad_rows(do_ptr, o_ptr, lse_ptr, r, i, rmask, L, HQ, sd0, sd1, sd2, sd3, ev, EV, ACC)
     dq = tl.zeros([BLOCK_M, BLOCK_E], ACC)
-    lo, hi = _key_range(pid, L, S, HQ, HK, GROUP, NR, CAUSAL, PACKED, BLOCK_M)
     for n0 in range(lo, hi, BLOCK_N):
         kc, j, cmask, kt, s = _keys_and_logits(n0, bhk, hi, k_ptr, sk0, sk1, sk2, sk3, q, r, i, rmask, L, S, E, HQ,
                                                HK, GROUP, mask_ptr, sm0, sm1, sm2, sm3, scale, e, MASK_KIND,

@@ -57,19 +57,28 @@ def _sig(x):
 
 
 @triton.jit
+def _rows_times_w(a_ptr, rb, B, K, w_ptr, wn, swn, swk, n_mask, COMPUTE: tl.constexpr, BLOCK_B: tl.constexpr,
+                  BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """(A W)[rb, :] for A (B, K) contiguous and W's column wn[c], row k at w_ptr + wn[c]*swn + k*swk:
+    a step's fused matmul, in fp32 (fp64 for fp64)."""
+    acc = tl.zeros([BLOCK_B, BLOCK_H], COMPUTE)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + rb[:, None] * K + kk[None, :], mask=(rb < B)[:, None] & (kk < K)[None, :],
+                    other=0).to(COMPUTE)
+        w = tl.load(w_ptr + wn[None, :] * swn + kk[:, None] * swk, mask=n_mask[None, :] & (kk < K)[:, None],
+                    other=0).to(COMPUTE)
+        acc = tl.dot(a, w, acc, input_precision="ieee", out_dtype=COMPUTE)
+    return acc
+
+
+@triton.jit
 def _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, k, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
                FUSE_MM: tl.constexpr, HAS_BIAS: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_B: tl.constexpr,
                BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Gate k's recurrent input for (rows rb, units rh): (h_{t-1} W_hh^T + b_hh)[:, k H + rh]."""
     if FUSE_MM:
-        acc = tl.zeros([BLOCK_B, BLOCK_H], COMPUTE)
-        for k0 in range(0, H, BLOCK_K):
-            kk = k0 + tl.arange(0, BLOCK_K)
-            a = tl.load(hp_ptr + rb[:, None] * H + kk[None, :], mask=(rb < B)[:, None] & (kk < H)[None, :],
-                        other=0).to(COMPUTE)
-            w = tl.load(w_ptr + (k * H + rh)[None, :] * sw0 + kk[:, None] * sw1,
-                        mask=(rh < H)[None, :] & (kk < H)[:, None], other=0).to(COMPUTE)
-            acc = tl.dot(a, w, acc, input_precision="ieee", out_dtype=COMPUTE)
+        acc = _rows_times_w(hp_ptr, rb, B, H, w_ptr, k * H + rh, sw0, sw1, rh < H, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K)
         if HAS_BIAS:
             acc += tl.load(bias_ptr + k * H + rh, mask=rh < H, other=0).to(COMPUTE)[None, :]
         return acc
@@ -82,15 +91,7 @@ def _carry(mm_ptr, dn_ptr, w_ptr, rb, rh, lin, mask, B, H, GH, sw0, sw1, FUSE_MM
            COMPUTE: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """What step t+1 sends back to h_t: (dhg_{t+1} W_hh)[rb, rh], formed here, or read from mm."""
     if FUSE_MM:
-        acc = tl.zeros([BLOCK_B, BLOCK_H], COMPUTE)
-        for j0 in range(0, GH, BLOCK_K):
-            jj = j0 + tl.arange(0, BLOCK_K)
-            a = tl.load(dn_ptr + rb[:, None] * GH + jj[None, :], mask=(rb < B)[:, None] & (jj < GH)[None, :],
-                        other=0).to(COMPUTE)
-            w = tl.load(w_ptr + jj[:, None] * sw0 + rh[None, :] * sw1, mask=(jj < GH)[:, None] & (rh < H)[None, :],
-                        other=0).to(COMPUTE)
-            acc = tl.dot(a, w, acc, input_precision="ieee", out_dtype=COMPUTE)
-        return acc
+        return _rows_times_w(dn_ptr, rb, B, GH, w_ptr, rh, sw1, sw0, rh < H, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K)
     else:
         return tl.load(mm_ptr + lin, mask=mask, other=0).to(COMPUTE)
 
