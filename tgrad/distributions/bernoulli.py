@@ -46,10 +46,9 @@ class Bernoulli(ProbsLogitsDistribution):
         return self.probs * (1 - self.probs)
 
     def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
         with tgrad.no_grad():
             p = self.probs
-            u = tgrad.rand(shape, dtype=p.dtype, device=p.device)
+            u = self._noise(sample_shape, tgrad.rand, p)
             return (u < p).to(p.dtype)
 
     def log_prob(self, value):
