@@ -52,10 +52,20 @@ def _group_tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _kernel_tap(rk, KH, KW):
-    """(channel, kh, kw) of the reduction index rk = (channel, kh, kw) row-major."""
+def _pixel_tile(M, N, HW, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """This program's tile of an implicit GEMM whose M rows are pixels (n, p) of planes of HW:
+    (group, columns, row mask, column mask, n, p)."""
+    group, tile_m, tile_n = _group_tile(M, N, BLOCK_M, BLOCK_N)
+    rm = tile_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    return group, rn, rm < M, rn < N, rm // HW, rm % HW
+
+
+@triton.jit
+def _kernel_tap(rk, K, KH, KW):
+    """(channel, kh, kw, rk < K) of the reduction index rk = (channel, kh, kw) row-major."""
     kk = rk % (KH * KW)
-    return rk // (KH * KW), kk // KW, kk % KW
+    return rk // (KH * KW), kk // KW, kk % KW, rk < K
 
 
 @triton.jit
@@ -82,13 +92,8 @@ def conv_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, OH, OW, M, K, KH, KW, CG, 
                     STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W,
                     HAS_BIAS: tl.constexpr, ACC: tl.constexpr, UPCAST: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    group, tile_m, tile_n = _group_tile(M, OCG, BLOCK_M, BLOCK_N)
-    rm = tile_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)  # output pixels (n, oh, ow)
-    rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)               # output channels in group
-    mask_m = rm < M
-    mask_n = rn < OCG
-    n = rm // (OH * OW)
-    pix = rm % (OH * OW)
+    # rows: output pixels (n, oh, ow); columns: output channels in the group
+    group, rn, mask_m, mask_n, n, pix = _pixel_tile(M, OCG, OH * OW, BLOCK_M, BLOCK_N)
     oh = pix // OW
     ow = pix % OW
     ih0 = oh * STRIDE_H - PAD_H
@@ -99,18 +104,15 @@ def conv_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, OH, OW, M, K, KH, KW, CG, 
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC)
     for k0 in range(0, K, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)  # reduction index (c, kh, kw)
-        mask_k = rk < K
-        c, kh, kw = _kernel_tap(rk, KH, KW)
+        c, kh, kw, mask_k = _kernel_tap(k0 + tl.arange(0, BLOCK_K), K, KH, KW)  # reduction index (c, kh, kw)
         ih = ih0[:, None] + (kh * DIL_H)[None, :]
         iw = iw0[:, None] + (kw * DIL_W)[None, :]
         a_mask = (mask_m[:, None] & mask_k[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W))
         a = tl.load(x_ptr + (x_row[:, None] + (c.to(tl.int64) * sxc)[None, :] + ih * sxh + iw * sxw),
                     mask=a_mask, other=0.0)
         w_row = c.to(tl.int64) * swc + kh * swh + kw * sww
-        b = tl.load(w_ptr + (w_row[:, None] + w_col[None, :]), mask=mask_k[:, None] & mask_n[None, :],
-                    other=0.0)
-        acc = _dot(a, b, acc, ACC, UPCAST)
+        acc = _dot(a, tl.load(w_ptr + (w_row[:, None] + w_col[None, :]), mask=mask_k[:, None] & mask_n[None, :],
+                              other=0.0), acc, ACC, UPCAST)
 
     _store_channels(acc, y_ptr, b_ptr, oc, sb, n, pix, OC, OH * OW, mask_m, mask_n, HAS_BIAS, ACC)
 
@@ -124,24 +126,16 @@ def conv_dgrad_kernel(g_ptr, w_ptr, b_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, C
     """dx[n, c, ih, iw] = sum_{o, kh, kw} g[n, o, oh, ow] w[o, c, kh, kw] over the (oh, ow) with
     oh*s - p + kh*d = ih (and the same for w): the transposed convolution as a gather; plus b[c]
     when HAS_BIAS (conv_transpose's bias)."""
-    group, tile_m, tile_n = _group_tile(M, CG, BLOCK_M, BLOCK_N)
-    rm = tile_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)  # input pixels (n, ih, iw)
-    rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)               # input channels in group
-    mask_m = rm < M
-    mask_n = rn < CG
-    n = rm // (H * W)
-    pix = rm % (H * W)
+    # rows: input pixels (n, ih, iw); columns: input channels in the group
+    group, rn, mask_m, mask_n, n, pix = _pixel_tile(M, CG, H * W, BLOCK_M, BLOCK_N)
     th0 = pix // W + PAD_H  # oh*s + kh*d for the (oh, kh) that reach this row
     tw0 = pix % W + PAD_W
     g_row = n * sgn + (group * OCG).to(tl.int64) * sgc
-    ci = group * CG + rn
     w_col = rn.to(tl.int64) * swc
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC)
     for k0 in range(0, K, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)  # reduction index (o, kh, kw)
-        mask_k = rk < K
-        o, kh, kw = _kernel_tap(rk, KH, KW)
+        o, kh, kw, mask_k = _kernel_tap(k0 + tl.arange(0, BLOCK_K), K, KH, KW)  # reduction index (o, kh, kw)
         th = th0[:, None] - (kh * DIL_H)[None, :]
         tw = tw0[:, None] - (kw * DIL_W)[None, :]
         # negative th are masked, so how // and % round them does not matter
@@ -152,11 +146,10 @@ def conv_dgrad_kernel(g_ptr, w_ptr, b_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, C
         a = tl.load(g_ptr + (g_row[:, None] + (o.to(tl.int64) * sgc)[None, :] + oh * sgh + ow * sgw),
                     mask=a_mask, other=0.0)
         w_row = (group * OCG + o).to(tl.int64) * swo + kh * swh + kw * sww
-        b = tl.load(w_ptr + (w_row[:, None] + w_col[None, :]), mask=mask_k[:, None] & mask_n[None, :],
-                    other=0.0)
-        acc = _dot(a, b, acc, ACC, UPCAST)
+        acc = _dot(a, tl.load(w_ptr + (w_row[:, None] + w_col[None, :]), mask=mask_k[:, None] & mask_n[None, :],
+                              other=0.0), acc, ACC, UPCAST)
 
-    _store_channels(acc, dx_ptr, b_ptr, ci, sb, n, pix, C, H * W, mask_m, mask_n, HAS_BIAS, ACC)
+    _store_channels(acc, dx_ptr, b_ptr, group * CG + rn, sb, n, pix, C, H * W, mask_m, mask_n, HAS_BIAS, ACC)
 
 
 @triton.jit
@@ -176,7 +169,7 @@ def conv_wgrad_kernel(x_ptr, g_ptr, dw_ptr, H, W, OH, OW, P, CKK, KH, KW, CG, OC
     mask_n = rn < CKK
     oc = group * OCG + rm
     g_col = oc.to(tl.int64) * sgc
-    c, kh, kw = _kernel_tap(rn, KH, KW)
+    c, kh, kw, _ = _kernel_tap(rn, CKK, KH, KW)
     kh_d = kh * DIL_H - PAD_H
     kw_d = kw * DIL_W - PAD_W
     x_col = (group * CG + c).to(tl.int64) * sxc
