@@ -1,5 +1,5 @@
 """Index helpers of the kernels that walk (N, C, H, W) planes and slide windows over them
-(pooling, adaptive pooling, interpolation, fold/unfold, convolution). All ``@triton.jit``.
+(pooling, adaptive pooling, interpolation, fold/unfold, convolution). ``@triton.jit`` but the last.
 
 - ``plane_block(TOTAL, C, H, W, sn, sc, BLOCK)``: this program's block of the row-major
   (n, c, h, w) elements of a contiguous output: ``(lin, mask, h, w, nc, base)``, with nc = n*C + c
@@ -8,13 +8,16 @@
   window reads, and whether it lies in [0, L) (outside it reads the padding).
 - ``window_source(i, k, S, P, D, O)``: the adjoint, for the gathers of the backwards: the output
   o whose window's tap k reads input i, and whether there is one (the division exact, o in [0, O)).
+- ``grad_planes(g, x_shape)`` (host): the contiguous input gradient a backward's launch fills, and
+  the sizes it takes.
 """
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
-__all__ = ["plane_block", "window_tap", "window_source"]
+__all__ = ["plane_block", "window_tap", "window_source", "grad_planes"]
 
 
 @triton.jit
@@ -39,3 +42,11 @@ def window_source(i, k, S, P, D, O):
     t = i + P - k * D
     o = t // S  # negative t are masked, so how // and % round them does not matter
     return o, (t >= 0) & (t % S == 0) & (o < O)
+
+
+def grad_planes(g, x_shape):
+    """(dx, C, H, W, OH, OW): dx empty and contiguous, of ``x_shape`` (N, C, H, W) and g's dtype;
+    (OH, OW) g's planes."""
+    _, C, H, W = x_shape
+    OH, OW = g.shape[2:]
+    return torch.empty(tuple(x_shape), dtype=g.dtype, device=g.device), C, H, W, OH, OW

@@ -24,7 +24,7 @@ import triton.language as tl
 from ..runtime.launch import launch
 from ..helpers.dtypes import compute_dtype
 from ..helpers.layout import block_for, cdiv
-from ..helpers.windows import plane_block
+from ..helpers.windows import grad_planes, plane_block
 
 __all__ = ["adaptive_pool2d_forward", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d_backward"]
 
@@ -115,9 +115,7 @@ def adaptive_pool2d_forward(x, out_hw, is_max):
 
 
 def _backward(g, idx, x_shape):
-    N, C, H, W = x_shape
-    OH, OW = g.shape[2:]
-    dx = torch.empty(tuple(x_shape), dtype=g.dtype, device=g.device)
+    dx, C, H, W, OH, OW = grad_planes(g, x_shape)
     total = dx.numel()
     if total:
         block = block_for(total, g.device)

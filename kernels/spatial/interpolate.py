@@ -27,7 +27,7 @@ import triton.language as tl
 from ..runtime.launch import launch
 from ..helpers.dtypes import compute_dtype
 from ..helpers.layout import block_for, cdiv
-from ..helpers.windows import plane_block
+from ..helpers.windows import grad_planes, plane_block
 from ..helpers.scalars import as_f64, f64_bits
 
 __all__ = ["MODES", "interpolate_forward", "interpolate_backward"]
@@ -182,9 +182,7 @@ def interpolate_forward(x, out_hw, mode, align_corners, scales):
 
 def interpolate_backward(g, x_shape, mode, align_corners, scales):
     """dL/dx (contiguous, g's dtype) from g = dL/dy (N, C, OH, OW), any strides."""
-    N, C, H, W = x_shape
-    OH, OW = g.shape[2:]
-    dx = torch.empty(tuple(x_shape), dtype=g.dtype, device=g.device)
+    dx, C, H, W, OH, OW = grad_planes(g, x_shape)
     total = dx.numel()
     if total:
         compute, idx, parts = _meta(g.dtype, mode, scales)

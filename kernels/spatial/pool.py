@@ -22,7 +22,7 @@ import triton.language as tl
 from ..helpers.dtypes import accumulate_dtype, compute_dtype
 from ..runtime.launch import launch
 from ..helpers.layout import block_for, cdiv
-from ..helpers.windows import plane_block, window_source, window_tap
+from ..helpers.windows import grad_planes, plane_block, window_source, window_tap
 from ..runtime.target import target
 
 __all__ = ["max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "avg_pool2d_backward"]
@@ -150,9 +150,7 @@ def max_pool2d_forward(x, kernel, stride, padding, dilation, out_hw):
 
 def max_pool2d_backward(g, idx, x_shape, kernel, stride, padding, dilation):
     """dL/dx (contiguous, g's dtype) from g = dL/dy (any strides) and the forward's indices."""
-    N, C, H, W = x_shape
-    OH, OW = g.shape[2:]
-    dx = torch.empty(tuple(x_shape), dtype=g.dtype, device=g.device)
+    dx, C, H, W, OH, OW = grad_planes(g, x_shape)
     total = dx.numel()
     if total:
         block = _block(total, g.device)
@@ -177,9 +175,7 @@ def avg_pool2d_forward(x, kernel, stride, padding, out_hw, count_include_pad, di
 
 
 def avg_pool2d_backward(g, x_shape, kernel, stride, padding, count_include_pad, divisor_override):
-    N, C, H, W = x_shape
-    OH, OW = g.shape[2:]
-    dx = torch.empty(tuple(x_shape), dtype=g.dtype, device=g.device)
+    dx, C, H, W, OH, OW = grad_planes(g, x_shape)
     total = dx.numel()
     if total:
         block = _block(total, g.device)
