@@ -4,10 +4,12 @@
 - ``plane_block(TOTAL, C, H, W, sn, sc, BLOCK)``: this program's block of the row-major
   (n, c, h, w) elements of a contiguous output: ``(lin, mask, h, w, nc, base)``, with nc = n*C + c
   and base the offset of plane (n, c) in a strided operand (strides sn, sc).
-- ``window_tap(o, k, S, P, D, L)``: the input index i = o*S - P + k*D that tap k of output o's
-  window reads, and whether it lies in [0, L) (outside it reads the padding).
-- ``window_source(i, k, S, P, D, O)``: the adjoint, for the gathers of the backwards: the output
-  o whose window's tap k reads input i, and whether there is one (the division exact, o in [0, O)).
+- ``window_tap(o, k, S, P, D, L, live)``: the input index i = o*S - P + k*D that tap k of output
+  o's window reads, and whether the lane is ``live`` and i lies in [0, L) (outside it reads the
+  padding).
+- ``window_source(i, k, S, P, D, O, live)``: the adjoint, for the gathers of the backwards: the
+  output o whose window's tap k reads input i, and whether the lane is ``live`` and there is one
+  (the division exact, o in [0, O)).
 - ``grad_planes(g, x_shape)`` (host): the contiguous input gradient a backward's launch fills, and
   the sizes it takes.
 """
@@ -32,16 +34,16 @@ def plane_block(TOTAL, C, H, W, sn, sc, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def window_tap(o, k, S, P, D, L):
+def window_tap(o, k, S, P, D, L, live):
     i = o * S - P + k * D
-    return i, (i >= 0) & (i < L)
+    return i, live & (i >= 0) & (i < L)
 
 
 @triton.jit
-def window_source(i, k, S, P, D, O):
+def window_source(i, k, S, P, D, O, live):
     t = i + P - k * D
     o = t // S  # negative t are masked, so how // and % round them does not matter
-    return o, (t >= 0) & (t % S == 0) & (o < O)
+    return o, live & (t >= 0) & (t % S == 0) & (o < O)
 
 
 def grad_planes(g, x_shape):

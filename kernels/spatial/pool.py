@@ -36,11 +36,9 @@ def max_pool_fwd_kernel(x_ptr, y_ptr, idx_ptr, TOTAL, C, H, W, OH, OW, sxn, sxc,
     best_idx = tl.zeros([BLOCK], tl.int64)
     found = lin < 0
     for kh in range(KH):
-        ih, in_h = window_tap(oh, kh, SH, PH, DH, H)
-        row_ok = mask & in_h
+        ih, row_ok = window_tap(oh, kh, SH, PH, DH, H, mask)
         for kw in range(KW):
-            iw, in_w = window_tap(ow, kw, SW, PW, DW, W)
-            ok = row_ok & in_w
+            iw, ok = window_tap(ow, kw, SW, PW, DW, W, row_ok)
             v = tl.load(x_ptr + (base + ih * sxh + iw * sxw), mask=ok, other=float("-inf")).to(COMPUTE)
             # the first in-image position starts the search, even if it (and all after it) is -inf
             take = ok & ((v > best) | (v != v) | (found == 0))
@@ -60,11 +58,9 @@ def max_pool_bwd_kernel(g_ptr, idx_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc
     me = ih * W + iw
     acc = tl.zeros([BLOCK], COMPUTE)
     for kh in range(KH):
-        oh, from_h = window_source(ih, kh, SH, PH, DH, OH)
-        row_ok = mask & from_h
+        oh, row_ok = window_source(ih, kh, SH, PH, DH, OH, mask)
         for kw in range(KW):
-            ow, from_w = window_source(iw, kw, SW, PW, DW, OW)
-            ok = row_ok & from_w
+            ow, ok = window_source(iw, kw, SW, PW, DW, OW, row_ok)
             won = tl.load(idx_ptr + (idx_base + oh * OW + ow), mask=ok, other=-1) == me
             g = tl.load(g_ptr + (g_base + oh * sgh + ow * sgw), mask=ok & won, other=0.0)
             acc += g.to(COMPUTE)
@@ -95,11 +91,9 @@ def avg_pool_fwd_kernel(x_ptr, y_ptr, TOTAL, C, H, W, OH, OW, sxn, sxc, sxh, sxw
     lin, mask, oh, ow, nc, base = plane_block(TOTAL, C, OH, OW, sxn, sxc, BLOCK)
     acc = tl.zeros([BLOCK], COMPUTE)
     for kh in range(KH):
-        ih, in_h = window_tap(oh, kh, SH, PH, 1, H)
-        row_ok = mask & in_h
+        ih, row_ok = window_tap(oh, kh, SH, PH, 1, H, mask)
         for kw in range(KW):
-            iw, in_w = window_tap(ow, kw, SW, PW, 1, W)
-            ok = row_ok & in_w
+            iw, ok = window_tap(ow, kw, SW, PW, 1, W, row_ok)
             acc += tl.load(x_ptr + (base + ih * sxh + iw * sxw), mask=ok, other=0.0).to(COMPUTE)
     d = _avg_divisor(oh, ow, H, W, KH, KW, SH, SW, PH, PW, divisor, COUNT_INCLUDE_PAD, HAS_DIVISOR)
     tl.store(y_ptr + lin, (acc / d.to(COMPUTE)).to(y_ptr.dtype.element_ty), mask=mask)
@@ -113,11 +107,9 @@ def avg_pool_bwd_kernel(g_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sg
     lin, mask, ih, iw, nc, g_base = plane_block(TOTAL, C, H, W, sgn, sgc, BLOCK)
     acc = tl.zeros([BLOCK], COMPUTE)
     for kh in range(KH):
-        oh, from_h = window_source(ih, kh, SH, PH, 1, OH)
-        row_ok = mask & from_h
+        oh, row_ok = window_source(ih, kh, SH, PH, 1, OH, mask)
         for kw in range(KW):
-            ow, from_w = window_source(iw, kw, SW, PW, 1, OW)
-            ok = row_ok & from_w
+            ow, ok = window_source(iw, kw, SW, PW, 1, OW, row_ok)
             g = tl.load(g_ptr + (g_base + oh * sgh + ow * sgw), mask=ok, other=0.0).to(COMPUTE)
             d = _avg_divisor(oh, ow, H, W, KH, KW, SH, SW, PH, PW, divisor, COUNT_INCLUDE_PAD,
                              HAS_DIVISOR)

@@ -40,9 +40,8 @@ def im2col_kernel(x_ptr, y_ptr, TOTAL, C, H, W, OH, OW, KH, KW, sxn, sxc, sxh, s
     kh = (lin // (OW * OH * KW)) % KH
     c = (lin // (OW * OH * KW * KH)) % C
     n = lin // (OW * OH * KW * KH * C)
-    ih, in_h = window_tap(oh, kh, SH, PH, DH, H)
-    iw, in_w = window_tap(ow, kw, SW, PW, DW, W)
-    ok = mask & in_h & in_w
+    ih, in_h = window_tap(oh, kh, SH, PH, DH, H, mask)
+    iw, ok = window_tap(ow, kw, SW, PW, DW, W, in_h)
     v = tl.load(x_ptr + (n * sxn + c * sxc + ih * sxh + iw * sxw), mask=ok, other=0.0)
     tl.store(y_ptr + lin, v, mask=mask)
 
@@ -54,11 +53,9 @@ def col2im_kernel(g_ptr, b_ptr, x_ptr, TOTAL, C, H, W, OH, OW, KH, KW, sgn, sgk,
     lin, mask, ih, iw, nc, base = plane_block(TOTAL, C, H, W, sgn, (KH * KW) * sgk, BLOCK)
     acc = tl.zeros([BLOCK], COMPUTE)
     for kh in range(KH):
-        oh, from_h = window_source(ih, kh, SH, PH, DH, OH)
-        row_ok = mask & from_h
+        oh, row_ok = window_source(ih, kh, SH, PH, DH, OH, mask)
         for kw in range(KW):
-            ow, from_w = window_source(iw, kw, SW, PW, DW, OW)
-            ok = row_ok & from_w
+            ow, ok = window_source(iw, kw, SW, PW, DW, OW, row_ok)
             acc += tl.load(g_ptr + (base + (kh * KW + kw) * sgk + (oh * OW + ow) * sgl), mask=ok,
                            other=0.0).to(COMPUTE)
     if HAS_BIAS:
