@@ -143,29 +143,59 @@ def _tile_and_head(PACKED: tl.constexpr):
 
 
 @triton.jit
-def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, seed, offset, state, threshold, scale_bits,
-                    keep_bits, L, S, E, EV, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3,
-                    sv0, sv1, sv2, sv3, sm0, sm1, sm2, sm3, MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr,
-                    DROPOUT: tl.constexpr, FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
+def _query_block(q_ptr, seed, offset, state, scale_bits, keep_bits, L, S, E, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3,
+                 CAUSAL: tl.constexpr, FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
+    """What a query-block program starts from: the key head its rows read, the rows, the feature
+    ranges, the scale and dropout constants, the Philox key and base, the queries and the range
+    [lo, hi) of key offsets they meet."""
     pid, bh = _tile_and_head(PACKED)
     bhk = (bh // HQ) * HK + (bh % HQ) // GROUP
     r, i, rmask = _query_rows(pid, bh, L, NR, BLOCK_M, PACKED)
     e = tl.arange(0, BLOCK_E)
     ev = tl.arange(0, BLOCK_EV)
-    scale = as_f64(scale_bits).to(ACC)
-    inv_keep = as_f64(keep_bits).to(ACC)
     key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
     q = _load_rows(q_ptr, r, i, rmask, L, HQ, sq0, sq1, sq2, sq3, e, E, ACC)
+    lo, hi = _key_range(pid, L, S, HQ, HK, GROUP, NR, CAUSAL, PACKED, BLOCK_M)
+    return (bhk, r, i, rmask, e, ev, as_f64(scale_bits).to(ACC), as_f64(keep_bits).to(ACC), key, base, q, lo, hi)
+
+
+@triton.jit
+def _grad_rows(do_ptr, o_ptr, lse_ptr, r, i, rmask, L, HQ, sd0, sd1, sd2, sd3, ev, EV, ACC: tl.constexpr):
+    """(dO, delta = rowsum(dO * O), logsumexp) of the rows r."""
+    do = _load_rows(do_ptr, r, i, rmask, L, HQ, sd0, sd1, sd2, sd3, ev, EV, ACC)
+    o = tl.load(o_ptr + r[:, None] * EV + ev[None, :], mask=rmask[:, None] & (ev < EV)[None, :], other=0).to(ACC)
+    return do, tl.sum(do * o, 1), tl.load(lse_ptr + r, mask=rmask, other=0)
+
+
+@triton.jit
+def _keys_and_logits(n0, bhk, hi, k_ptr, sk0, sk1, sk2, sk3, q, r, i, rmask, L, S, E, HQ, HK, GROUP, mask_ptr,
+                     sm0, sm1, sm2, sm3, scale, e, MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr,
+                     PACKED: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The key block from offset n0: its columns, the keys transposed and the masked, scaled logits."""
+    kc, j, cmask = _key_cols(n0 + tl.arange(0, BLOCK_N).to(tl.int64), bhk, S, hi, PACKED)
+    kt = _load_keys_t(k_ptr, kc, j, cmask, S, HK, sk0, sk1, sk2, sk3, e, E, ACC)
+    s = _logits(q, kt, r, i, rmask, kc, j, cmask, L, S, HQ, HK, GROUP, mask_ptr, sm0, sm1, sm2, sm3, scale,
+                MASK_KIND, CAUSAL, PACKED, ACC)
+    return kc, j, cmask, kt, s
+
+
+@triton.jit
+def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, seed, offset, state, threshold, scale_bits,
+                    keep_bits, L, S, E, EV, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3,
+                    sv0, sv1, sv2, sv3, sm0, sm1, sm2, sm3, MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr,
+                    DROPOUT: tl.constexpr, FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
+    bhk, r, i, rmask, e, ev, scale, inv_keep, key, base, q, lo, hi = _query_block(
+        q_ptr, seed, offset, state, scale_bits, keep_bits, L, S, E, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3, CAUSAL,
+        FROM_STATE, PACKED, ACC, BLOCK_M, BLOCK_E, BLOCK_EV)
     m_i = tl.full([BLOCK_M], float("-inf"), ACC)
     l_i = tl.zeros([BLOCK_M], ACC)
     acc = tl.zeros([BLOCK_M, BLOCK_EV], ACC)
-    lo, hi = _key_range(pid, L, S, HQ, HK, GROUP, NR, CAUSAL, PACKED, BLOCK_M)
     for n0 in range(lo, hi, BLOCK_N):
-        kc, j, cmask = _key_cols(n0 + tl.arange(0, BLOCK_N).to(tl.int64), bhk, S, hi, PACKED)
-        kt = _load_keys_t(k_ptr, kc, j, cmask, S, HK, sk0, sk1, sk2, sk3, e, E, ACC)
-        s = _logits(q, kt, r, i, rmask, kc, j, cmask, L, S, HQ, HK, GROUP, mask_ptr, sm0, sm1, sm2, sm3, scale,
-                    MASK_KIND, CAUSAL, PACKED, ACC)
+        kc, j, cmask, kt, s = _keys_and_logits(n0, bhk, hi, k_ptr, sk0, sk1, sk2, sk3, q, r, i, rmask, L, S, E, HQ,
+                                               HK, GROUP, mask_ptr, sm0, sm1, sm2, sm3, scale, e, MASK_KIND,
+                                               CAUSAL, PACKED, ACC, BLOCK_N)
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
         alpha = tl.exp(m_i - m_safe)
@@ -191,26 +221,15 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, do_ptr, dq
                        MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr,
                        FROM_STATE: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr,
                        BLOCK_N: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    pid, bh = _tile_and_head(PACKED)
-    bhk = (bh // HQ) * HK + (bh % HQ) // GROUP
-    r, i, rmask = _query_rows(pid, bh, L, NR, BLOCK_M, PACKED)
-    e = tl.arange(0, BLOCK_E)
-    ev = tl.arange(0, BLOCK_EV)
-    scale = as_f64(scale_bits).to(ACC)
-    inv_keep = as_f64(keep_bits).to(ACC)
-    key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
-    q = _load_rows(q_ptr, r, i, rmask, L, HQ, sq0, sq1, sq2, sq3, e, E, ACC)
-    do = _load_rows(do_ptr, r, i, rmask, L, HQ, sd0, sd1, sd2, sd3, ev, EV, ACC)
-    o = tl.load(o_ptr + r[:, None] * EV + ev[None, :], mask=rmask[:, None] & (ev < EV)[None, :], other=0).to(ACC)
-    delta = tl.sum(do * o, 1)
-    lse = tl.load(lse_ptr + r, mask=rmask, other=0)
+    bhk, r, i, rmask, e, ev, scale, inv_keep, key, base, q, lo, hi = _query_block(
+        q_ptr, seed, offset, state, scale_bits, keep_bits, L, S, E, HQ, HK, GROUP, NR, sq0, sq1, sq2, sq3, CAUSAL,
+        FROM_STATE, PACKED, ACC, BLOCK_M, BLOCK_E, BLOCK_EV)
+    do, delta, lse = _grad_rows(do_ptr, o_ptr, lse_ptr, r, i, rmask, L, HQ, sd0, sd1, sd2, sd3, ev, EV, ACC)
     dq = tl.zeros([BLOCK_M, BLOCK_E], ACC)
-    lo, hi = _key_range(pid, L, S, HQ, HK, GROUP, NR, CAUSAL, PACKED, BLOCK_M)
     for n0 in range(lo, hi, BLOCK_N):
-        kc, j, cmask = _key_cols(n0 + tl.arange(0, BLOCK_N).to(tl.int64), bhk, S, hi, PACKED)
-        kt = _load_keys_t(k_ptr, kc, j, cmask, S, HK, sk0, sk1, sk2, sk3, e, E, ACC)
-        s = _logits(q, kt, r, i, rmask, kc, j, cmask, L, S, HQ, HK, GROUP, mask_ptr, sm0, sm1, sm2, sm3, scale,
-                    MASK_KIND, CAUSAL, PACKED, ACC)
+        kc, j, cmask, kt, s = _keys_and_logits(n0, bhk, hi, k_ptr, sk0, sk1, sk2, sk3, q, r, i, rmask, L, S, E, HQ,
+                                               HK, GROUP, mask_ptr, sm0, sm1, sm2, sm3, scale, e, MASK_KIND,
+                                               CAUSAL, PACKED, ACC, BLOCK_N)
         p = tl.exp(s - lse[:, None])
         vt = _load_keys_t(v_ptr, kc, j, cmask, S, HK, sv0, sv1, sv2, sv3, ev, EV, ACC)
         dp = tl.dot(do, vt, input_precision="ieee", out_dtype=ACC)
@@ -229,10 +248,7 @@ def _dkv_step(q_ptr, do_ptr, o_ptr, lse_ptr, mask_ptr, kt, vt, dk, dv, r, i, rma
               PACKED: tl.constexpr, ACC: tl.constexpr):
     """One query block's share of dk and dv for a block of keys."""
     q = _load_rows(q_ptr, r, i, rmask, L, HQ, sq0, sq1, sq2, sq3, e, E, ACC)
-    do = _load_rows(do_ptr, r, i, rmask, L, HQ, sd0, sd1, sd2, sd3, ev, EV, ACC)
-    o = tl.load(o_ptr + r[:, None] * EV + ev[None, :], mask=rmask[:, None] & (ev < EV)[None, :], other=0).to(ACC)
-    delta = tl.sum(do * o, 1)
-    lse = tl.load(lse_ptr + r, mask=rmask, other=0)
+    do, delta, lse = _grad_rows(do_ptr, o_ptr, lse_ptr, r, i, rmask, L, HQ, sd0, sd1, sd2, sd3, ev, EV, ACC)
     s = _logits(q, kt, r, i, rmask, kc, j, cmask, L, S, HQ, HK, GROUP, mask_ptr, sm0, sm1, sm2, sm3, scale,
                 MASK_KIND, CAUSAL, PACKED, ACC)
     p = tl.exp(s - lse[:, None])

@@ -57,19 +57,28 @@ def _sig(x):
 
 
 @triton.jit
+def _rows_times_w(a_ptr, rb, B, K, w_ptr, wn, swn, swk, n_mask, COMPUTE: tl.constexpr, BLOCK_B: tl.constexpr,
+                  BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """(A W)[rb, :] for A (B, K) contiguous and W's column wn[c], row k at w_ptr + wn[c]*swn + k*swk:
+    a step's fused matmul, in fp32 (fp64 for fp64)."""
+    acc = tl.zeros([BLOCK_B, BLOCK_H], COMPUTE)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + rb[:, None] * K + kk[None, :], mask=(rb < B)[:, None] & (kk < K)[None, :],
+                    other=0).to(COMPUTE)
+        w = tl.load(w_ptr + wn[None, :] * swn + kk[:, None] * swk, mask=n_mask[None, :] & (kk < K)[:, None],
+                    other=0).to(COMPUTE)
+        acc = tl.dot(a, w, acc, input_precision="ieee", out_dtype=COMPUTE)
+    return acc
+
+
+@triton.jit
 def _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, k, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
                FUSE_MM: tl.constexpr, HAS_BIAS: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_B: tl.constexpr,
                BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Gate k's recurrent input for (rows rb, units rh): (h_{t-1} W_hh^T + b_hh)[:, k H + rh]."""
     if FUSE_MM:
-        acc = tl.zeros([BLOCK_B, BLOCK_H], COMPUTE)
-        for k0 in range(0, H, BLOCK_K):
-            kk = k0 + tl.arange(0, BLOCK_K)
-            a = tl.load(hp_ptr + rb[:, None] * H + kk[None, :], mask=(rb < B)[:, None] & (kk < H)[None, :],
-                        other=0).to(COMPUTE)
-            w = tl.load(w_ptr + (k * H + rh)[None, :] * sw0 + kk[:, None] * sw1,
-                        mask=(rh < H)[None, :] & (kk < H)[:, None], other=0).to(COMPUTE)
-            acc = tl.dot(a, w, acc, input_precision="ieee", out_dtype=COMPUTE)
+        acc = _rows_times_w(hp_ptr, rb, B, H, w_ptr, k * H + rh, sw0, sw1, rh < H, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K)
         if HAS_BIAS:
             acc += tl.load(bias_ptr + k * H + rh, mask=rh < H, other=0).to(COMPUTE)[None, :]
         return acc
@@ -82,17 +91,49 @@ def _carry(mm_ptr, dn_ptr, w_ptr, rb, rh, lin, mask, B, H, GH, sw0, sw1, FUSE_MM
            COMPUTE: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """What step t+1 sends back to h_t: (dhg_{t+1} W_hh)[rb, rh], formed here, or read from mm."""
     if FUSE_MM:
-        acc = tl.zeros([BLOCK_B, BLOCK_H], COMPUTE)
-        for j0 in range(0, GH, BLOCK_K):
-            jj = j0 + tl.arange(0, BLOCK_K)
-            a = tl.load(dn_ptr + rb[:, None] * GH + jj[None, :], mask=(rb < B)[:, None] & (jj < GH)[None, :],
-                        other=0).to(COMPUTE)
-            w = tl.load(w_ptr + jj[:, None] * sw0 + rh[None, :] * sw1, mask=(jj < GH)[:, None] & (rh < H)[None, :],
-                        other=0).to(COMPUTE)
-            acc = tl.dot(a, w, acc, input_precision="ieee", out_dtype=COMPUTE)
-        return acc
+        return _rows_times_w(dn_ptr, rb, B, GH, w_ptr, rh, sw1, sw0, rh < H, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K)
     else:
         return tl.load(mm_ptr + lin, mask=mask, other=0).to(COMPUTE)
+
+
+@triton.jit
+def _gate_input(xrow, k, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
+                FUSE_MM: tl.constexpr, HAS_BIAS: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_B: tl.constexpr,
+                BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Gate k's pre-activation: its input projection (read from xrow) plus its recurrent input."""
+    return tl.load(xrow + k * H, mask=mask, other=0).to(COMPUTE) + _recurrent(
+        hg_ptr, hp_ptr, w_ptr, bias_ptr, k, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM, HAS_BIAS, COMPUTE,
+        BLOCK_B, BLOCK_H, BLOCK_K)
+
+
+@triton.jit
+def _load_gates(row, H, mask, COMPUTE: tl.constexpr):
+    """The four H-wide gate slices saved in a row."""
+    return (tl.load(row, mask=mask, other=0).to(COMPUTE), tl.load(row + H, mask=mask, other=0).to(COMPUTE),
+            tl.load(row + 2 * H, mask=mask, other=0).to(COMPUTE),
+            tl.load(row + 3 * H, mask=mask, other=0).to(COMPUTE))
+
+
+@triton.jit
+def _store_gates(row, H, g0, g1, g2, g3, mask):
+    """Gate slices g0, g1, g2 (and g3 unless None) of a row, H wide each, in the row's dtype."""
+    ety = row.dtype.element_ty
+    tl.store(row, g0.to(ety), mask=mask)
+    tl.store(row + H, g1.to(ety), mask=mask)
+    tl.store(row + 2 * H, g2.to(ety), mask=mask)
+    if g3 is not None:
+        tl.store(row + 3 * H, g3.to(ety), mask=mask)
+
+
+@triton.jit
+def _step_tile(B, H, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr):
+    """This program's (batch, hidden) tile of a step: row and column indices (1-d, then as a column
+    and a row), their mask and the element index in a contiguous (B, H) tensor."""
+    rb = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
+    rh = tl.program_id(1).to(tl.int64) * BLOCK_H + tl.arange(0, BLOCK_H)
+    b = rb[:, None]
+    j = rh[None, :]
+    return rb, rh, b, j, (b < B) & (j < H), b * H + j
 
 
 @triton.jit
@@ -100,57 +141,37 @@ def rnn_step_fwd_kernel(xg_ptr, hg_ptr, w_ptr, bias_ptr, hp_ptr, cp_ptr, hn_ptr,
                         len_ptr, t, B, H, sxb, sob, sw0, sw1, MODE: tl.constexpr, HAS_LEN: tl.constexpr,
                         FUSE_MM: tl.constexpr, HAS_BIAS: tl.constexpr, COMPUTE: tl.constexpr,
                         BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
-    rb = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
-    rh = tl.program_id(1).to(tl.int64) * BLOCK_H + tl.arange(0, BLOCK_H)
-    b = rb[:, None]
-    j = rh[None, :]
-    mask = (b < B) & (j < H)
-    lin = b * H + j
+    rb, rh, b, j, mask, lin = _step_tile(B, H, BLOCK_B, BLOCK_H)
     G: tl.constexpr = 4 if MODE == 2 else (3 if MODE == 3 else 1)
     GH = G * H
     xrow = xg_ptr + b * sxb + j
     hp = tl.load(hp_ptr + lin, mask=mask, other=0).to(COMPUTE)
     if MODE == 2:
-        gi = _sig(tl.load(xrow, mask=mask, other=0).to(COMPUTE)
-                  + _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, 0, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
-                               HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
-        gf = _sig(tl.load(xrow + H, mask=mask, other=0).to(COMPUTE)
-                  + _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, 1, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
-                               HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
-        gg = tanh(tl.load(xrow + 2 * H, mask=mask, other=0).to(COMPUTE)
-                  + _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, 2, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
-                               HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
-        go = _sig(tl.load(xrow + 3 * H, mask=mask, other=0).to(COMPUTE)
-                  + _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, 3, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
-                               HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
+        gi = _sig(_gate_input(xrow, 0, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
+                              FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
+        gf = _sig(_gate_input(xrow, 1, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
+                              FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
+        gg = tanh(_gate_input(xrow, 2, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
+                              FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
+        go = _sig(_gate_input(xrow, 3, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
+                              FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
         cp = tl.load(cp_ptr + lin, mask=mask, other=0).to(COMPUTE)
         c = gf * cp + gi * gg
         h = go * tanh(c)
-        srow = save_ptr + b * (4 * H) + j
-        tl.store(srow, gi.to(save_ptr.dtype.element_ty), mask=mask)
-        tl.store(srow + H, gf.to(save_ptr.dtype.element_ty), mask=mask)
-        tl.store(srow + 2 * H, gg.to(save_ptr.dtype.element_ty), mask=mask)
-        tl.store(srow + 3 * H, go.to(save_ptr.dtype.element_ty), mask=mask)
+        _store_gates(save_ptr + b * (4 * H) + j, H, gi, gf, gg, go, mask)
     elif MODE == 3:
-        r = _sig(tl.load(xrow, mask=mask, other=0).to(COMPUTE)
-                 + _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, 0, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
-                              HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
-        z = _sig(tl.load(xrow + H, mask=mask, other=0).to(COMPUTE)
-                 + _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, 1, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
-                              HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
+        r = _sig(_gate_input(xrow, 0, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
+                             FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
+        z = _sig(_gate_input(xrow, 1, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
+                             FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
         hgn = _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, 2, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
                          HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K)
         n = tanh(tl.load(xrow + 2 * H, mask=mask, other=0).to(COMPUTE) + r * hgn)
         h = (1.0 - z) * n + z * hp
-        srow = save_ptr + b * (4 * H) + j
-        tl.store(srow, r.to(save_ptr.dtype.element_ty), mask=mask)
-        tl.store(srow + H, z.to(save_ptr.dtype.element_ty), mask=mask)
-        tl.store(srow + 2 * H, n.to(save_ptr.dtype.element_ty), mask=mask)
-        tl.store(srow + 3 * H, hgn.to(save_ptr.dtype.element_ty), mask=mask)
+        _store_gates(save_ptr + b * (4 * H) + j, H, r, z, n, hgn, mask)
     else:
-        pre = tl.load(xrow, mask=mask, other=0).to(COMPUTE) + _recurrent(
-            hg_ptr, hp_ptr, w_ptr, bias_ptr, 0, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM, HAS_BIAS, COMPUTE,
-            BLOCK_B, BLOCK_H, BLOCK_K)
+        pre = _gate_input(xrow, 0, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
+                          HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K)
         if MODE == 0:
             h = tanh(pre)
         else:
@@ -177,12 +198,7 @@ def rnn_step_bwd_kernel(gout_ptr, mm_ptr, dn_ptr, w_ptr, direct_ptr, dc_ptr, sav
     from ``mm``). Writes dxg_t (row stride sdb), dhg_t (GRU only; the other modes' dhg is dxg),
     the new ``direct`` and (LSTM) the new dc carry, in place: each lane reads its own element
     before writing it."""
-    rb = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
-    rh = tl.program_id(1).to(tl.int64) * BLOCK_H + tl.arange(0, BLOCK_H)
-    b = rb[:, None]
-    j = rh[None, :]
-    mask = (b < B) & (j < H)
-    lin = b * H + j
+    rb, rh, b, j, mask, lin = _step_tile(B, H, BLOCK_B, BLOCK_H)
     G: tl.constexpr = 4 if MODE == 2 else (3 if MODE == 3 else 1)
     dh = (tl.load(gout_ptr + b * sgb + j, mask=mask, other=0).to(COMPUTE)
           + _carry(mm_ptr, dn_ptr, w_ptr, rb, rh, lin, mask, B, H, G * H, sw0, sw1, FUSE_MM, COMPUTE, BLOCK_B,
@@ -195,11 +211,7 @@ def rnn_step_bwd_kernel(gout_ptr, mm_ptr, dn_ptr, w_ptr, direct_ptr, dc_ptr, sav
     drow = dxg_ptr + b * sdb + j
     ety = dxg_ptr.dtype.element_ty
     if MODE == 2:
-        srow = save_ptr + b * (4 * H) + j
-        gi = tl.load(srow, mask=mask, other=0).to(COMPUTE)
-        gf = tl.load(srow + H, mask=mask, other=0).to(COMPUTE)
-        gg = tl.load(srow + 2 * H, mask=mask, other=0).to(COMPUTE)
-        go = tl.load(srow + 3 * H, mask=mask, other=0).to(COMPUTE)
+        gi, gf, gg, go = _load_gates(save_ptr + b * (4 * H) + j, H, mask, COMPUTE)
         cp = tl.load(cp_ptr + lin, mask=mask, other=0).to(COMPUTE)
         tc = tanh(tl.load(cn_ptr + lin, mask=mask, other=0).to(COMPUTE))
         dc_in = tl.load(dc_ptr + lin, mask=mask, other=0).to(COMPUTE)
@@ -208,29 +220,17 @@ def rnn_step_bwd_kernel(gout_ptr, mm_ptr, dn_ptr, w_ptr, direct_ptr, dc_ptr, sav
         df = tl.where(active, dc * cp * gf * (1.0 - gf), 0.0)
         dg = tl.where(active, dc * gi * (1.0 - gg * gg), 0.0)
         do = tl.where(active, dh * tc * go * (1.0 - go), 0.0)
-        tl.store(drow, di.to(ety), mask=mask)
-        tl.store(drow + H, df.to(ety), mask=mask)
-        tl.store(drow + 2 * H, dg.to(ety), mask=mask)
-        tl.store(drow + 3 * H, do.to(ety), mask=mask)
+        _store_gates(drow, H, di, df, dg, do, mask)
         tl.store(dc_ptr + lin, tl.where(active, dc * gf, dc_in).to(dc_ptr.dtype.element_ty), mask=mask)
         direct = tl.where(active, 0.0, dh)
     elif MODE == 3:
-        srow = save_ptr + b * (4 * H) + j
-        r = tl.load(srow, mask=mask, other=0).to(COMPUTE)
-        z = tl.load(srow + H, mask=mask, other=0).to(COMPUTE)
-        n = tl.load(srow + 2 * H, mask=mask, other=0).to(COMPUTE)
-        hgn = tl.load(srow + 3 * H, mask=mask, other=0).to(COMPUTE)
+        r, z, n, hgn = _load_gates(save_ptr + b * (4 * H) + j, H, mask, COMPUTE)
         hp = tl.load(hp_ptr + lin, mask=mask, other=0).to(COMPUTE)
         dn = tl.where(active, dh * (1.0 - z) * (1.0 - n * n), 0.0)
         dz = tl.where(active, dh * (hp - n) * z * (1.0 - z), 0.0)
         dr = dn * hgn * r * (1.0 - r)
-        tl.store(drow, dr.to(ety), mask=mask)
-        tl.store(drow + H, dz.to(ety), mask=mask)
-        tl.store(drow + 2 * H, dn.to(ety), mask=mask)
-        hrow = dhg_ptr + b * (3 * H) + j
-        tl.store(hrow, dr.to(ety), mask=mask)
-        tl.store(hrow + H, dz.to(ety), mask=mask)
-        tl.store(hrow + 2 * H, (dn * r).to(ety), mask=mask)
+        _store_gates(drow, H, dr, dz, dn, None, mask)
+        _store_gates(dhg_ptr + b * (3 * H) + j, H, dr, dz, dn * r, None, mask)
         direct = tl.where(active, dh * z, dh)
     else:
         h = tl.load(hn_ptr + lin, mask=mask, other=0).to(COMPUTE)

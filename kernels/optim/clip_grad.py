@@ -41,6 +41,16 @@ def _row_ptr(table, row, like):
 
 
 @triton.jit
+def _lanes_total(acc, nans, KIND: tl.constexpr):
+    """The block's lanes folded: max / min (NaN if any lane saw one) for KIND 3 / 4, else the sum."""
+    if KIND == 3:
+        return tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.max(acc, axis=0))
+    elif KIND == 4:
+        return tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.min(acc, axis=0))
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
 def _norm_partials_kernel(table, like, partials, rows_per_program, p_bits, KIND: tl.constexpr,
                           ACC: tl.constexpr, BLOCK: tl.constexpr):
     p = as_f64(p_bits).to(ACC)
@@ -72,13 +82,7 @@ def _norm_partials_kernel(table, like, partials, rows_per_program, p_bits, KIND:
                 acc += tl.where(a != 0.0, 1.0, 0.0).to(ACC)
             else:
                 acc += tl.where(mask, tl.exp(p * tl.log(a)), 0.0)
-        if KIND == 3:
-            total = tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.max(acc, axis=0))
-        elif KIND == 4:
-            total = tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.min(acc, axis=0))
-        else:
-            total = tl.sum(acc, axis=0)
-        tl.store(partials + out, total.to(ACC))
+        tl.store(partials + out, _lanes_total(acc, nans, KIND).to(ACC))
 
 
 @triton.jit
@@ -105,12 +109,7 @@ def _total(partials, n_partials, p, KIND: tl.constexpr, ACC: tl.constexpr, P_BLO
                 acc += tl.where(v != 0.0, 1.0, 0.0).to(ACC)
             else:
                 acc += v
-    if KIND == 3:
-        total = tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.max(acc, axis=0))
-    elif KIND == 4:
-        total = tl.where(tl.sum(nans, axis=0) > 0, float("nan"), tl.min(acc, axis=0))
-    else:
-        total = tl.sum(acc, axis=0)
+    total = _lanes_total(acc, nans, KIND)
     if KIND == 2:
         total = tl.sqrt(total)
     elif KIND == 0:
@@ -136,7 +135,24 @@ def _clip_scale_kernel(table, like, partials, n_partials, total_out, rows_per_pr
     if SKIP_NONFINITE:  # the host raises; scaling by 1 leaves every value as it was
         finite = (total == total) & (tl.abs(total.to(OUT_MATH)) != float("inf"))
         coef = tl.where(finite, coef, 1.0).to(OUT)
-    c = coef.to(G_MATH)
+    _update_rows(table, like, rows_per_program, _scaled, coef.to(G_MATH), G_MATH, BLOCK)
+
+
+@triton.jit
+def _scaled(g, c, MATH: tl.constexpr):
+    return g.to(MATH) * c
+
+
+@triton.jit
+def _clamped(g, v, MATH: tl.constexpr):
+    x = g.to(MATH)
+    x = tl.where(x < -v, -v, x)
+    return tl.where(x > v, v, x)
+
+
+@triton.jit
+def _update_rows(table, like, rows_per_program, OP: tl.constexpr, a, MATH: tl.constexpr, BLOCK: tl.constexpr):
+    """g = OP(g, a, MATH) in place, rounded back to g's dtype, over this program's rows of the table."""
     first_row = tl.program_id(0).to(tl.int64) * rows_per_program
     for row in range(first_row, first_row + rows_per_program):
         ptr = _row_ptr(table, row, like)
@@ -145,24 +161,12 @@ def _clip_scale_kernel(table, like, partials, n_partials, total_out, rows_per_pr
             offs = start + tl.arange(0, BLOCK)
             mask = offs < n
             g = tl.load(ptr + offs, mask=mask, other=0.0)
-            tl.store(ptr + offs, (g.to(G_MATH) * c).to(g.dtype), mask=mask)
+            tl.store(ptr + offs, OP(g, a, MATH).to(g.dtype), mask=mask)
 
 
 @triton.jit
 def _clamp_kernel(table, like, rows_per_program, v_bits, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
-    v = as_f64(v_bits).to(COMPUTE)
-    first_row = tl.program_id(0).to(tl.int64) * rows_per_program
-    for row in range(first_row, first_row + rows_per_program):
-        ptr = _row_ptr(table, row, like)
-        n = tl.load(table + row * ROW + 1)
-        for start in range(0, n, BLOCK):
-            offs = start + tl.arange(0, BLOCK)
-            mask = offs < n
-            g = tl.load(ptr + offs, mask=mask, other=0.0)
-            x = g.to(COMPUTE)
-            x = tl.where(x < -v, -v, x)
-            x = tl.where(x > v, v, x)
-            tl.store(ptr + offs, x.to(g.dtype), mask=mask)
+    _update_rows(table, like, rows_per_program, _clamped, as_f64(v_bits).to(COMPUTE), COMPUTE, BLOCK)
 
 
 def _grid(device, n_rows):

@@ -19,10 +19,10 @@ import triton
 import triton.language as tl
 
 from ..helpers.dtypes import accumulate_dtype, compute_dtype
-from ..factories import as_i64, compile_options
+from ..factories import compile_options
 from ..runtime.launch import launch
 from ..helpers.layout import block_for, cdiv, collapse, element_offset
-from .philox import as_int64_bits, counters_for, philox_key_and_base
+from .philox import as_int64_bits, bernoulli, counters_for, philox_block
 from ..helpers.scalars import as_f64, f64_bits
 
 __all__ = ["dropout", "counters_for"]
@@ -32,11 +32,8 @@ __all__ = ["dropout", "counters_for"]
 def dropout_kernel(x_ptr, out_ptr, seed, offset, state, threshold, scale_bits, numel, shape, strides,
                    NDIM: tl.constexpr, CONTIGUOUS: tl.constexpr, COMPUTE: tl.constexpr,
                    FROM_STATE: tl.constexpr, BLOCK: tl.constexpr):
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = lin < numel
-    key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
-    x0, _, _, _ = tl.randint4x(key, base + lin)
-    keep = x0.to(tl.int64) < as_i64(threshold)
+    lin, mask, key, ctr = philox_block(seed, offset, state, numel, FROM_STATE, BLOCK)
+    keep = bernoulli(key, ctr, threshold, 0, 0, False)
     if CONTIGUOUS:
         x = tl.load(x_ptr + lin, mask=mask, other=0)
     else:

@@ -33,7 +33,7 @@ from ..runtime.launch import launch
 from ..helpers.layout import block_for, cdiv, collapse, element_offset
 
 __all__ = ["fill_uniform", "fill_normal", "fill_randint", "fill_bernoulli", "counters_for", "set_philox_state",
-           "philox_key_and_base", "uniform53", "as_int64_bits"]
+           "philox_key_and_base", "philox_block", "bernoulli", "uniform53", "as_int64_bits"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -56,6 +56,15 @@ def philox_key_and_base(seed, offset, state, FROM_STATE: tl.constexpr):
         return tl.load(state), tl.load(state + 1) + as_i64(offset)
     else:
         return seed, as_i64(offset)
+
+
+@triton.jit
+def philox_block(seed, offset, state, numel, FROM_STATE: tl.constexpr, BLOCK: tl.constexpr):
+    """This program's block of a draw over ``numel`` elements: (lin, mask, key, ctr), ctr the 64-bit
+    Philox counter of each logical element."""
+    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
+    return lin, lin < numel, key, base + lin
 
 
 @triton.jit
@@ -125,10 +134,7 @@ def bernoulli(key, ctr, p0, p1, p2, WIDE: tl.constexpr):  # p = (threshold,)
 def _random_kernel(out, seed, offset, state, p0, p1, p2, numel, shape, strides,
                    DRAW: tl.constexpr, WIDE: tl.constexpr, NDIM: tl.constexpr,
                    FROM_STATE: tl.constexpr, BLOCK: tl.constexpr):
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = lin < numel
-    key, base = philox_key_and_base(seed, offset, state, FROM_STATE)
-    ctr = base + lin  # 64-bit Philox counter of each logical element
+    lin, mask, key, ctr = philox_block(seed, offset, state, numel, FROM_STATE, BLOCK)
     y = DRAW(key, ctr, p0, p1, p2, WIDE)
     tl.store(out + element_offset(lin, shape, strides, NDIM), cast_to(y, out.dtype.element_ty), mask=mask)
 

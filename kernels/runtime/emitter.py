@@ -265,22 +265,22 @@ class Emitter:
         if whole is not None:  # a mask from data over fixed offsets: the live lanes read from a view
             slot, start, nbytes, index, _, _ = whole
             v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{k}', dt)})"
-            if other_node is None or other_node.tag <= PID:
-                filled = self.const(f"z{k}", np.ascontiguousarray(np.broadcast_to(
-                    other_node.value if other_node is not None else np.zeros(shape, dt), shape)))
-            else:
-                filled = f"np.broadcast_to({other}, {shape!r})"
+            filled = self.masked_fill(k, other_node, other, shape, dt)
             return f"_gather({v}, {self.const(f'i{k}', index)}, {mask}, {filled})"
         run = self.dynamic_run(ptr, dt, lines, ready) if out_node.value.flags.c_contiguous else None
         if run is not None and (other_node is None or other_node.value.dtype == dt):
             base, start = run
-            if other_node is None or other_node.tag <= PID:
-                filled = self.const(f"z{k}", np.ascontiguousarray(np.broadcast_to(
-                    other_node.value if other_node is not None else np.zeros(shape, dt), shape)))
-            else:
-                filled = f"np.broadcast_to({other}, {shape!r})"
+            filled = self.masked_fill(k, other_node, other, shape, dt)
             return f"_run_load({base}, {start}, {mask}, {filled}, {other}, {self.const(f'd{k}', dt)})"
         return f"native.load({ins[0]}, {mask}, {other}, {self.const(f'd{k}', dt)})"
+
+    def masked_fill(self, k, other_node, other, shape, dt):
+        """The values of a load's masked lanes: its ``other`` broadcast to the load's shape, a constant
+        when ``other`` is one (or absent: zeros)."""
+        if other_node is None or other_node.tag <= PID:
+            return self.const(f"z{k}", np.ascontiguousarray(np.broadcast_to(
+                other_node.value if other_node is not None else np.zeros(shape, dt), shape)))
+        return f"np.broadcast_to({other}, {shape!r})"
 
     def dynamic_run(self, ptr, dt, lines, ready):
         """(expression of a scalar address, first byte) when ``ptr`` is that address splat over the

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from .counters import growth
 from .interpreter import _interpreted, _interpreting
 from .recorder import Recorder, Refused, builder_instrumented, recording
 from .signature import MAX_ENTRIES, KernelState
@@ -85,17 +86,9 @@ def replay_disabled():
         _local.disabled -= 1
 
 
-@contextmanager
 def count_replays():
     """``with count_replays() as c: ...`` -> ``c``: replayed / recorded / interpreted launches inside."""
-    before = Counter(replay_counts)
-    result: Counter = Counter()
-    try:
-        yield result
-    finally:
-        after = Counter(replay_counts)
-        after.subtract(before)
-        result.update({k: v for k, v in after.items() if v})
+    return growth(replay_counts)
 
 
 _states: list = []  # every kernel's KernelState (for clear_replay_cache)

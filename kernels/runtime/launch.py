@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from contextlib import contextmanager
 
 import torch
 from triton.runtime.jit import JITFunction
+
+from .counters import growth
 
 __all__ = ["launch", "launch_site", "launch_counts", "count_launches", "launch_observers"]
 
@@ -117,14 +118,6 @@ def launch_site(kernel: JITFunction, site, tensors, build):
     return _launch(kernel, grid, args, meta)
 
 
-@contextmanager
 def count_launches():
     """``with count_launches() as c: ...`` -> ``c`` is a Counter of kernel name -> launches."""
-    before = Counter(launch_counts)
-    result: Counter = Counter()
-    try:
-        yield result
-    finally:
-        after = Counter(launch_counts)
-        after.subtract(before)
-        result.update({k: v for k, v in after.items() if v})
+    return growth(launch_counts)

@@ -24,6 +24,7 @@ import triton.language as tl
 from ..runtime.launch import launch
 from ..helpers.dtypes import compute_dtype
 from ..helpers.layout import block_for, cdiv
+from ..helpers.windows import grad_planes, plane_block
 
 __all__ = ["adaptive_pool2d_forward", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d_backward"]
 
@@ -37,12 +38,7 @@ def _window(o, L, O):
 @triton.jit
 def adaptive_pool_fwd_kernel(x_ptr, y_ptr, idx_ptr, TOTAL, C, H, W, OH, OW, sxn, sxc, sxh, sxw, KH, KW,
                              IS_MAX: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # (n, c, oh, ow) row-major
-    mask = lin < TOTAL
-    ow = lin % OW
-    oh = (lin // OW) % OH
-    nc = lin // (OW * OH)
-    base = (nc // C) * sxn + (nc % C) * sxc
+    lin, mask, oh, ow, nc, base = plane_block(TOTAL, C, OH, OW, sxn, sxc, BLOCK)
     h0, h1 = _window(oh, H, OH)
     w0, w1 = _window(ow, W, OW)
     if IS_MAX:
@@ -74,12 +70,7 @@ def adaptive_pool_fwd_kernel(x_ptr, y_ptr, idx_ptr, TOTAL, C, H, W, OH, OW, sxn,
 @triton.jit
 def adaptive_pool_bwd_kernel(g_ptr, idx_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sgw, CH, CW,
                              IS_MAX: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # (n, c, ih, iw) row-major
-    mask = lin < TOTAL
-    iw = lin % W
-    ih = (lin // W) % H
-    nc = lin // (W * H)
-    g_base = (nc // C) * sgn + (nc % C) * sgc
+    lin, mask, ih, iw, nc, g_base = plane_block(TOTAL, C, H, W, sgn, sgc, BLOCK)
     idx_base = nc * (OH * OW)
     oh0, oh1 = _window(ih, OH, H)
     ow0, ow1 = _window(iw, OW, W)
@@ -124,9 +115,7 @@ def adaptive_pool2d_forward(x, out_hw, is_max):
 
 
 def _backward(g, idx, x_shape):
-    N, C, H, W = x_shape
-    OH, OW = g.shape[2:]
-    dx = torch.empty(tuple(x_shape), dtype=g.dtype, device=g.device)
+    dx, C, H, W, OH, OW = grad_planes(g, x_shape)
     total = dx.numel()
     if total:
         block = block_for(total, g.device)

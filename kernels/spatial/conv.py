@@ -42,22 +42,58 @@ __all__ = ["conv2d_forward", "conv2d_grad_input", "conv2d_grad_weight"]
 
 
 @triton.jit
+def _group_tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """(group, tile row, tile column) of this program: the tiles of an M x N output per group."""
+    pid = tl.program_id(0)
+    grid_m = (M + BLOCK_M - 1) // BLOCK_M
+    grid_n = (N + BLOCK_N - 1) // BLOCK_N
+    tile = pid % (grid_m * grid_n)
+    return pid // (grid_m * grid_n), tile // grid_n, tile % grid_n
+
+
+@triton.jit
+def _pixel_tile(M, N, HW, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """This program's tile of an implicit GEMM whose M rows are pixels (n, p) of planes of HW:
+    (group, columns, row mask, column mask, n, p)."""
+    group, tile_m, tile_n = _group_tile(M, N, BLOCK_M, BLOCK_N)
+    rm = tile_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    return group, rn, rm < M, rn < N, rm // HW, rm % HW
+
+
+@triton.jit
+def _kernel_tap(rk, K, KH, KW):
+    """(channel, kh, kw, rk < K) of the reduction index rk = (channel, kh, kw) row-major."""
+    kk = rk % (KH * KW)
+    return rk // (KH * KW), kk // KW, kk % KW, rk < K
+
+
+@triton.jit
+def _dot(a, b, acc, ACC: tl.constexpr, UPCAST: tl.constexpr):
+    if UPCAST:
+        a = a.to(ACC)
+        b = b.to(ACC)
+    return tl.dot(a, b, acc, input_precision="ieee", out_dtype=ACC)
+
+
+@triton.jit
+def _store_channels(acc, out_ptr, b_ptr, ch, sb, n, pix, CH, HW, mask_m, mask_n, HAS_BIAS: tl.constexpr,
+                    ACC: tl.constexpr):
+    """out[n, ch, pix] = acc (+ b[ch] when HAS_BIAS) for a contiguous (N, CH, HW) output."""
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + ch * sb, mask=mask_n, other=0.0).to(ACC)[None, :]
+    off = (n * CH * HW + pix)[:, None] + (ch.to(tl.int64) * HW)[None, :]
+    tl.store(out_ptr + off, acc.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+
+
+@triton.jit
 def conv_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, OH, OW, M, K, KH, KW, CG, OCG, OC,
                     sxn, sxc, sxh, sxw, swo, swc, swh, sww, sb,
                     STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W,
                     HAS_BIAS: tl.constexpr, ACC: tl.constexpr, UPCAST: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    grid_m = (M + BLOCK_M - 1) // BLOCK_M
-    grid_n = (OCG + BLOCK_N - 1) // BLOCK_N
-    group = pid // (grid_m * grid_n)
-    tile = pid % (grid_m * grid_n)
-    rm = (tile // grid_n).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)  # output pixels (n, oh, ow)
-    rn = (tile % grid_n) * BLOCK_N + tl.arange(0, BLOCK_N)                 # output channels in group
-    mask_m = rm < M
-    mask_n = rn < OCG
-    n = rm // (OH * OW)
-    pix = rm % (OH * OW)
+    # rows: output pixels (n, oh, ow); columns: output channels in the group
+    group, rn, mask_m, mask_n, n, pix = _pixel_tile(M, OCG, OH * OW, BLOCK_M, BLOCK_N)
     oh = pix // OW
     ow = pix % OW
     ih0 = oh * STRIDE_H - PAD_H
@@ -68,29 +104,17 @@ def conv_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, OH, OW, M, K, KH, KW, CG, 
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC)
     for k0 in range(0, K, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)  # reduction index (c, kh, kw)
-        mask_k = rk < K
-        c = rk // (KH * KW)
-        kk = rk % (KH * KW)
-        kh = kk // KW
-        kw = kk % KW
+        c, kh, kw, mask_k = _kernel_tap(k0 + tl.arange(0, BLOCK_K), K, KH, KW)  # reduction index (c, kh, kw)
         ih = ih0[:, None] + (kh * DIL_H)[None, :]
         iw = iw0[:, None] + (kw * DIL_W)[None, :]
         a_mask = (mask_m[:, None] & mask_k[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W))
         a = tl.load(x_ptr + (x_row[:, None] + (c.to(tl.int64) * sxc)[None, :] + ih * sxh + iw * sxw),
                     mask=a_mask, other=0.0)
         w_row = c.to(tl.int64) * swc + kh * swh + kw * sww
-        b = tl.load(w_ptr + (w_row[:, None] + w_col[None, :]), mask=mask_k[:, None] & mask_n[None, :],
-                    other=0.0)
-        if UPCAST:
-            a = a.to(ACC)
-            b = b.to(ACC)
-        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=ACC)
+        acc = _dot(a, tl.load(w_ptr + (w_row[:, None] + w_col[None, :]), mask=mask_k[:, None] & mask_n[None, :],
+                              other=0.0), acc, ACC, UPCAST)
 
-    if HAS_BIAS:
-        acc += tl.load(b_ptr + oc * sb, mask=mask_n, other=0.0).to(ACC)[None, :]
-    y_off = (n * OC * OH * OW + pix)[:, None] + (oc.to(tl.int64) * (OH * OW))[None, :]
-    tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+    _store_channels(acc, y_ptr, b_ptr, oc, sb, n, pix, OC, OH * OW, mask_m, mask_n, HAS_BIAS, ACC)
 
 
 @triton.jit
@@ -102,31 +126,16 @@ def conv_dgrad_kernel(g_ptr, w_ptr, b_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, C
     """dx[n, c, ih, iw] = sum_{o, kh, kw} g[n, o, oh, ow] w[o, c, kh, kw] over the (oh, ow) with
     oh*s - p + kh*d = ih (and the same for w): the transposed convolution as a gather; plus b[c]
     when HAS_BIAS (conv_transpose's bias)."""
-    pid = tl.program_id(0)
-    grid_m = (M + BLOCK_M - 1) // BLOCK_M
-    grid_n = (CG + BLOCK_N - 1) // BLOCK_N
-    group = pid // (grid_m * grid_n)
-    tile = pid % (grid_m * grid_n)
-    rm = (tile // grid_n).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)  # input pixels (n, ih, iw)
-    rn = (tile % grid_n) * BLOCK_N + tl.arange(0, BLOCK_N)                 # input channels in group
-    mask_m = rm < M
-    mask_n = rn < CG
-    n = rm // (H * W)
-    pix = rm % (H * W)
+    # rows: input pixels (n, ih, iw); columns: input channels in the group
+    group, rn, mask_m, mask_n, n, pix = _pixel_tile(M, CG, H * W, BLOCK_M, BLOCK_N)
     th0 = pix // W + PAD_H  # oh*s + kh*d for the (oh, kh) that reach this row
     tw0 = pix % W + PAD_W
     g_row = n * sgn + (group * OCG).to(tl.int64) * sgc
-    ci = group * CG + rn
     w_col = rn.to(tl.int64) * swc
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC)
     for k0 in range(0, K, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)  # reduction index (o, kh, kw)
-        mask_k = rk < K
-        o = rk // (KH * KW)
-        kk = rk % (KH * KW)
-        kh = kk // KW
-        kw = kk % KW
+        o, kh, kw, mask_k = _kernel_tap(k0 + tl.arange(0, BLOCK_K), K, KH, KW)  # reduction index (o, kh, kw)
         th = th0[:, None] - (kh * DIL_H)[None, :]
         tw = tw0[:, None] - (kw * DIL_W)[None, :]
         # negative th are masked, so how // and % round them does not matter
@@ -137,17 +146,10 @@ def conv_dgrad_kernel(g_ptr, w_ptr, b_ptr, dx_ptr, H, W, OH, OW, M, K, KH, KW, C
         a = tl.load(g_ptr + (g_row[:, None] + (o.to(tl.int64) * sgc)[None, :] + oh * sgh + ow * sgw),
                     mask=a_mask, other=0.0)
         w_row = (group * OCG + o).to(tl.int64) * swo + kh * swh + kw * sww
-        b = tl.load(w_ptr + (w_row[:, None] + w_col[None, :]), mask=mask_k[:, None] & mask_n[None, :],
-                    other=0.0)
-        if UPCAST:
-            a = a.to(ACC)
-            b = b.to(ACC)
-        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=ACC)
+        acc = _dot(a, tl.load(w_ptr + (w_row[:, None] + w_col[None, :]), mask=mask_k[:, None] & mask_n[None, :],
+                              other=0.0), acc, ACC, UPCAST)
 
-    if HAS_BIAS:
-        acc += tl.load(b_ptr + ci * sb, mask=mask_n, other=0.0).to(ACC)[None, :]
-    dx_off = (n * C * H * W + pix)[:, None] + (ci.to(tl.int64) * (H * W))[None, :]
-    tl.store(dx_ptr + dx_off, acc.to(dx_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+    _store_channels(acc, dx_ptr, b_ptr, group * CG + rn, sb, n, pix, C, H * W, mask_m, mask_n, HAS_BIAS, ACC)
 
 
 @triton.jit
@@ -159,22 +161,17 @@ def conv_wgrad_kernel(x_ptr, g_ptr, dw_ptr, H, W, OH, OW, P, CKK, KH, KW, CG, OC
     """dw[o, c, kh, kw] = sum_{n, oh, ow} g[n, o, oh, ow] x[n, c, oh*s - p + kh*d, ow*s - p + kw*d],
     over the pixels [split*K_PER_SPLIT, (split+1)*K_PER_SPLIT) of program axis 1, stored in slice
     ``split`` of dw (viewed as (splits, OC, CKK))."""
-    pid = tl.program_id(0)
     split = tl.program_id(1)
-    grid_m = (OCG + BLOCK_M - 1) // BLOCK_M
-    grid_n = (CKK + BLOCK_N - 1) // BLOCK_N
-    group = pid // (grid_m * grid_n)
-    tile = pid % (grid_m * grid_n)
-    rm = (tile // grid_n) * BLOCK_M + tl.arange(0, BLOCK_M)  # output channels in group
-    rn = (tile % grid_n) * BLOCK_N + tl.arange(0, BLOCK_N)   # (c, kh, kw)
+    group, tile_m, tile_n = _group_tile(OCG, CKK, BLOCK_M, BLOCK_N)
+    rm = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)  # output channels in group
+    rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)  # (c, kh, kw)
     mask_m = rm < OCG
     mask_n = rn < CKK
     oc = group * OCG + rm
     g_col = oc.to(tl.int64) * sgc
-    c = rn // (KH * KW)
-    kk = rn % (KH * KW)
-    kh_d = (kk // KW) * DIL_H - PAD_H
-    kw_d = (kk % KW) * DIL_W - PAD_W
+    c, kh, kw, _ = _kernel_tap(rn, CKK, KH, KW)
+    kh_d = kh * DIL_H - PAD_H
+    kw_d = kw * DIL_W - PAD_W
     x_col = (group * CG + c).to(tl.int64) * sxc
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC)
@@ -194,10 +191,7 @@ def conv_wgrad_kernel(x_ptr, g_ptr, dw_ptr, H, W, OH, OW, P, CKK, KH, KW, CG, OC
         b_mask = mask_k[:, None] & mask_n[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         b = tl.load(x_ptr + ((n * sxn)[:, None] + x_col[None, :] + ih * sxh + iw * sxw), mask=b_mask,
                     other=0.0)
-        if UPCAST:
-            a = a.to(ACC)
-            b = b.to(ACC)
-        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=ACC)
+        acc = _dot(a, b, acc, ACC, UPCAST)
 
     dw_off = split.to(tl.int64) * OC * CKK + oc.to(tl.int64)[:, None] * CKK + rn[None, :]
     tl.store(dw_ptr + dw_off, acc.to(dw_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])

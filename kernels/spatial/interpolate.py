@@ -27,6 +27,7 @@ import triton.language as tl
 from ..runtime.launch import launch
 from ..helpers.dtypes import compute_dtype
 from ..helpers.layout import block_for, cdiv
+from ..helpers.windows import grad_planes, plane_block
 from ..helpers.scalars import as_f64, f64_bits
 
 __all__ = ["MODES", "interpolate_forward", "interpolate_backward"]
@@ -76,12 +77,7 @@ def _reads(o, L, O, s, MODE: tl.constexpr, ALIGN: tl.constexpr, T: tl.constexpr)
 def interp_fwd_kernel(x_ptr, y_ptr, TOTAL, C, H, W, OH, OW, sxn, sxc, sxh, sxw, sbits_h, sbits_w, HAS_H, HAS_W,
                       MODE: tl.constexpr, ALIGN: tl.constexpr, COMPUTE: tl.constexpr, IDX: tl.constexpr,
                       BLOCK: tl.constexpr):
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # (n, c, oh, ow) row-major
-    mask = lin < TOTAL
-    ow = lin % OW
-    oh = (lin // OW) % OH
-    nc = lin // (OW * OH)
-    base = (nc // C) * sxn + (nc % C) * sxc
+    lin, mask, oh, ow, nc, base = plane_block(TOTAL, C, OH, OW, sxn, sxc, BLOCK)
     h0, h1, a0, a1 = _reads(oh, H, OH, _scale(H, OH, sbits_h, HAS_H, ALIGN, IDX), MODE, ALIGN, IDX)
     w0, w1, b0, b1 = _reads(ow, W, OW, _scale(W, OW, sbits_w, HAS_W, ALIGN, IDX), MODE, ALIGN, IDX)
     v = tl.load(x_ptr + (base + h0 * sxh + w0 * sxw), mask=mask, other=0.0).to(COMPUTE)
@@ -123,12 +119,7 @@ def _first_reader(i, inv, MODE: tl.constexpr, ALIGN: tl.constexpr, T: tl.constex
 def interp_bwd_kernel(g_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sgw, sbits_h, sbits_w, HAS_H, HAS_W,
                       CH, CW, MODE: tl.constexpr, ALIGN: tl.constexpr, COMPUTE: tl.constexpr, IDX: tl.constexpr,
                       BLOCK: tl.constexpr):
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # (n, c, ih, iw) row-major
-    mask = lin < TOTAL
-    iw = lin % W
-    ih = (lin // W) % H
-    nc = lin // (W * H)
-    g_base = (nc // C) * sgn + (nc % C) * sgc
+    lin, mask, ih, iw, nc, g_base = plane_block(TOTAL, C, H, W, sgn, sgc, BLOCK)
     s_h = _scale(H, OH, sbits_h, HAS_H, ALIGN, IDX)
     s_w = _scale(W, OW, sbits_w, HAS_W, ALIGN, IDX)
     # the first candidate output of each dim (1/s: 0 when s is, which only align_corners with O = 1 gives)
@@ -191,9 +182,7 @@ def interpolate_forward(x, out_hw, mode, align_corners, scales):
 
 def interpolate_backward(g, x_shape, mode, align_corners, scales):
     """dL/dx (contiguous, g's dtype) from g = dL/dy (N, C, OH, OW), any strides."""
-    N, C, H, W = x_shape
-    OH, OW = g.shape[2:]
-    dx = torch.empty(tuple(x_shape), dtype=g.dtype, device=g.device)
+    dx, C, H, W, OH, OW = grad_planes(g, x_shape)
     total = dx.numel()
     if total:
         compute, idx, parts = _meta(g.dtype, mode, scales)

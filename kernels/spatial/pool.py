@@ -22,6 +22,7 @@ import triton.language as tl
 from ..helpers.dtypes import accumulate_dtype, compute_dtype
 from ..runtime.launch import launch
 from ..helpers.layout import block_for, cdiv
+from ..helpers.windows import grad_planes, plane_block, window_source, window_tap
 from ..runtime.target import target
 
 __all__ = ["max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "avg_pool2d_backward"]
@@ -30,21 +31,14 @@ __all__ = ["max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward", "a
 @triton.jit
 def max_pool_fwd_kernel(x_ptr, y_ptr, idx_ptr, TOTAL, C, H, W, OH, OW, sxn, sxc, sxh, sxw,
                         KH, KW, SH, SW, PH, PW, DH, DW, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # (n, c, oh, ow) row-major
-    mask = lin < TOTAL
-    ow = lin % OW
-    oh = (lin // OW) % OH
-    nc = lin // (OW * OH)
-    base = (nc // C) * sxn + (nc % C) * sxc
+    lin, mask, oh, ow, nc, base = plane_block(TOTAL, C, OH, OW, sxn, sxc, BLOCK)
     best = tl.full([BLOCK], float("-inf"), COMPUTE)
     best_idx = tl.zeros([BLOCK], tl.int64)
     found = lin < 0
     for kh in range(KH):
-        ih = oh * SH - PH + kh * DH
-        row_ok = mask & (ih >= 0) & (ih < H)
+        ih, row_ok = window_tap(oh, kh, SH, PH, DH, H, mask)
         for kw in range(KW):
-            iw = ow * SW - PW + kw * DW
-            ok = row_ok & (iw >= 0) & (iw < W)
+            iw, ok = window_tap(ow, kw, SW, PW, DW, W, row_ok)
             v = tl.load(x_ptr + (base + ih * sxh + iw * sxw), mask=ok, other=float("-inf")).to(COMPUTE)
             # the first in-image position starts the search, even if it (and all after it) is -inf
             take = ok & ((v > best) | (v != v) | (found == 0))
@@ -59,23 +53,14 @@ def max_pool_fwd_kernel(x_ptr, y_ptr, idx_ptr, TOTAL, C, H, W, OH, OW, sxn, sxc,
 def max_pool_bwd_kernel(g_ptr, idx_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sgw,
                         KH, KW, SH, SW, PH, PW, DH, DW, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
     """dx[n, c, ih, iw] = sum of g over the output pixels whose argmax (idx) is ih*W + iw."""
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # (n, c, ih, iw) row-major
-    mask = lin < TOTAL
-    iw = lin % W
-    ih = (lin // W) % H
-    nc = lin // (W * H)
-    g_base = (nc // C) * sgn + (nc % C) * sgc
+    lin, mask, ih, iw, nc, g_base = plane_block(TOTAL, C, H, W, sgn, sgc, BLOCK)
     idx_base = nc * (OH * OW)
     me = ih * W + iw
     acc = tl.zeros([BLOCK], COMPUTE)
     for kh in range(KH):
-        th = ih + PH - kh * DH
-        oh = th // SH  # negative th are masked, so how // and % round them does not matter
-        row_ok = mask & (th >= 0) & (th % SH == 0) & (oh < OH)
+        oh, row_ok = window_source(ih, kh, SH, PH, DH, OH, mask)
         for kw in range(KW):
-            tw = iw + PW - kw * DW
-            ow = tw // SW
-            ok = row_ok & (tw >= 0) & (tw % SW == 0) & (ow < OW)
+            ow, ok = window_source(iw, kw, SW, PW, DW, OW, row_ok)
             won = tl.load(idx_ptr + (idx_base + oh * OW + ow), mask=ok, other=-1) == me
             g = tl.load(g_ptr + (g_base + oh * sgh + ow * sgw), mask=ok & won, other=0.0)
             acc += g.to(COMPUTE)
@@ -103,19 +88,12 @@ def _avg_divisor(oh, ow, H, W, KH, KW, SH, SW, PH, PW, divisor, COUNT_INCLUDE_PA
 def avg_pool_fwd_kernel(x_ptr, y_ptr, TOTAL, C, H, W, OH, OW, sxn, sxc, sxh, sxw,
                         KH, KW, SH, SW, PH, PW, divisor, COUNT_INCLUDE_PAD: tl.constexpr,
                         HAS_DIVISOR: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = lin < TOTAL
-    ow = lin % OW
-    oh = (lin // OW) % OH
-    nc = lin // (OW * OH)
-    base = (nc // C) * sxn + (nc % C) * sxc
+    lin, mask, oh, ow, nc, base = plane_block(TOTAL, C, OH, OW, sxn, sxc, BLOCK)
     acc = tl.zeros([BLOCK], COMPUTE)
     for kh in range(KH):
-        ih = oh * SH - PH + kh
-        row_ok = mask & (ih >= 0) & (ih < H)
+        ih, row_ok = window_tap(oh, kh, SH, PH, 1, H, mask)
         for kw in range(KW):
-            iw = ow * SW - PW + kw
-            ok = row_ok & (iw >= 0) & (iw < W)
+            iw, ok = window_tap(ow, kw, SW, PW, 1, W, row_ok)
             acc += tl.load(x_ptr + (base + ih * sxh + iw * sxw), mask=ok, other=0.0).to(COMPUTE)
     d = _avg_divisor(oh, ow, H, W, KH, KW, SH, SW, PH, PW, divisor, COUNT_INCLUDE_PAD, HAS_DIVISOR)
     tl.store(y_ptr + lin, (acc / d.to(COMPUTE)).to(y_ptr.dtype.element_ty), mask=mask)
@@ -126,21 +104,12 @@ def avg_pool_bwd_kernel(g_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sg
                         KH, KW, SH, SW, PH, PW, divisor, COUNT_INCLUDE_PAD: tl.constexpr,
                         HAS_DIVISOR: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
     """dx[n, c, ih, iw] = sum of g[oh, ow] / divisor(oh, ow) over the windows holding (ih, iw)."""
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = lin < TOTAL
-    iw = lin % W
-    ih = (lin // W) % H
-    nc = lin // (W * H)
-    g_base = (nc // C) * sgn + (nc % C) * sgc
+    lin, mask, ih, iw, nc, g_base = plane_block(TOTAL, C, H, W, sgn, sgc, BLOCK)
     acc = tl.zeros([BLOCK], COMPUTE)
     for kh in range(KH):
-        th = ih + PH - kh
-        oh = th // SH
-        row_ok = mask & (th >= 0) & (th % SH == 0) & (oh < OH)
+        oh, row_ok = window_source(ih, kh, SH, PH, 1, OH, mask)
         for kw in range(KW):
-            tw = iw + PW - kw
-            ow = tw // SW
-            ok = row_ok & (tw >= 0) & (tw % SW == 0) & (ow < OW)
+            ow, ok = window_source(iw, kw, SW, PW, 1, OW, row_ok)
             g = tl.load(g_ptr + (g_base + oh * sgh + ow * sgw), mask=ok, other=0.0).to(COMPUTE)
             d = _avg_divisor(oh, ow, H, W, KH, KW, SH, SW, PH, PW, divisor, COUNT_INCLUDE_PAD,
                              HAS_DIVISOR)
@@ -173,9 +142,7 @@ def max_pool2d_forward(x, kernel, stride, padding, dilation, out_hw):
 
 def max_pool2d_backward(g, idx, x_shape, kernel, stride, padding, dilation):
     """dL/dx (contiguous, g's dtype) from g = dL/dy (any strides) and the forward's indices."""
-    N, C, H, W = x_shape
-    OH, OW = g.shape[2:]
-    dx = torch.empty(tuple(x_shape), dtype=g.dtype, device=g.device)
+    dx, C, H, W, OH, OW = grad_planes(g, x_shape)
     total = dx.numel()
     if total:
         block = _block(total, g.device)
@@ -200,9 +167,7 @@ def avg_pool2d_forward(x, kernel, stride, padding, out_hw, count_include_pad, di
 
 
 def avg_pool2d_backward(g, x_shape, kernel, stride, padding, count_include_pad, divisor_override):
-    N, C, H, W = x_shape
-    OH, OW = g.shape[2:]
-    dx = torch.empty(tuple(x_shape), dtype=g.dtype, device=g.device)
+    dx, C, H, W, OH, OW = grad_planes(g, x_shape)
     total = dx.numel()
     if total:
         block = _block(total, g.device)

@@ -24,6 +24,7 @@ from ..runtime.launch import launch
 from ..linalg.matmul import matmul
 from ..helpers.dtypes import compute_dtype
 from ..helpers.layout import block_for, cdiv
+from ..helpers.windows import plane_block, window_source, window_tap
 
 __all__ = ["im2col", "col2im", "conv_transpose2d_gemm"]
 
@@ -39,9 +40,8 @@ def im2col_kernel(x_ptr, y_ptr, TOTAL, C, H, W, OH, OW, KH, KW, sxn, sxc, sxh, s
     kh = (lin // (OW * OH * KW)) % KH
     c = (lin // (OW * OH * KW * KH)) % C
     n = lin // (OW * OH * KW * KH * C)
-    ih = oh * SH - PH + kh * DH
-    iw = ow * SW - PW + kw * DW
-    ok = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+    ih, in_h = window_tap(oh, kh, SH, PH, DH, H, mask)
+    iw, ok = window_tap(ow, kw, SW, PW, DW, W, in_h)
     v = tl.load(x_ptr + (n * sxn + c * sxc + ih * sxh + iw * sxw), mask=ok, other=0.0)
     tl.store(y_ptr + lin, v, mask=mask)
 
@@ -50,26 +50,16 @@ def im2col_kernel(x_ptr, y_ptr, TOTAL, C, H, W, OH, OW, KH, KW, sxn, sxc, sxh, s
 def col2im_kernel(g_ptr, b_ptr, x_ptr, TOTAL, C, H, W, OH, OW, KH, KW, sgn, sgk, sgl, sb, SH, SW, PH, PW, DH,
                   DW, HAS_BIAS: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
     """col2im, plus b[c] when HAS_BIAS (conv_transpose's bias)."""
-    lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # (n, c, ih, iw) row-major
-    mask = lin < TOTAL
-    iw = lin % W
-    ih = (lin // W) % H
-    c = (lin // (W * H)) % C
-    n = lin // (W * H * C)
-    base = n * sgn + c * (KH * KW) * sgk
+    lin, mask, ih, iw, nc, base = plane_block(TOTAL, C, H, W, sgn, (KH * KW) * sgk, BLOCK)
     acc = tl.zeros([BLOCK], COMPUTE)
     for kh in range(KH):
-        th = ih + PH - kh * DH
-        oh = th // SH  # negative th are masked, so how // and % round them does not matter
-        row_ok = mask & (th >= 0) & (th % SH == 0) & (oh < OH)
+        oh, row_ok = window_source(ih, kh, SH, PH, DH, OH, mask)
         for kw in range(KW):
-            tw = iw + PW - kw * DW
-            ow = tw // SW
-            ok = row_ok & (tw >= 0) & (tw % SW == 0) & (ow < OW)
+            ow, ok = window_source(iw, kw, SW, PW, DW, OW, row_ok)
             acc += tl.load(g_ptr + (base + (kh * KW + kw) * sgk + (oh * OW + ow) * sgl), mask=ok,
                            other=0.0).to(COMPUTE)
     if HAS_BIAS:
-        acc += tl.load(b_ptr + c * sb, mask=mask, other=0.0).to(COMPUTE)
+        acc += tl.load(b_ptr + (nc % C) * sb, mask=mask, other=0.0).to(COMPUTE)
     tl.store(x_ptr + lin, acc.to(x_ptr.dtype.element_ty), mask=mask)
 
 

@@ -12,25 +12,18 @@ import tgrad
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
+from .wrapper import FunctionalWrapper
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "ELU", "Softplus",
            "PReLU", "Mish", "Hardswish", "Softmax2d", "Softmin", "GLU", "Threshold", "Hardtanh", "ReLU6", "SELU",
            "CELU", "Hardsigmoid", "LogSigmoid", "Softsign", "Tanhshrink", "Hardshrink", "Softshrink"]
 
 
-class _InplaceOnly(Module):
+class _InplaceOnly(FunctionalWrapper):
     """An activation whose only argument is ``inplace``."""
-    _fn = None
 
     def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return type(self)._fn(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
+        super().__init__(inplace=inplace)
 
 
 class _NoArgument(Module):
@@ -41,21 +34,17 @@ class _NoArgument(Module):
         return type(self)._fn(input)
 
 
-class _AlongDim(Module):
+class _AlongDim(FunctionalWrapper):
     """An activation along one dim (``dim``); ``_stacklevel`` for the warning of an implicit dim."""
-    _fn, _stacklevel = None, None
+    _stacklevel = None
 
     def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
+        super().__init__(dim=dim)
 
     def forward(self, input):
         if self._stacklevel is None:
-            return type(self)._fn(input, self.dim)
+            return super().forward(input)
         return type(self)._fn(input, self.dim, _stacklevel=self._stacklevel)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
 
 
 class ReLU(_InplaceOnly):
@@ -127,54 +116,32 @@ class GLU(_AlongDim):
         super().__init__(dim)
 
 
-class LeakyReLU(Module):
+class LeakyReLU(FunctionalWrapper):
+    _fn = staticmethod(F.leaky_relu)
+
     def __init__(self, negative_slope=0.01, inplace=False):
-        super().__init__()
-        self.negative_slope, self.inplace = negative_slope, inplace
-
-    def forward(self, input):
-        if self.inplace:
-            return F.leaky_relu(input, self.negative_slope, inplace=True)
-        return F.leaky_relu(input, self.negative_slope)
-
-    def extra_repr(self):
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+        super().__init__(negative_slope=negative_slope, inplace=inplace)
 
 
-class GELU(Module):
+class GELU(FunctionalWrapper):
+    _fn = staticmethod(F.gelu)
+
     def __init__(self, approximate="none"):
-        super().__init__()
-        self.approximate = approximate
-
-    def forward(self, input):
-        return F.gelu(input, approximate=self.approximate)
-
-    def extra_repr(self):
-        return f"approximate={self.approximate!r}"
+        super().__init__(approximate=approximate)
 
 
-class ELU(Module):
+class ELU(FunctionalWrapper):
+    _fn = staticmethod(F.elu)
+
     def __init__(self, alpha=1.0, inplace=False):
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
-
-    def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
-
-    def extra_repr(self):
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+        super().__init__(alpha=alpha, inplace=inplace)
 
 
-class Softplus(Module):
+class Softplus(FunctionalWrapper):
+    _fn = staticmethod(F.softplus)
+
     def __init__(self, beta=1.0, threshold=20.0):
-        super().__init__()
-        self.beta, self.threshold = beta, threshold
-
-    def forward(self, input):
-        return F.softplus(input, self.beta, self.threshold)
-
-    def extra_repr(self):
-        return f"beta={self.beta}, threshold={self.threshold}"
+        super().__init__(beta=beta, threshold=threshold)
 
 
 class PReLU(Module):
@@ -203,21 +170,17 @@ class Softmax2d(Module):
         return F.softmax(input, -3, _stacklevel=5)
 
 
-class Threshold(Module):
+class Threshold(FunctionalWrapper):
+    _fn = staticmethod(F.threshold)
+
     def __init__(self, threshold, value, inplace=False):
-        super().__init__()
-        self.threshold, self.value, self.inplace = threshold, value, inplace
-
-    def forward(self, input):
-        return F.threshold(input, self.threshold, self.value, self.inplace)
-
-    def extra_repr(self):
-        return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
+        super().__init__(threshold=threshold, value=value, inplace=inplace)
 
 
-class Hardtanh(Module):
+class Hardtanh(FunctionalWrapper):
+    _fn = staticmethod(F.hardtanh)
+
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
-        super().__init__()
         if min_value is not None:
             warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
                           stacklevel=2)
@@ -226,15 +189,9 @@ class Hardtanh(Module):
             warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
                           stacklevel=2)
             max_val = max_value
-        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+        super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
         if self.max_val <= self.min_val:
             raise AssertionError(f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})")
-
-    def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val, inplace=self.inplace)
-
-    def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
 
 
 class ReLU6(Hardtanh):
@@ -245,37 +202,24 @@ class ReLU6(Hardtanh):
         return "inplace=True" if self.inplace else ""
 
 
-class CELU(Module):
+class CELU(FunctionalWrapper):
+    _fn = staticmethod(F.celu)
+
     def __init__(self, alpha=1.0, inplace=False):
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
-
-    def forward(self, input):
-        return F.celu(input, self.alpha, inplace=self.inplace)
-
-    def extra_repr(self):
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+        super().__init__(alpha=alpha, inplace=inplace)
 
 
-class Hardshrink(Module):
+class _Shrink(FunctionalWrapper):
     def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
+        super().__init__(lambd=lambd)
 
-    def forward(self, input):
-        return F.hardshrink(input, self.lambd)
-
-    def extra_repr(self):
-        return f"{self.lambd}"
-
-
-class Softshrink(Module):
-    def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
-
-    def forward(self, input):
-        return F.softshrink(input, self.lambd)
-
-    def extra_repr(self):
+    def extra_repr(self):  # PyTorch prints the bare value
         return str(self.lambd)
+
+
+class Hardshrink(_Shrink):
+    _fn = staticmethod(F.hardshrink)
+
+
+class Softshrink(_Shrink):
+    _fn = staticmethod(F.softshrink)

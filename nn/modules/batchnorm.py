@@ -9,24 +9,18 @@ from __future__ import annotations
 import tgrad
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
-from .module import Module
+from .normalization import AffineNorm
 
 __all__ = ["BatchNorm1d", "BatchNorm2d"]
 
 
-class _BatchNorm(Module):
+class _BatchNorm(AffineNorm):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(tgrad.empty(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(tgrad.empty(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        self._affine_parameters(num_features, affine, affine, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", tgrad.zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", tgrad.ones(num_features, device=device, dtype=dtype))
@@ -45,9 +39,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        super().reset_parameters()
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # checkpoints written before the buffer existed lack it: keep the current count (PyTorch's

@@ -41,7 +41,29 @@ def _delete(container, idx):
     _renumber(container, [m for k, m in container._modules.items() if k not in doomed])
 
 
-class Sequential(Module):
+class _Numbered(Module):
+    """A container of children numbered "0", "1" ...: what Sequential and ModuleList share."""
+
+    def __delitem__(self, idx):
+        _delete(self, idx)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+
+class Sequential(_Numbered):
     """Calls its children in order, each on the previous one's output."""
 
     def __init__(self, *args):
@@ -61,24 +83,6 @@ class Sequential(Module):
     def __setitem__(self, idx, module):
         key = list(self._modules)[_index(idx, len(self))]
         setattr(self, key, module)
-
-    def __delitem__(self, idx):
-        _delete(self, idx)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
 
     def insert(self, index, module):
         n = len(self)
@@ -114,7 +118,7 @@ def _fusable_linear_relu(first, second) -> bool:
             and "forward" not in first.__dict__ and "forward" not in second.__dict__)
 
 
-class ModuleList(Module):
+class ModuleList(_Numbered):
     """A list of modules registered as children ``"0"``, ``"1"`` ...; it has no forward."""
 
     def __init__(self, modules=None):
@@ -129,15 +133,6 @@ class ModuleList(Module):
 
     def __setitem__(self, idx, module):
         self.add_module(str(_index(idx, len(self))), module)
-
-    def __delitem__(self, idx):
-        _delete(self, idx)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
     def __iadd__(self, modules):
         return self.extend(modules)
@@ -155,15 +150,6 @@ class ModuleList(Module):
                 runs.append([i, i, r])
         lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2) for a, b, r in runs]
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
 
     def insert(self, index, module):
         items = list(self._modules.values())

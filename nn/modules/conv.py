@@ -7,10 +7,8 @@ replicate, circular) and convolves without padding, as PyTorch does; ConvTranspo
 takes an optional ``output_size`` that picks the output_padding, as PyTorch's does."""
 from __future__ import annotations
 
-import tgrad
 from .. import functional as F
-from ..parameter import Parameter
-from .linear import _reset_weight_and_bias
+from .linear import _reset_weight_and_bias, _weight_and_bias
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
@@ -44,12 +42,7 @@ class _ConvBase(Module):
         self.dilation, self.output_padding = _ntuple(dilation, n), _ntuple(output_padding, n)
         self.groups, self.padding_mode = groups, padding_mode
         channels = (in_channels, out_channels // groups) if self.transposed else (out_channels, in_channels // groups)
-        self.weight = Parameter(tgrad.empty(*channels, *self.kernel_size, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(tgrad.empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (*channels, *self.kernel_size), out_channels, bias, device, dtype)
 
     def reset_parameters(self):
         _reset_weight_and_bias(self.weight, self.bias)

@@ -8,38 +8,29 @@ from .module import Module
 __all__ = ["Dropout", "Dropout1d", "Dropout2d"]
 
 
-class Dropout(Module):
+class _DropoutNd(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if p < 0 or p > 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
     def forward(self, input):
         if self.inplace:
             return F.dropout(input, self.p, self.training, inplace=True)
         return F.dropout(input, self.p, self.training)
 
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
 
-
-class _ChannelDropout(Module):
-    def __init__(self, p=0.5, inplace=False):
-        super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
-
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
-
-
-class Dropout1d(_ChannelDropout):
+class Dropout1d(_DropoutNd):
     def forward(self, input):
         return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
-class Dropout2d(_ChannelDropout):
+class Dropout2d(_DropoutNd):
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)

@@ -25,16 +25,22 @@ def _reset_weight_and_bias(weight, bias):
         init.uniform_(bias, -bound, bound)
 
 
+def _weight_and_bias(module, weight_shape, bias_size, bias, device, dtype):
+    """Registers ``module.weight`` of ``weight_shape`` and ``module.bias`` of ``bias_size`` (None
+    without ``bias``), then initialises them with the module's ``reset_parameters``."""
+    module.weight = Parameter(tgrad.empty(*weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(tgrad.empty(bias_size, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
 class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(tgrad.empty(out_features, in_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(tgrad.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in_features), out_features, bias, device, dtype)
 
     def reset_parameters(self):
         _reset_weight_and_bias(self.weight, self.bias)

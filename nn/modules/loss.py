@@ -120,22 +120,24 @@ class KLDivLoss(_Loss):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
-class CosineEmbeddingLoss(_Loss):
+class _PairMarginLoss(_Loss):
+    """A loss of two inputs and a target with a ``margin``."""
+    _fn = None
+
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input1, input2, target):
-        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+        return type(self)._fn(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
-class MarginRankingLoss(_Loss):
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
+class CosineEmbeddingLoss(_PairMarginLoss):
+    _fn = staticmethod(F.cosine_embedding_loss)
 
-    def forward(self, input1, input2, target):
-        return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+class MarginRankingLoss(_PairMarginLoss):
+    _fn = staticmethod(F.margin_ranking_loss)
 
 
 class TripletMarginLoss(_Loss):

@@ -14,29 +14,34 @@ from .module import Module
 __all__ = ["LayerNorm", "RMSNorm", "GroupNorm"]
 
 
-class LayerNorm(Module):
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
-        super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(tgrad.empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(tgrad.empty(self.normalized_shape, device=device, dtype=dtype))
+class AffineNorm(Module):
+    """A normalisation with an optional elementwise ``weight`` (initially 1) and ``bias`` (0)."""
+
+    def _affine_parameters(self, shape, weight, bias, device, dtype):
+        """Registers ``weight`` and ``bias`` of ``shape`` (each None when its flag is off), in that
+        order; ``reset_parameters`` initialises them."""
+        for name, wanted in (("weight", weight), ("bias", bias)):
+            if wanted:
+                setattr(self, name, Parameter(tgrad.empty(shape, device=device, dtype=dtype)))
             else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+                self.register_parameter(name, None)
 
     def reset_parameters(self):
         if self.weight is not None:
             init.ones_(self.weight)
         if self.bias is not None:
             init.zeros_(self.bias)
+
+
+class LayerNorm(AffineNorm):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self._affine_parameters(self.normalized_shape, elementwise_affine, elementwise_affine and bias, device, dtype)
+        self.reset_parameters()
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -70,24 +75,14 @@ class RMSNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
-class GroupNorm(Module):
+class GroupNorm(AffineNorm):
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(tgrad.empty(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(tgrad.empty(num_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        self._affine_parameters(num_channels, affine, affine, device, dtype)
         self.reset_parameters()
-
-    def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
 
     def forward(self, x):
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)

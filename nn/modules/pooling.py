@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
+from .wrapper import FunctionalWrapper
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
@@ -15,15 +16,23 @@ def _single(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
-class _MaxPoolNd(Module):
+class _Window(Module):
+    """A pooling window: ``kernel_size``, ``stride`` (the kernel size when None), ``padding`` and
+    ``ceil_mode``, each kept through ``fit`` (the 1-d average pool's makes them 1-tuples)."""
+
+    def __init__(self, kernel_size, stride, padding, ceil_mode, fit=lambda v: v):
+        super().__init__()
+        self.kernel_size = fit(kernel_size)
+        self.stride = fit(stride if stride is not None else kernel_size)
+        self.padding, self.ceil_mode = fit(padding), ceil_mode
+
+
+class _MaxPoolNd(_Window):
     _fn = None
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.dilation, self.return_indices = dilation, return_indices
 
     def forward(self, input):
         return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -42,18 +51,15 @@ class MaxPool2d(_MaxPoolNd):
     _fn = staticmethod(F.max_pool2d)
 
 
-class _AvgPoolNd(Module):
+class _AvgPoolNd(_Window):
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool1d(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-        super().__init__()
-        self.kernel_size = _single(kernel_size)
-        self.stride = _single(stride if stride is not None else kernel_size)
-        self.padding = _single(padding)
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        super().__init__(kernel_size, stride, padding, ceil_mode, _single)
+        self.count_include_pad = count_include_pad
 
     def forward(self, input):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
@@ -63,10 +69,7 @@ class AvgPool1d(_AvgPoolNd):
 class AvgPool2d(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
+        super().__init__(kernel_size, stride, padding, ceil_mode)
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
@@ -74,19 +77,14 @@ class AvgPool2d(_AvgPoolNd):
                             self.count_include_pad, self.divisor_override)
 
 
-class _AdaptivePool(Module):
-    _fn, _max = None, False
+class _AdaptivePool(FunctionalWrapper):
+    _max = False
 
     def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size = output_size
         if self._max:
-            self.return_indices = return_indices
-
-    def forward(self, input):
-        if self._max:
-            return type(self)._fn(input, self.output_size, self.return_indices)
-        return type(self)._fn(input, self.output_size)
+            super().__init__(output_size=output_size, return_indices=return_indices)
+        else:
+            super().__init__(output_size=output_size)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
+from .wrapper import FunctionalWrapper
 
 __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "Unfold",
            "Fold"]
@@ -42,52 +43,30 @@ class UpsamplingBilinear2d(Upsample):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
-class PixelShuffle(Module):
+class PixelShuffle(FunctionalWrapper):
+    _fn = staticmethod(F.pixel_shuffle)
+
     def __init__(self, upscale_factor):
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input):
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self):
-        return f"upscale_factor={self.upscale_factor}"
+        super().__init__(upscale_factor=upscale_factor)
 
 
-class PixelUnshuffle(Module):
+class PixelUnshuffle(FunctionalWrapper):
+    _fn = staticmethod(F.pixel_unshuffle)
+
     def __init__(self, downscale_factor):
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input):
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self):
-        return f"downscale_factor={self.downscale_factor}"
+        super().__init__(downscale_factor=downscale_factor)
 
 
-class Unfold(Module):
+class Unfold(FunctionalWrapper):
+    _fn = staticmethod(F.unfold)
+
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
-
-    def forward(self, input):
-        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
-                f"stride={self.stride}")
+        super().__init__(kernel_size=kernel_size, dilation=dilation, padding=padding, stride=stride)
 
 
-class Fold(Module):
+class Fold(FunctionalWrapper):
+    _fn = staticmethod(F.fold)
+
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.output_size, self.kernel_size = output_size, kernel_size
-        self.dilation, self.padding, self.stride = dilation, padding, stride
-
-    def forward(self, input):
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
-
-    def extra_repr(self):
-        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
-                f"padding={self.padding}, stride={self.stride}")
+        super().__init__(output_size=output_size, kernel_size=kernel_size, dilation=dilation, padding=padding,
+                         stride=stride)

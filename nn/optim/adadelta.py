@@ -1,7 +1,8 @@
 """Adadelta (PyTorch's update; the math is in ``tgrad.kernels.optim.updates``)."""
 from __future__ import annotations
 
-from .optimizer import HostScalarsOptimizer, _check_nonnegative
+from .hyperparameters import check_hyperparameters
+from .optimizer import HostScalarsOptimizer
 
 __all__ = ["Adadelta"]
 
@@ -11,11 +12,7 @@ class Adadelta(HostScalarsOptimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
-        _check_nonnegative(lr, "learning rate")
-        if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"Invalid rho value: {rho}")
-        _check_nonnegative(eps, "epsilon value")
-        _check_nonnegative(weight_decay, "weight_decay value")
+        check_hyperparameters(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)

@@ -10,7 +10,8 @@ outside a capture. With lr_decay != 0 a capture raises: the decayed lr would be 
 from __future__ import annotations
 
 import tgrad
-from .optimizer import Optimizer, _check_nonnegative
+from .hyperparameters import check_hyperparameters
+from .optimizer import Optimizer
 
 __all__ = ["Adagrad"]
 
@@ -18,13 +19,9 @@ __all__ = ["Adagrad"]
 class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
-        _check_nonnegative(lr, "learning rate")
-        _check_nonnegative(lr_decay, "lr_decay value")
-        _check_nonnegative(weight_decay, "weight_decay value")
-        _check_nonnegative(initial_accumulator_value, "initial_accumulator_value value")
-        _check_nonnegative(eps, "epsilon value")
-        if differentiable:
-            raise NotImplementedError("tgrad optimizers are not differentiable")
+        check_hyperparameters(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                              initial_accumulator_value=initial_accumulator_value, eps=eps,
+                              differentiable=differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)

@@ -10,11 +10,9 @@ the two bias corrections from it (see ``tgrad.kernels.optim.step``), so a step c
 """
 from __future__ import annotations
 
-import torch
-
 import tgrad
-from tgrad.tensor import Tensor
-from .optimizer import Optimizer, _check_nonnegative
+from .hyperparameters import check_hyperparameters
+from .optimizer import Optimizer, scalar_state
 
 __all__ = ["Adam", "AdamW"]
 
@@ -23,14 +21,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
-        _check_nonnegative(lr, "learning rate")
-        _check_nonnegative(eps, "epsilon value")
-        for i in range(2):
-            if not 0.0 <= betas[i] < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
-        _check_nonnegative(weight_decay, "weight_decay value")
-        if differentiable:
-            raise NotImplementedError("tgrad optimizers are not differentiable")
+        check_hyperparameters(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay, differentiable=differentiable)
         defaults = dict(lr=lr, betas=tuple(float(b) for b in betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused, decoupled_weight_decay=decoupled_weight_decay)
@@ -45,8 +36,7 @@ class Adam(Optimizer):
             if len(state) == 0:
                 self._no_state_during_capture(capturing, "exp_avg, exp_avg_sq")
                 # PyTorch's placement: a float32 step on the parameter's device when capturable
-                state["step"] = (Tensor._wrap(torch.zeros((), dtype=torch.float32, device=p.device)) if capturable
-                                 else tgrad.tensor(0.0))
+                state["step"] = scalar_state(0.0, p.device) if capturable else tgrad.tensor(0.0)
                 state["exp_avg"] = self._state_tensor(p)
                 state["exp_avg_sq"] = self._state_tensor(p)
                 if amsgrad:

@@ -1,7 +1,8 @@
 """Adamax (PyTorch's update; the math is in ``tgrad.kernels.optim.updates``)."""
 from __future__ import annotations
 
-from .optimizer import HostScalarsOptimizer, _check_nonnegative, check_betas
+from .hyperparameters import check_hyperparameters
+from .optimizer import HostScalarsOptimizer
 
 __all__ = ["Adamax"]
 
@@ -11,10 +12,7 @@ class Adamax(HostScalarsOptimizer):
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
-        _check_nonnegative(lr, "learning rate")
-        _check_nonnegative(eps, "epsilon value")
-        check_betas(betas)
-        _check_nonnegative(weight_decay, "weight_decay value")
+        check_hyperparameters(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)

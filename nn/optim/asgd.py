@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import HostScalarsOptimizer, _check_nonnegative, scalar_state
+from .hyperparameters import check_hyperparameters
+from .optimizer import HostScalarsOptimizer, scalar_state
 
 __all__ = ["ASGD"]
 
@@ -15,8 +16,7 @@ class ASGD(HostScalarsOptimizer):
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
-        _check_nonnegative(lr, "learning rate")
-        _check_nonnegative(weight_decay, "weight_decay value")
+        check_hyperparameters(lr=lr, weight_decay=weight_decay)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)

@@ -18,7 +18,8 @@ import tgrad
 from tgrad.kernels.optim.step import fused_step
 from tgrad.tensor import Tensor
 from .lbfgs_line_search import strong_wolfe
-from .optimizer import Optimizer, _check_nonnegative
+from .hyperparameters import check_hyperparameters
+from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]
 
@@ -28,7 +29,7 @@ _NUMPY = {tgrad.float32: np.float32, tgrad.float64: np.float64, tgrad.float16: n
 class LBFGS(Optimizer):
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
                  history_size=100, line_search_fn=None):
-        _check_nonnegative(lr, "learning rate")
+        check_hyperparameters(lr=lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval, tolerance_grad=tolerance_grad,

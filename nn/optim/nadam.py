@@ -7,7 +7,8 @@ import numpy as np
 
 import tgrad
 
-from .optimizer import HostScalarsOptimizer, _check_nonnegative, check_betas, scalar_state
+from .hyperparameters import check_hyperparameters
+from .optimizer import HostScalarsOptimizer, scalar_state
 
 __all__ = ["NAdam"]
 
@@ -18,11 +19,7 @@ class NAdam(HostScalarsOptimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        _check_nonnegative(lr, "learning rate")
-        _check_nonnegative(eps, "epsilon value")
-        check_betas(betas)
-        _check_nonnegative(weight_decay, "weight_decay value")
-        _check_nonnegative(momentum_decay, "momentum_decay value")
+        check_hyperparameters(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay, momentum_decay=momentum_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable)

@@ -2,7 +2,8 @@
 rectified (rho_t > 5) depends on the step count only, so the host decides it per parameter."""
 from __future__ import annotations
 
-from .optimizer import HostScalarsOptimizer, _check_nonnegative, check_betas
+from .hyperparameters import check_hyperparameters
+from .optimizer import HostScalarsOptimizer
 
 __all__ = ["RAdam"]
 
@@ -13,10 +14,7 @@ class RAdam(HostScalarsOptimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        _check_nonnegative(lr, "learning rate")
-        _check_nonnegative(eps, "epsilon value")
-        check_betas(betas)
-        _check_nonnegative(weight_decay, "weight_decay value")
+        check_hyperparameters(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
                         differentiable=differentiable)

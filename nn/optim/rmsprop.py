@@ -9,11 +9,9 @@ With ``capturable=True`` the step count lives on the parameter's device, advance
 """
 from __future__ import annotations
 
-import torch
-
 import tgrad
-from tgrad.tensor import Tensor
-from .optimizer import Optimizer, _check_nonnegative
+from .hyperparameters import check_hyperparameters
+from .optimizer import Optimizer, scalar_state
 
 __all__ = ["RMSprop"]
 
@@ -21,13 +19,8 @@ __all__ = ["RMSprop"]
 class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        _check_nonnegative(lr, "learning rate")
-        _check_nonnegative(eps, "epsilon value")
-        _check_nonnegative(momentum, "momentum value")
-        _check_nonnegative(weight_decay, "weight_decay value")
-        _check_nonnegative(alpha, "alpha value")
-        if differentiable:
-            raise NotImplementedError("tgrad optimizers are not differentiable")
+        check_hyperparameters(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha,
+                              differentiable=differentiable)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
                         differentiable=differentiable)
@@ -40,8 +33,7 @@ class RMSprop(Optimizer):
             state = self.state[p]
             if len(state) == 0:
                 self._no_state_during_capture(capturing, "square_avg")
-                state["step"] = (Tensor._wrap(torch.zeros((), dtype=torch.float32, device=p.device)) if capturable
-                                 else tgrad.tensor(0.0))
+                state["step"] = scalar_state(0.0, p.device) if capturable else tgrad.tensor(0.0)
                 state["square_avg"] = self._state_tensor(p)
                 if momentum > 0:
                     state["momentum_buffer"] = self._state_tensor(p)

@@ -2,7 +2,8 @@
 The learning rate only sets each element's initial step size."""
 from __future__ import annotations
 
-from .optimizer import HostScalarsOptimizer, _check_nonnegative
+from .hyperparameters import check_hyperparameters
+from .optimizer import HostScalarsOptimizer
 
 __all__ = ["Rprop"]
 
@@ -12,7 +13,7 @@ class Rprop(HostScalarsOptimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
-        _check_nonnegative(lr, "learning rate")
+        check_hyperparameters(lr=lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,

@@ -9,7 +9,8 @@ step before capturing) a step reads no host value that changes, so it can be gra
 """
 from __future__ import annotations
 
-from .optimizer import Optimizer, _check_nonnegative
+from .hyperparameters import check_hyperparameters
+from .optimizer import Optimizer
 
 __all__ = ["SGD"]
 
@@ -17,11 +18,7 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        _check_nonnegative(lr, "learning rate")
-        _check_nonnegative(momentum, "momentum value")
-        _check_nonnegative(weight_decay, "weight_decay value")
-        if differentiable:
-            raise NotImplementedError("tgrad optimizers are not differentiable")
+        check_hyperparameters(lr=lr, momentum=momentum, weight_decay=weight_decay, differentiable=differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
                         fused=fused)

@@ -90,6 +90,18 @@ def _strict_message(kind, i):
             f"mode.")
 
 
+def _vector_like(v, like, like_tuple, fn_name, what, single):
+    """``v`` checked against ``like`` (a tuple of tensors; ``what`` names it in errors), or ones
+    when None, which needs ``like`` to be one single-element tensor (``single`` says so)."""
+    if v is None:
+        if len(like) != 1 or like[0].numel() != 1:
+            raise RuntimeError(f"The vector v can only be None if {single}.")
+        return (like[0].new_ones(like[0].shape),)
+    v, _ = _as_tuple(v, "v", fn_name)
+    _check_v(v, like, like_tuple, what)
+    return v
+
+
 def _run(func, inputs, fn_name):
     outputs, out_tuple = _as_tuple(func(*inputs), "outputs of the user-provided function", fn_name)
     return outputs, out_tuple
@@ -101,14 +113,8 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         inputs, in_tuple = _as_tuple(inputs, "inputs", "vjp")
         inputs = _prepare(inputs, create_graph)
         outputs, out_tuple = _run(func, inputs, "vjp")
-        if v is None:
-            if len(outputs) != 1 or outputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
-                                   "Tensor with a single element.")
-            v = (outputs[0].new_ones(outputs[0].shape),)
-        else:
-            v, _ = _as_tuple(v, "v", "vjp")
-            _check_v(v, outputs, out_tuple, "outputs of the user-provided function")
+        v = _vector_like(v, outputs, out_tuple, "vjp", "outputs of the user-provided function",
+                         "the user-provided function returns a single Tensor with a single element")
         g = _grads(outputs, inputs, v, create_graph, strict, "back")
     return _finish(outputs, create_graph, out_tuple), _finish(g, create_graph, in_tuple)
 
@@ -118,32 +124,13 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     with enable_grad():
         inputs, in_tuple = _as_tuple(inputs, "inputs", "jvp")
         inputs = _prepare(inputs, create_graph)
-        if v is None:
-            if len(inputs) != 1 or inputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                                   "single Tensor with a single element.")
-            v = (inputs[0].new_ones(inputs[0].shape),)
-        else:
-            v, _ = _as_tuple(v, "v", "jvp")
-            _check_v(v, inputs, in_tuple, "input")
+        v = _vector(v, inputs, in_tuple, "jvp")
         outputs, out_tuple = _run(func, inputs, "jvp")
         # u^T J as a differentiable function of a dummy u, then its derivative along v is J v
         us = tuple(o.new_zeros(o.shape).requires_grad_(True) for o in outputs)
         g = _grads(outputs, inputs, us, True, strict, "back")
-        used = [(gi, vi) for gi, vi in zip(g, v) if gi.requires_grad]
-        if used:
-            jv = _grad([gi for gi, _ in used], us, [vi for _, vi in used], retain_graph=True,
-                       create_graph=create_graph, allow_unused=True)
-        else:
-            jv = (None,) * len(us)
-        res = []
-        for i, (j, o) in enumerate(zip(jv, outputs)):
-            if j is None:
-                if strict:
-                    raise RuntimeError(_strict_message("back_trick", i))
-                j = o.new_zeros(o.shape)
-            res.append(j)
-    return _finish(outputs, create_graph, out_tuple), _finish(tuple(res), create_graph, out_tuple)
+        jv = _grads(g, us, v, create_graph, strict, "back_trick")
+    return _finish(outputs, create_graph, out_tuple), _finish(jv, create_graph, out_tuple)
 
 
 def _check_strategy(strategy, vectorize):
@@ -237,14 +224,20 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     return _structure(rows, in_tuple, in_tuple, create_graph)
 
 
+def _gradient_at(func, inputs, v, create_graph, strict, fn_name):
+    """What vhp and hvp start from: the inputs as a tuple (and whether they were one), the vector,
+    the scalar output and its gradient, differentiable."""
+    inputs, in_tuple = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _prepare(inputs, create_graph)
+    v = _vector(v, inputs, in_tuple, fn_name)
+    out = _scalar_output(func, inputs, fn_name)
+    return inputs, in_tuple, v, out, _grads((out,), inputs, (out.new_ones(()),), True, strict, "double_back")
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T H) of a scalar ``func``."""
     with enable_grad():
-        inputs, in_tuple = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _prepare(inputs, create_graph)
-        v = _vector(v, inputs, in_tuple, "vhp")
-        out = _scalar_output(func, inputs, "vhp")
-        g = _grads((out,), inputs, (out.new_ones(()),), True, strict, "double_back")
+        inputs, in_tuple, v, out, g = _gradient_at(func, inputs, v, create_graph, strict, "vhp")
         res = _grads(g, inputs, v, create_graph, strict, "double_back")
     return (out if create_graph else out.detach()), _finish(res, create_graph, in_tuple)
 
@@ -252,33 +245,14 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H v) of a scalar ``func`` (H is symmetric, so this is v^T H transposed)."""
     with enable_grad():
-        inputs, in_tuple = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _prepare(inputs, create_graph)
-        v = _vector(v, inputs, in_tuple, "hvp")
-        out = _scalar_output(func, inputs, "hvp")
-        g = _grads((out,), inputs, (out.new_ones(()),), True, strict, "double_back")
+        inputs, in_tuple, v, out, g = _gradient_at(func, inputs, v, create_graph, strict, "hvp")
         # H v = d/du (u^T H) v ... by the double-backward trick on the gradient
         us = tuple(x.new_zeros(x.shape).requires_grad_(True) for x in inputs)
         ug = _grads(g, inputs, us, True, strict, "double_back")
-        used = [(a, b) for a, b in zip(ug, v) if a.requires_grad]
-        hv = (_grad([a for a, _ in used], us, [b for _, b in used], retain_graph=True, create_graph=create_graph,
-                    allow_unused=True) if used else (None,) * len(us))
-        res = []
-        for i, (h, x) in enumerate(zip(hv, inputs)):
-            if h is None:
-                if strict:
-                    raise RuntimeError(_strict_message("back_trick", i))
-                h = x.new_zeros(x.shape)
-            res.append(h)
-    return (out if create_graph else out.detach()), _finish(tuple(res), create_graph, in_tuple)
+        res = _grads(ug, us, v, create_graph, strict, "back_trick")
+    return (out if create_graph else out.detach()), _finish(res, create_graph, in_tuple)
 
 
 def _vector(v, inputs, in_tuple, fn_name):
-    if v is None:
-        if len(inputs) != 1 or inputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                               "single Tensor with a single element.")
-        return (inputs[0].new_ones(inputs[0].shape),)
-    v, _ = _as_tuple(v, "v", fn_name)
-    _check_v(v, inputs, in_tuple, "input")
-    return v
+    return _vector_like(v, inputs, in_tuple, fn_name, "input",
+                        "the input to the user-provided function is a single Tensor with a single element")

@@ -4,19 +4,17 @@ from __future__ import annotations
 import numbers
 
 import tgrad
-from .distribution import Distribution
-from .utils import broadcast_all, logits_to_probs, probs_to_logits
+from .probs_logits import ProbsLogitsDistribution
+from .utils import broadcast_all
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
-    _param_names = ("probs",)
+class Bernoulli(ProbsLogitsDistribution):
+    _binary = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        given = probs if probs is not None else logits
+        given = self._given(probs, logits)
         is_scalar = isinstance(given, numbers.Number)
         (param,) = broadcast_all(given)
         self._probs, self._logits = (param, None) if probs is not None else (None, param)
@@ -29,18 +27,6 @@ class Bernoulli(Distribution):
             self._check_param("probs", p, (p >= 0) & (p <= 1), "Interval(lower_bound=0.0, upper_bound=1.0)")
         else:
             self._check_param("logits", self._logits, self._logits == self._logits, "Real()")
-
-    @property
-    def probs(self):
-        if self._probs is None:
-            self._probs = logits_to_probs(self._logits, is_binary=True)
-        return self._probs
-
-    @property
-    def logits(self):
-        if self._logits is None:
-            self._logits = probs_to_logits(self._probs, is_binary=True)
-        return self._logits
 
     @property
     def param_shape(self):
@@ -60,10 +46,9 @@ class Bernoulli(Distribution):
         return self.probs * (1 - self.probs)
 
     def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
         with tgrad.no_grad():
             p = self.probs
-            u = tgrad.rand(shape, dtype=p.dtype, device=p.device)
+            u = self._noise(sample_shape, tgrad.rand, p)
             return (u < p).to(p.dtype)
 
     def log_prob(self, value):

@@ -8,19 +8,14 @@ import torch
 
 import tgrad
 from tgrad._dtype import Size
-from .distribution import Distribution
-from .utils import probs_to_logits
+from .probs_logits import ProbsLogitsDistribution
 
 __all__ = ["Categorical"]
 
 
-class Categorical(Distribution):
-    _param_names = ("probs",)
-
+class Categorical(ProbsLogitsDistribution):
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        given = probs if probs is not None else logits
+        given = self._given(probs, logits)
         if given.ndim < 1:
             raise ValueError("`probs` parameter must be at least one-dimensional." if probs is not None
                              else "`logits` parameter must be at least one-dimensional.")
@@ -38,18 +33,6 @@ class Categorical(Distribution):
                               "Simplex()")
         else:
             self._check_param("logits", self._raw, self._raw == self._raw, "IndependentConstraint(Real(), 1)")
-
-    @property
-    def probs(self):
-        if self._probs is None:
-            self._probs = tgrad.softmax(self._logits, -1)
-        return self._probs
-
-    @property
-    def logits(self):
-        if self._logits is None:
-            self._logits = probs_to_logits(self._probs)
-        return self._logits
 
     @property
     def param_shape(self):

@@ -40,6 +40,10 @@ class Distribution:
     def _extended_shape(self, sample_shape=()):
         return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
+    def _noise(self, sample_shape, draw, like):
+        """``draw`` (tgrad.rand, tgrad.randn) of the samples' shape, in ``like``'s dtype and device."""
+        return draw(self._extended_shape(sample_shape), dtype=like.dtype, device=like.device)
+
     def sample(self, sample_shape=()):
         with tgrad.no_grad():
             return self.rsample(sample_shape)

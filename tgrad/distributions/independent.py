@@ -8,6 +8,11 @@ from .utils import sum_rightmost
 __all__ = ["Independent"]
 
 
+def _of_base(name):
+    """The base distribution's attribute ``name``, as a property."""
+    return property(lambda self: getattr(self.base_dist, name))
+
+
 class Independent(Distribution):
     def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
         k = int(reinterpreted_batch_ndims)
@@ -20,25 +25,9 @@ class Independent(Distribution):
         cut = len(shape) - event_dim
         super().__init__(shape[:cut], shape[cut:], validate_args=False)
 
-    @property
-    def has_rsample(self):
-        return self.base_dist.has_rsample
-
-    @property
-    def mean(self):
-        return self.base_dist.mean
-
-    @property
-    def mode(self):
-        return self.base_dist.mode
-
-    @property
-    def variance(self):
-        return self.base_dist.variance
-
-    @property
-    def stddev(self):
-        return self.base_dist.stddev
+    # what the reinterpretation leaves as it is: the base's, read through
+    has_rsample, mean, mode, variance, stddev = (
+        _of_base(name) for name in ("has_rsample", "mean", "mode", "variance", "stddev"))
 
     def sample(self, sample_shape=()):
         return self.base_dist.sample(sample_shape)

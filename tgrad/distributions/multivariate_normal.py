@@ -106,9 +106,7 @@ class MultivariateNormal(Distribution):
     def mean(self):
         return self.loc
 
-    @property
-    def mode(self):
-        return self.loc
+    mode = mean
 
     @property
     def variance(self):
@@ -116,8 +114,7 @@ class MultivariateNormal(Distribution):
         return (L ** 2).sum(-1).expand(tuple(self._batch_shape) + tuple(self._event_shape))
 
     def rsample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        eps = tgrad.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = self._noise(sample_shape, tgrad.randn, self.loc)
         # L eps as a broadcast product and a row sum: two launches for any batch (a batched matmul
         # of many tiny matrices is one program per matrix)
         return self.loc + (self._unbroadcasted_scale_tril * eps.unsqueeze(-2)).sum(-1)

@@ -26,9 +26,7 @@ class Normal(Distribution):
     def mean(self):
         return self.loc
 
-    @property
-    def mode(self):
-        return self.loc
+    mode = mean
 
     @property
     def stddev(self):
@@ -39,8 +37,7 @@ class Normal(Distribution):
         return self.scale.pow(2)
 
     def rsample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        eps = tgrad.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = self._noise(sample_shape, tgrad.randn, self.loc)
         return self.loc + eps * self.scale
 
     def log_prob(self, value):

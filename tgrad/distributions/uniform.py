@@ -38,8 +38,7 @@ class Uniform(Distribution):
         return (self.high - self.low).pow(2) / 12
 
     def rsample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        u = tgrad.rand(shape, dtype=self.low.dtype, device=self.low.device)
+        u = self._noise(sample_shape, tgrad.rand, self.low)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):

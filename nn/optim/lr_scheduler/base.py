@@ -84,6 +84,20 @@ class LRScheduler:
     def load_state_dict(self, state_dict: dict):
         self.__dict__.update(state_dict)
 
+    def _state_dict_nesting(self, key, save):
+        """The state dict with the list attribute ``key`` saved item by item (``save(item)``)."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", key)}
+        state[key] = [save(item) for item in getattr(self, key)]
+        return state
+
+    def _load_state_dict_nesting(self, state_dict, key, load):
+        """Loads what ``_state_dict_nesting`` saved: ``load(item, saved)`` for each item of ``key``."""
+        state_dict = dict(state_dict)
+        saved = state_dict.pop(key)
+        self.__dict__.update(state_dict)
+        for item, item_state in zip(getattr(self, key), saved):
+            load(item, item_state)
+
     def get_last_lr(self) -> list:
         return self._last_lr
 
@@ -114,14 +128,18 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
+        if epoch is None:
+            self.last_epoch += 1
+            self._set_lrs(self.get_lr)
+        else:
+            self.last_epoch = epoch
+            self._set_lrs(self._get_closed_form_lr if hasattr(self, "_get_closed_form_lr") else self.get_lr)
+
+    def _set_lrs(self, compute):
+        """Every group's lr := ``compute()``, called as from ``step`` (so ``get_lr`` does not warn)."""
         self._get_lr_called_within_step = True
         try:
-            if epoch is None:
-                self.last_epoch += 1
-                values = self.get_lr()
-            else:
-                self.last_epoch = epoch
-                values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
+            values = compute()
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):

@@ -29,16 +29,11 @@ class _Composite(LRScheduler):
     """State dicts of schedulers made of schedulers: theirs nested under ``_schedulers``."""
 
     def state_dict(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
+        return self._state_dict_nesting("_schedulers", lambda scheduler: scheduler.state_dict())
 
     def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        children = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for scheduler, saved in zip(self._schedulers, children):
-            scheduler.load_state_dict(saved)
+        self._load_state_dict_nesting(state_dict, "_schedulers",
+                                      lambda scheduler, saved: scheduler.load_state_dict(saved))
 
 
 class SequentialLR(_Composite):

@@ -10,6 +10,16 @@ from .base import LRScheduler, warn_get_lr_called_outside_step
 __all__ = ["LambdaLR", "MultiplicativeLR"]
 
 
+def _lambda_state(fn):
+    """A callable object's attributes; None for a plain function (not state)."""
+    return None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+
+
+def _load_lambda_state(fn, saved):
+    if saved is not None:
+        fn.__dict__.update(saved)
+
+
 class _LambdaScheduler(LRScheduler):
     """One ``lr_lambda`` per parameter group (one function repeated, or a list of that length)."""
 
@@ -28,18 +38,10 @@ class _LambdaScheduler(LRScheduler):
         pass
 
     def state_dict(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
-        return state
+        return self._state_dict_nesting("lr_lambdas", _lambda_state)
 
     def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        for fn, saved in zip(self.lr_lambdas, lambdas):
-            if saved is not None:
-                fn.__dict__.update(saved)
+        self._load_state_dict_nesting(state_dict, "lr_lambdas", _load_lambda_state)
 
 
 class LambdaLR(_LambdaScheduler):
