@@ -69,7 +69,7 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         cls._home = (cls.__module__, cls.__qualname__)
 
