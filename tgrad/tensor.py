@@ -121,22 +121,10 @@ class Tensor:
     def is_cuda(self):
         return self._data.device.type == "cuda"
 
-    @property
-    def is_cpu(self):
-        return self._data.device.type == "cpu"
-
+    is_cpu = property(lambda self: self._data.device.type == "cpu")
     # tgrad's tensors are dense and live on the CPU or CUDA: PyTorch's other flags read False
     is_xpu = is_mps = is_meta = is_xla = is_ipu = is_mtia = is_maia = is_vulkan = property(lambda self: False)
     is_mkldnn = is_quantized = is_sparse = is_sparse_csr = is_nested = property(lambda self: False)
-
-    def is_complex(self):
-        return False  # tgrad has no complex dtypes
-
-    def is_signed(self):
-        return self._data.is_signed()
-
-    def is_same_size(self, other):
-        return self.shape == other.shape
 
     @property
     def ndim(self):

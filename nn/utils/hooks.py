@@ -16,6 +16,7 @@ import warnings
 
 import tgrad
 from tgrad.autograd import Function
+from tgrad.autograd.function import records
 from tgrad.autograd.hooks import RemovableHandle
 from tgrad.tensor import Tensor
 
@@ -122,7 +123,7 @@ class BackwardHook:
     def _apply_on_tensors(self, on_backward, args):
         tensors_idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         tensors = [args[i] for i in tensors_idx]
-        if not (any(t.requires_grad for t in tensors) and tgrad.is_grad_enabled()):
+        if not records(*tensors):  # nothing recorded: no node to hook
             return args, None
         new_tensors = BackwardHookFunction.apply(*tensors)
         node = next((t.grad_fn for t in new_tensors if t.grad_fn is not None), None)

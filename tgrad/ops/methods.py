@@ -54,6 +54,21 @@ op("select", function=False)(_select)
 op("T", function=False)(property(lambda self: shape.permute(self, *reversed(range(self.ndim)))))
 
 
+@op("is_complex", function=False)
+def is_complex(self) -> bool:
+    return False  # tgrad has no complex dtypes
+
+
+@op("is_signed", function=False)
+def is_signed(self) -> bool:
+    return self._data.is_signed()
+
+
+@op("is_same_size", function=False)
+def is_same_size(self, other) -> bool:
+    return self.shape == other.shape
+
+
 def _mT(self):
     if self.ndim == 0:  # PyTorch: the identity on 0-d tensors (deprecated there)
         return shape.view(self, ())
