@@ -18,7 +18,7 @@ import torch
 
 from . import _dtype
 from ._dtype import Size
-from .modes import _inference_mode_enabled, is_grad_enabled
+from .modes import _inference_mode_enabled
 from .printing import format_tensor
 
 
@@ -88,6 +88,7 @@ class Tensor:
         t._hooks_leaf = None
         t._post_acc_hooks = None
         t._retains_grad = False
+        t._multi_output = False  # a view from split/unbind (or a view of one): no in-place writes with grad
         t._is_inference = t._vc.inference  # the one place results and views learn it
         return t
 
@@ -429,20 +430,3 @@ def _rebuild(module: str, qualname: str, data: torch.Tensor, requires_grad: bool
     t.__dict__.update(state)
     return t
 
-
-def check_inplace(t: Tensor):
-    """The checks every in-place op makes before writing into ``t`` (spec F.25, E.24)."""
-    if t._is_inference:
-        if not _inference_mode_enabled():
-            raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make "
-                               "a clone to get a normal tensor before doing inplace update.See "
-                               "https://github.com/pytorch/rfcs/pull/17 for more details.")
-    if not is_grad_enabled() or _inference_mode_enabled():  # inference mode skips autograd's checks
-        return
-    if t._grad_fn is None and t._requires_grad:
-        if t._base is not None:
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    base = t._base
-    if base is not None and base._grad_fn is None and base._requires_grad:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")

@@ -111,8 +111,9 @@ def bce(x, y, q, p):
 
 @triton.jit
 def bce_bwd(x, y, q, g, p):
+    # d/dy is PyTorch's unclamped log-odds: +-inf at x = 0 or 1 (only the loss clamps its logs)
     return (g * ((x - y) / tl.maximum(x * (1.0 - x), 1e-12)),
-            g * (tl.maximum(log1p(-x), -100.0) - tl.maximum(tl.log(x), -100.0)))
+            g * (log1p(-x) - tl.log(x)))
 
 
 @triton.jit

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+
+import tgrad
 
 from support.differential import grads, same
 
@@ -271,3 +274,35 @@ def test_a_backward_that_raises_has_already_accumulated_the_leaves_it_reached_fi
             return type(exc).__name__, x.grad, w.grad, earlier.detach()
         return None, x.grad, w.grad, earlier.detach()
     same(program)
+
+
+def test_retain_grad_follows_an_index_assignment():
+    def program(L, F):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        y[0] = 5
+        (y * L.tensor([1.0, -2.0, 0.5])).sum().backward()
+        return y.grad, x.grad
+    same(program)
+
+
+@pytest.mark.parametrize("make", ["x.split(2)", "x.chunk(2)", "x.unbind(0)", "x.split([1, 3])", "x.tensor_split(2)"])
+@pytest.mark.parametrize("write", ["v.mul_(2)", "v[0].add_(1)", "v.zero_()", "v.copy_(L.zeros(v.shape))"])
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_in_place_on_the_views_a_multi_output_op_returns(make, write, grad_mode):
+    """PyTorch refuses in-place writes to split/chunk/unbind outputs (and views of them) that
+    require grad; tensor_split's outputs, and any write under no_grad, are allowed."""
+    def program(L, F):
+        x = L.ones(4, 2, requires_grad=True) * 1
+        v = eval(make)[1]
+        with L.set_grad_enabled(grad_mode):
+            exec(write)
+        return x.detach(), v.requires_grad
+    same(program)
+
+
+def test_masked_fill_on_an_expanded_tensor_warns_as_pytorch():
+    for L in (torch, tgrad):
+        with pytest.warns(UserWarning, match="Use of masked_fill_ on expanded tensors is deprecated"):
+            L.zeros(1, 3).expand(2, 3).masked_fill_(L.tensor([[True, False, True]]), 1.0)

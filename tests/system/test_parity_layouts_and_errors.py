@@ -119,3 +119,14 @@ def test_cuda_without_a_cuda_build_raises_torchs_assertion():
         pytest.skip("this torch has CUDA")
     with pytest.raises(AssertionError, match="not compiled with CUDA"):
         tgrad.zeros(2).cuda()
+
+
+@pytest.mark.parametrize("expr", [
+    "L.zeros(0, 3).index_select(0, L.tensor([0]))", "L.zeros(3, 0).index_select(1, L.tensor([0, 1]))",
+    "L.zeros(0, 3).index_select(0, L.tensor([], dtype=L.int64))", "L.zeros(0, 3).index_select(1, L.tensor([2]))",
+    "L.zeros(0, 3).gather(0, L.zeros(0, 3, dtype=L.int64))", "L.inner(L.zeros(2, 0), L.zeros(3, 0))",
+    "L.inner(L.zeros(2, 1, 0), L.zeros(3, 0))", "L.zeros(2, 3, 0) @ L.zeros(0, 4)", "L.zeros(0) @ L.zeros(2, 0, 4)",
+    "L.tensordot(L.zeros(2, 0), L.zeros(0, 3), 1)", "L.einsum('ij,jk->ik', L.zeros(2, 0), L.zeros(0, 3))",
+])
+def test_zero_size_operands_of_index_select_gather_and_products(expr):
+    same(lambda L, F: eval(expr))

@@ -195,3 +195,15 @@ def test_division_edges_found_last():
         a.backward()
         return x.grad
     same(floor_by_a_number_saves_nothing)
+
+
+def test_binary_cross_entropy_target_gradient_at_certain_predictions():
+    """d loss / d target is the unclamped log-odds: +-inf where the prediction is 0 or 1 (only the
+    loss's own logs are clamped at -100)."""
+    def program(L, F):
+        p = L.tensor([0.0, 1.0, 0.5, 0.2], dtype=L.float64)
+        t = L.tensor([0.3, 0.6, 0.5, 1.0], dtype=L.float64, requires_grad=True)
+        loss = F.binary_cross_entropy(p, t)
+        loss.backward()
+        return loss.detach(), t.grad
+    same(program)

@@ -13,7 +13,8 @@ import itertools
 import weakref
 
 from ..modes import _inference_mode_enabled, _set as _set_grad_enabled, is_anomaly_enabled, is_grad_enabled
-from ..tensor import Tensor, check_inplace
+from ..tensor import Tensor
+from .inplace_checks import check_inplace
 from . import anomaly_mode
 
 _sequence = itertools.count()

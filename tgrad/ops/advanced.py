@@ -25,7 +25,8 @@ import triton.language as tl
 
 from .. import return_types
 from ..autograd.function import BuiltinFunction, records
-from ..tensor import Tensor, check_inplace
+from ..tensor import Tensor
+from ..autograd.inplace_checks import check_inplace
 from tgrad.kernels.indexing import index as KI
 from tgrad.kernels import elementwise as M
 from .factories import tensor

@@ -7,6 +7,8 @@ Gradients (g is the upstream gradient):
 """
 from __future__ import annotations
 
+import warnings
+
 import triton
 import triton.language as tl
 
@@ -20,7 +22,7 @@ from .common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
 from .inplace import write_inplace
 from .pointwise import Where
-from .views import scatter_slice_into_zeros
+from .views import overlaps, scatter_slice_into_zeros
 from .registry import op
 
 
@@ -52,6 +54,8 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     d = x._dim(dim)
     size = x.shape[d] if x.ndim else 1
+    if size == 0 and idx.numel():
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     bad = KI.first_out_of_bounds(idx, size, allow_negative=False)
     if bad is not None:  # PyTorch's text, then the offending value
         raise IndexError(f"index out of range in self (index {bad} for dimension {d} with size {size})")
@@ -159,7 +163,11 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
 
 def masked_fill_(x: Tensor, mask: Tensor, value) -> Tensor:
     value = _mask_value(x, mask, value)
-    return write_inplace(x, MaskedFill.apply, mask, value, formula=_masked_fill_formula, fill=True)  # as PyTorch: no overlap check
+    if overlaps(x.shape, x.stride()):  # PyTorch writes it, and warns
+        warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before "
+                      "performing this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar",
+                      UserWarning, stacklevel=2)
+    return write_inplace(x, MaskedFill.apply, mask, value, formula=_masked_fill_formula, fill=True)
 
 
 class MaskedSelect(Index):

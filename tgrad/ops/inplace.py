@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .. import _dtype
 from ..autograd.function import records
-from ..tensor import Tensor, check_inplace
+from ..tensor import Tensor
+from ..autograd.inplace_checks import check_inplace
 from .common import as_operand, broadcast_shapes, check_runnable, result_type
 from .formula import fused
 from .registry import op

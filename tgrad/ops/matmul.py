@@ -225,7 +225,8 @@ def inner(a, b):
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
                            f"{list(a.shape)} and {list(b.shape)}")
     k = a.shape[-1]
-    return matmul(a.reshape(-1, k), b.reshape(-1, k).t()).reshape(*a.shape[:-1], *b.shape[:-1])
+    rows_a, rows_b = math.prod(a.shape[:-1]), math.prod(b.shape[:-1])  # not -1: k may be 0
+    return matmul(a.reshape(rows_a, k), b.reshape(rows_b, k).t()).reshape(*a.shape[:-1], *b.shape[:-1])
 
 
 def _integer_matmul(a, b):

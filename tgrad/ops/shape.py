@@ -351,7 +351,7 @@ class Split(BuiltinFunction):
         ctx.meta = (x.shape, sizes, dim, x.dtype, x.device)
         out, start = [], 0
         for n in sizes:
-            out.append(V.make_view(x, x._data.narrow(dim, start, n)))
+            out.append(V.make_view(x, x._data.narrow(dim, start, n), multi_output=True))
             start += n
         return tuple(out)
 
@@ -407,7 +407,7 @@ class Unbind(BuiltinFunction):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        return tuple(V.make_view(x, x._data.select(dim, i)) for i in range(x.shape[dim]))
+        return tuple(V.make_view(x, x._data.select(dim, i), multi_output=True) for i in range(x.shape[dim]))
 
     @staticmethod
     def backward(ctx, *grads):

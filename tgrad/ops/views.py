@@ -19,9 +19,12 @@ from .formula import fused
 from .pointwise import Where
 
 
-def make_view(x: Tensor, data: torch.Tensor) -> Tensor:
+def make_view(x: Tensor, data: torch.Tensor, multi_output: bool = False) -> Tensor:
+    """A view of ``x`` over ``data``. ``multi_output``: one of several views one op returns (split,
+    unbind), which, like every view of it, may not be modified in place while it requires grad."""
     t = Tensor._wrap(data, version=x._version, base=x._base if x._base is not None else x)
     t._view_version = x._version.value  # the version its history describes (see refresh_view)
+    t._multi_output = multi_output or x._multi_output
     return t
 
 
@@ -390,7 +393,9 @@ def rebase_history(t: Tensor, result: Tensor):
     geometry = _geometry(t, base)
     cs = CopySlices(base_edge, (node, result._output_nr), geometry, order, (base.shape, base.dtype, base.device),
                     (t.shape, t.dtype, t.device))
+    old_base_fn, old_base_nr = base._grad_fn, base._output_nr
     base._grad_fn, base._output_nr, base._requires_grad = cs, 0, True
+    _move_retained(base, old_base_fn, old_base_nr)  # b.retain_grad(); b[0] = v: b's grad is the new b's
     again = AsStrided.apply(base, *geometry)
     t._grad_fn, t._output_nr, t._requires_grad = again._grad_fn, 0, True
     t._view_version = t._version.value
