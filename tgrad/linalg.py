@@ -10,6 +10,11 @@
   (a cumulative product of x, as PyTorch builds it).
 - ``cholesky`` and ``solve_triangular`` on the triangular-solve and Cholesky kernels
   (``tgrad.kernels.linalg``); an upper-triangular system is the lower one transposed.
+- ``lu_factor``/``lu_factor_ex``/``lu``/``lu_solve`` on the LU kernel with partial pivoting
+  (``tgrad.linalg_lu``), and from them ``solve``/``solve_ex`` (X A = B as A^T X^T = B^T), ``inv``/
+  ``inv_ex`` (a solve against I), ``det`` (det P times the product of U's diagonal), ``slogdet`` and
+  ``logdet``; their gradients follow from those of the factorisation and the solve. ``det``,
+  ``inverse``, ``logdet`` and ``slogdet`` are also ``tgrad.<name>`` and Tensor methods.
 """
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ import math
 
 import torch
 
+from . import linalg_lu as _lu
+from . import return_types
 from .distributions import _linalg
 from .ops import reduce as _reduce
 from .ops.matmul import matmul
@@ -24,12 +31,16 @@ from .ops.arrange import diagonal as _diagonal
 from .ops.random import eye as _eye
 from .ops.arrange import cumprod as _cumprod
 from .ops.shape import cat as _cat
+from .ops.elementwise import where as _where
+from .ops import registry
 from .ops.factories import ones as _ones
 from .ops.scan_more import cross_along
 from .tensor import Tensor
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "cholesky",
-           "solve_triangular", "matrix_power", "multi_dot", "vander", "LinAlgError"]
+           "solve_triangular", "matrix_power", "multi_dot", "vander", "LinAlgError",
+           "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve", "solve_ex", "inv", "inv_ex", "det", "slogdet",
+           "logdet"]
 
 LinAlgError = torch.linalg.LinAlgError
 
@@ -129,8 +140,7 @@ def matrix_power(A, n):
         raise RuntimeError("linalg.matrix_power: A must be batches of square matrices, but they are "
                            f"{A.shape[-2] if A.ndim >= 2 else None} by {A.shape[-1] if A.ndim else None} matrices")
     if n < 0:
-        raise NotImplementedError("linalg.matrix_power: a negative power needs the inverse, which tgrad has no "
-                                  "kernel for")
+        A, n = inv(A), -n
     if n == 0:
         return _eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(*A.shape).clone()
     result, square = None, A
@@ -171,3 +181,152 @@ def vander(x, *, N=None):
         raise RuntimeError("N must be greater than 1.")
     ones = _ones((*x.shape, 1), dtype=x.dtype, device=x.device)
     return _cumprod(_cat([ones, x.unsqueeze(-1).expand(*x.shape, n - 1)], -1), -1)
+
+
+def _square(A, fn):
+    _float_input(A, fn)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.{fn}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.{fn}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+
+
+def _factor(A, fn, pivot=True):
+    """(LU, pivots, info) of A, after PyTorch's checks of ``fn``."""
+    _float_input(A, fn)
+    if A.ndim < 2:
+        raise RuntimeError(f"torch.{fn}: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} "
+                           "instead")
+    if not pivot:
+        raise RuntimeError(f"linalg.{fn}: LU without pivoting is not implemented on the CPU")
+    return _lu.lu_factor(A)
+
+
+def _singular_u(fn):
+    return lambda i: (f"torch.linalg.{fn}: U[{i},{i}] is zero and using it on lu_solve would result in a division "
+                      "by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) "
+                      "or linalg.lu_factor_ex(A, pivot)")
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    LU, pivots, info = _factor(A, "lu_factor", pivot)
+    if check_errors:
+        _lu.raise_if_failed(info, A.ndim > 2, _singular_u("lu_factor_ex"))
+    return return_types.linalg_lu_factor_ex(LU, pivots, info)
+
+
+def lu_factor(A, *, pivot=True):
+    LU, pivots, info = _factor(A, "lu_factor", pivot)
+    _lu.raise_if_failed(info, A.ndim > 2, _singular_u("lu_factor"))
+    return return_types.linalg_lu_factor(LU, pivots)
+
+
+def lu(A, *, pivot=True):
+    if isinstance(A, Tensor) and A.ndim < 2:
+        raise RuntimeError(f"linalg.lu: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} instead")
+    LU, pivots, _ = _factor(A, "lu", pivot)
+    return return_types.linalg_lu(*_lu.unpack(LU, _lu.perm_of(pivots, A.shape[-2])))
+
+
+def _rhs(A, B, left, fn):
+    """B as the right-hand side (..., n, k) of the A X = B (or A^T X = B^T) that is solved, and
+    whether B was a vector."""
+    if B.dtype != A.dtype:
+        raise RuntimeError(f"linalg.{fn}: Expected A and B to have the same dtype, but found A of type "
+                           f"{A.dtype.scalar_type} and B of type {B.dtype.scalar_type} instead")
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector and not left:
+        raise RuntimeError(f"linalg.{fn}: Vector broadcasting of the left hand side is not supported for left=False. "
+                           f"In this case linalg.{fn} is equivalent to B / A.squeeze(-1)")
+    if vector:
+        B = B.unsqueeze(-1)
+    rhs = B if left else B.mT
+    if rhs.ndim < 2 or rhs.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"linalg.{fn}: Incompatible shapes of A and B for the equation {'AX' if left else 'XA'} = B"
+                           f" ({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2] if B.ndim >= 2 else None}x"
+                           f"{B.shape[-1] if B.ndim else None})")
+    return rhs, vector
+
+
+def _solved(LU, pivots, rhs, vector, left, adjoint=False):
+    """The solution of the system ``_rhs`` set up: left, A X = B; else X A = B, i.e. A^T X^T = B^T
+    (``adjoint``: A^T in place of A)."""
+    X = _lu.lu_solve(LU, _lu.perm_of(pivots, LU.shape[-1]), rhs, adjoint=adjoint == left)
+    return X.squeeze(-1) if vector else (X if left else X.mT)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    if LU.ndim < 2 or LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lu_solve: A must be batches of square matrices, but they are "
+                           f"{LU.shape[-2] if LU.ndim >= 2 else None} by {LU.shape[-1] if LU.ndim else None} matrices")
+    rhs, vector = _rhs(LU, B, left, "lu_solve")
+    return _solved(LU, pivots, rhs, vector, left, adjoint)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    _square(A, "solve")
+    rhs, vector = _rhs(A, B, left, "solve")
+    LU, pivots, info = _lu.lu_factor(A)
+    if check_errors:
+        _lu.raise_if_failed(info, A.ndim > 2, lambda i: "torch.linalg.solve_ex: The solver failed because the input "
+                            "matrix is singular.", LinAlgError)
+    return return_types.linalg_solve_ex(_solved(LU, pivots, rhs, vector, left), info)
+
+
+def solve(A, B, *, left=True):
+    _square(A, "solve")
+    rhs, vector = _rhs(A, B, left, "solve")
+    LU, pivots, info = _lu.lu_factor(A)
+    _lu.raise_if_failed(info, A.ndim > 2, lambda i: "torch.linalg.solve: The solver failed because the input matrix "
+                        "is singular.", LinAlgError)
+    return _solved(LU, pivots, rhs, vector, left)
+
+
+def _inverse(A, fn, check_errors):
+    _square(A, fn)
+    LU, pivots, info = _lu.lu_factor(A)
+    if check_errors:
+        _lu.raise_if_failed(info, A.ndim > 2, lambda i: f"linalg.{fn}: The diagonal element {i} is zero, the inversion "
+                            "could not be completed because the input matrix is singular.", LinAlgError)
+    eye = _eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    return _solved(LU, pivots, eye, False, True), info
+
+
+def inv_ex(A, *, check_errors=False):
+    return return_types.linalg_inv_ex(*_inverse(A, "inv_ex", check_errors))
+
+
+def inv(A):
+    return _inverse(A, "inv", True)[0]
+
+
+def det(A):
+    _square(A, "det")
+    LU, pivots, _ = _lu.lu_factor(A)
+    return _diagonal(LU, 0, -2, -1).prod(-1) * _lu.perm_sign(pivots, A.dtype)
+
+
+def _slogdet(A, fn):
+    _square(A, fn)
+    LU, pivots, _ = _lu.lu_factor(A)
+    d = _diagonal(LU, 0, -2, -1)
+    return _lu.perm_sign(pivots, A.dtype) * d.sign().prod(-1), d.abs().log().sum(-1)
+
+
+def slogdet(A):
+    return return_types.linalg_slogdet(*_slogdet(A, "slogdet"))
+
+
+def logdet(A):
+    sign, logabsdet = _slogdet(A, "logdet")
+    return _where(sign < 0, math.nan, logabsdet)
+
+
+# PyTorch's top-level names and Tensor methods for these (tgrad/__init__ imports this module eagerly)
+registry.register(det, "det")
+registry.register(inv, "inverse")
+registry.register(logdet, "logdet")
+registry.register(lambda A: return_types.slogdet(*_slogdet(A, "slogdet")), "slogdet")
+for _name in ("det", "inverse", "logdet", "slogdet"):
+    setattr(Tensor, _name, registry.METHODS[_name])

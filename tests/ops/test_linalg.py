@@ -115,5 +115,180 @@ def test_linalg_more_edges():
             fn(torch)
         with pytest.raises(RuntimeError):
             fn(tgrad)
-    with pytest.raises(NotImplementedError, match="inverse"):
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):  # a negative power inverts
         LA.matrix_power(tgrad.ones(2, 2), -1)
+
+
+# LU with partial pivoting and what is built on it: values and the gradients of a random upstream
+# gradient against torch.linalg in float64, odd sizes, batches, broadcasting, singular inputs.
+LU_SIZES = [(1,), (3,), (2, 5), (2, 1, 17)]
+
+
+def _general(shape, seed):
+    """Random (not diagonally dominant) matrices: the factorisation has rows to swap."""
+    n = shape[-1]
+    return uniform64(tuple(shape[:-1]) + (n, n), -1, 1, seed)
+
+
+def _pivot_is_used():
+    piv = LA.lu_factor(tgrad.from_torch(_general((2, 5), 1))).pivots
+    assert (piv.torch() != torch.arange(1, 6, dtype=torch.int32)).any()
+
+
+LU_CASES = [
+    ("lu_factor", lambda m, a: m.linalg.lu_factor(a).LU),
+    ("lu_factor_ex", lambda m, a: m.linalg.lu_factor_ex(a)[0]),
+    ("lu_L", lambda m, a: m.linalg.lu(a).L), ("lu_U", lambda m, a: m.linalg.lu(a).U),
+    ("lu_PLU", lambda m, a: m.linalg.lu(a).P @ m.linalg.lu(a).L * 0.5 + m.linalg.lu(a).U),
+    ("inv", lambda m, a: m.linalg.inv(a)), ("inverse", lambda m, a: m.inverse(a)),
+    ("Tensor.inverse", lambda m, a: a.inverse()), ("inv_ex", lambda m, a: m.linalg.inv_ex(a).inverse),
+    ("det", lambda m, a: m.linalg.det(a)), ("torch.det", lambda m, a: m.det(a)), ("Tensor.det", lambda m, a: a.det()),
+    ("slogdet", lambda m, a: m.linalg.slogdet(a).logabsdet), ("slogdet_sign", lambda m, a: m.linalg.slogdet(a)[0]),
+    ("torch.slogdet", lambda m, a: m.slogdet(a).logabsdet), ("Tensor.slogdet", lambda m, a: a.slogdet()[1]),
+    ("logdet", lambda m, a: m.logdet(a @ a.mT)), ("logdet_negative", lambda m, a: m.logdet(a)),
+    ("Tensor.logdet", lambda m, a: (a @ a.mT).logdet()),
+]
+
+
+@pytest.mark.parametrize("shape", LU_SIZES, ids=str)
+@pytest.mark.parametrize("name,fn", LU_CASES, ids=[c[0] for c in LU_CASES])
+def test_lu_family_vs_torch(name, fn, shape):
+    run(lambda a: fn(torch, a), lambda a: fn(tgrad, a), [_general(shape, 7)], rtol=1e-8, atol=1e-10)
+
+
+def test_lu_pivots_and_permutation():
+    _pivot_is_used()
+    a = _general((3, 17), 2)
+    got, ref = LA.lu_factor_ex(tgrad.from_torch(a)), torch.linalg.lu_factor_ex(a)
+    assert torch.equal(got.pivots.torch(), ref.pivots) and torch.equal(got.info.torch(), ref.info)
+    same(LA.lu(tgrad.from_torch(a)).P, torch.linalg.lu(a).P)
+    assert LA.lu_factor(tgrad.from_torch(a)).pivots.dtype is tgrad.int32
+
+
+@pytest.mark.parametrize("m,n", [(5, 3), (3, 5)])
+def test_lu_rectangular_values(m, n):
+    a = uniform64((2, m, n), -1, 1, 4)
+    same(LA.lu_factor(tgrad.from_torch(a)).LU, torch.linalg.lu_factor(a).LU)
+    for got, ref in zip(LA.lu(tgrad.from_torch(a)), torch.linalg.lu(a)):
+        same(got, ref)
+
+
+SOLVE_CASES = [  # (name, A shape, B shape, kwargs)
+    ("matrix", (3, 3), (3, 2), {}), ("vector", (5, 5), (5,), {}), ("batched", (2, 5, 5), (2, 5, 3), {}),
+    ("broadcast_A", (5, 5), (3, 5, 2), {}), ("broadcast_B", (2, 3, 3), (3, 4), {}),
+    ("batched_vector", (2, 3, 3), (2, 3), {}), ("n1", (1, 1), (1, 3), {}), ("n17", (17, 17), (17, 2), {}),
+    ("right", (2, 5, 5), (2, 3, 5), {"left": False}),
+]
+
+
+@pytest.mark.parametrize("name,sa,sb,kw", SOLVE_CASES, ids=[c[0] for c in SOLVE_CASES])
+def test_solve_vs_torch(name, sa, sb, kw):
+    a, b = uniform64(sa, -1, 1, 8), uniform64(sb, -1, 1, 9)
+    run(lambda x, y: torch.linalg.solve(x, y, **kw), lambda x, y: LA.solve(x, y, **kw), [a, b], rtol=1e-8, atol=1e-10)
+    run(lambda x, y: torch.linalg.solve_ex(x, y, **kw).result, lambda x, y: LA.solve_ex(x, y, **kw).result, [a, b],
+        rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("left,adjoint", [(True, False), (True, True), (False, False), (False, True)])
+def test_lu_solve_vs_torch(left, adjoint):
+    a, b = _general((2, 5), 10), uniform64((2, 5, 3) if left else (2, 3, 5), -1, 1, 11)
+    piv = torch.linalg.lu_factor(a).pivots
+
+    def fn(m):
+        return lambda x, y: m.linalg.lu_solve(m.linalg.lu_factor(x).LU, piv if m is torch else tgrad.from_torch(piv),
+                                              y, left=left, adjoint=adjoint)
+    run(fn(torch), fn(tgrad), [a, b], rtol=1e-8, atol=1e-10)
+    # the packed factors themselves as the differentiated input (PyTorch's LinalgLuSolveBackward0)
+    lu = torch.linalg.lu_factor(a).LU
+    run(lambda x, y: torch.linalg.lu_solve(x, piv, y, left=left, adjoint=adjoint),
+        lambda x, y: LA.lu_solve(x, tgrad.from_torch(piv), y, left=left, adjoint=adjoint), [lu, b],
+        rtol=1e-8, atol=1e-10)
+
+
+def test_lu_family_second_derivatives():
+    from support.reference import compare_second_order
+    cases = [
+        (lambda a, b: LA.solve(a, b), lambda a, b: torch.linalg.solve(a, b), [(3, 3), (3, 2)]),
+        (lambda a, b: LA.solve(a, b, left=False), lambda a, b: torch.linalg.solve(a, b, left=False), [(3, 3), (2, 3)]),
+        (lambda a: LA.inv(a), lambda a: torch.linalg.inv(a), [(2, 3, 3)]),
+        (lambda a: LA.det(a), lambda a: torch.linalg.det(a), [(3, 3)]),
+        (lambda a: LA.slogdet(a)[1], lambda a: torch.linalg.slogdet(a)[1], [(3, 3)]),
+        (lambda a: LA.lu(a).U, lambda a: torch.linalg.lu(a).U, [(3, 3)]),
+        (lambda a: LA.lu_factor(a).LU, lambda a: torch.linalg.lu_factor(a).LU, [(3, 3)]),
+    ]
+    for fn_t, fn_r, shapes in cases:
+        compare_second_order(fn_t, fn_r, shapes, seed=3)
+
+
+def test_lu_family_gradcheck():
+    a = tgrad.from_torch(_general((2,), 12)).requires_grad_()
+    b = tgrad.from_torch(uniform64((2, 1), -1, 1, 13)).requires_grad_()
+    piv = LA.lu_factor(a.detach()).pivots
+    lu = LA.lu_factor(a.detach()).LU.requires_grad_()
+    assert tgrad.autograd.gradcheck(lambda x, y: LA.solve(x, y), (a, b))
+    assert tgrad.autograd.gradgradcheck(lambda x, y: LA.solve(x, y), (a, b))
+    assert tgrad.autograd.gradgradcheck(lambda x: LA.lu(x).L, (a,))
+    assert tgrad.autograd.gradgradcheck(lambda x, y: LA.lu_solve(x, piv, y, adjoint=True), (lu, b))
+
+
+def test_singular_inputs_as_torch():
+    from support.reference import raises
+    s = torch.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=torch.float64)
+    sb = torch.stack([torch.eye(2, dtype=torch.float64), s])
+    for m in (s, sb):
+        x = tgrad.from_torch(m)
+        for fn in [lambda t, a: t.linalg.solve(a, a), lambda t, a: t.linalg.inv(a), lambda t, a: t.inverse(a),
+                   lambda t, a: t.linalg.lu_factor(a), lambda t, a: t.linalg.lu_factor_ex(a, check_errors=True),
+                   lambda t, a: t.linalg.inv_ex(a, check_errors=True),
+                   lambda t, a: t.linalg.solve_ex(a, a, check_errors=True)]:
+            with pytest.raises(RuntimeError) as ref:
+                fn(torch, m)
+            with raises(type(ref.value), str(ref.value)):
+                fn(tgrad, x)
+        same(LA.det(x), torch.linalg.det(m))
+        same(LA.logdet(x), torch.logdet(m))
+        for got, want in zip(LA.slogdet(x), torch.linalg.slogdet(m)):
+            same(got, want)
+        for got, want in zip(LA.lu_factor_ex(x), torch.linalg.lu_factor_ex(m)):
+            same(got, want)
+        for got, want in zip(LA.inv_ex(x), torch.linalg.inv_ex(m)):  # inf/nan where PyTorch has them
+            assert torch.equal(got.torch().isfinite(), want.isfinite()) or got.torch().dtype == torch.int32
+    assert issubclass(LA.LinAlgError, RuntimeError)
+    with pytest.raises(LA.LinAlgError):
+        LA.solve(tgrad.from_torch(s), tgrad.from_torch(s))
+
+
+def test_lu_family_errors():
+    a, i = tgrad.from_torch(A), tgrad.tensor([[1, 2], [3, 4]])
+    for fn in [lambda t: t.linalg.inv(t.ones(2, 3, dtype=t.float64)), lambda t: t.linalg.det(t.ones(3)),
+               lambda t: t.linalg.slogdet(t.ones(2, 3)), lambda t: t.linalg.lu(t.ones(3)),
+               lambda t: t.linalg.lu_factor(t.ones(3, 3), pivot=False),
+               lambda t: t.linalg.solve(t.ones(3, 3), t.ones(2, 3)),
+               lambda t: t.linalg.solve(t.ones(3, 3), t.ones(3, 2), left=False),
+               lambda t: t.linalg.solve(t.ones(3, 3), t.ones(3), left=False),
+               lambda t: t.linalg.solve(t.ones(3, 3), t.ones(3, 2, dtype=t.float64)),
+               lambda t: t.linalg.lu_solve(t.ones(3, 2), t.ones(2, dtype=t.int32), t.ones(3, 2)),
+               lambda t: t.linalg.lu_solve(t.eye(3), t.ones(3, dtype=t.int32), t.ones(2, 2)),
+               lambda t: t.linalg.inv(i if t is tgrad else i.torch())]:
+        with pytest.raises(RuntimeError) as ref:
+            fn(torch)
+        with pytest.raises(type(ref.value)):
+            fn(tgrad)
+    assert a.shape == A.shape
+
+
+def test_matrix_power_negative():
+    a = _general((2, 3), 14)
+    run(lambda x: torch.linalg.matrix_power(x, -3), lambda x: LA.matrix_power(x, -3), [a], rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3, 3)], ids=str)
+def test_lu_family_empty(shape):
+    a = torch.zeros(shape, dtype=torch.float64)
+    x = tgrad.from_torch(a)
+    for name in ["det", "inv", "slogdet", "lu_factor", "lu"]:
+        got, want = getattr(LA, name)(x), getattr(torch.linalg, name)(a)
+        for g, w in zip(*((got, want) if isinstance(want, tuple) else ((got,), (want,)))):
+            same(g, w)
+    b = torch.zeros(shape[:-1] + (2,), dtype=torch.float64)
+    same(LA.solve(x, tgrad.from_torch(b)), torch.linalg.solve(a, b))
