@@ -15,6 +15,10 @@
   ``inv_ex`` (a solve against I), ``det`` (det P times the product of U's diagonal), ``slogdet`` and
   ``logdet``; their gradients follow from those of the factorisation and the solve. ``det``,
   ``inverse``, ``logdet`` and ``slogdet`` are also ``tgrad.<name>`` and Tensor methods.
+- ``eigh``/``eigvalsh`` and ``svd``/``svdvals`` on the Jacobi kernels (``tgrad.linalg_spectral``), and
+  from the singular values ``pinv``, ``matrix_rank``, ``lstsq`` (pinv(A) B, the minimum-norm
+  solution, as the default gelsy driver reports it: rank, no residuals) and the matrix norms
+  'nuc', 2 and -2.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import math
 import torch
 
 from . import linalg_lu as _lu
+from . import linalg_spectral as _spectral
 from . import return_types
 from .distributions import _linalg
 from .ops import reduce as _reduce
@@ -40,7 +45,7 @@ from .tensor import Tensor
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "cholesky",
            "solve_triangular", "matrix_power", "multi_dot", "vander", "LinAlgError",
            "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve", "solve_ex", "inv", "inv_ex", "det", "slogdet",
-           "logdet"]
+           "logdet", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank", "lstsq"]
 
 LinAlgError = torch.linalg.LinAlgError
 
@@ -86,8 +91,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
         out = _reduce.amax(sums, d1, True) if ord > 0 else _reduce.amin(sums, d1, True)
         return out if keepdim else out.squeeze((d0, d1) if d0 < d1 else (d1, d0))
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, which tgrad has no "
-                                  "kernel for (it supports 'fro', 1, -1, inf and -inf)")
+        S = svdvals(A.movedim((d0, d1), (-2, -1)))
+        out = S.sum(-1) if ord == "nuc" else (_reduce.amax(S, -1) if ord == 2 else _reduce.amin(S, -1))
+        return out.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1)) if keepdim else out
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
@@ -330,3 +336,60 @@ registry.register(logdet, "logdet")
 registry.register(lambda A: return_types.slogdet(*_slogdet(A, "slogdet")), "slogdet")
 for _name in ("det", "inverse", "logdet", "slogdet"):
     setattr(Tensor, _name, registry.METHODS[_name])
+
+
+def _uplo(UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO == "U"
+
+
+def eigh(A, UPLO="L"):
+    _square(A, "eigh")
+    return return_types.linalg_eigh(*_spectral.eigh(A.mT if _uplo(UPLO) else A))
+
+
+def eigvalsh(A, UPLO="L"):
+    _square(A, "eigvalsh")
+    return _spectral.eigh(A.mT if _uplo(UPLO) else A)[0]
+
+
+def _at_least_2d(A, fn):
+    _float_input(A, fn)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.{fn}: The input tensor A must have at least 2 dimensions.")
+
+
+def svd(A, full_matrices=True, *, driver=None):
+    _at_least_2d(A, "svd")
+    if full_matrices and A.shape[-1] != A.shape[-2]:
+        raise NotImplementedError("linalg.svd: full_matrices=True of a non-square matrix (the completion of U or V) "
+                                  "is not implemented in tgrad; pass full_matrices=False")
+    return return_types.linalg_svd(*_spectral.svd(A))
+
+
+def svdvals(A, *, driver=None):
+    _at_least_2d(A, "svdvals")
+    return _spectral.svd(A)[1]
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
+    _at_least_2d(A, "pinv")
+    return _spectral.pinv(A, atol, rtol, hermitian)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
+    if isinstance(A, Tensor) and A.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    _float_input(A, "matrix_rank")
+    S = _spectral.eigh(A)[0].abs() if hermitian else _spectral.svd(A)[1]
+    return (S > _spectral.cutoff(S, A, atol, rtol)).sum(-1)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    _at_least_2d(A, "lstsq")
+    if B.ndim < 2 or B.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    X = pinv(A, rtol=rcond) @ B
+    empty = A.new_zeros((0,))
+    return return_types.linalg_lstsq(X, empty, matrix_rank(A.detach(), rtol=rcond), empty)

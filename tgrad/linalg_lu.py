@@ -21,10 +21,10 @@ from .ops.common import check_runnable, wrap
 from .ops.random import arange as _arange, eye as _eye
 from .tensor import Tensor
 
-__all__ = ["lu_factor", "lu_solve", "perm_of", "unpack", "perm_sign", "raise_if_failed"]
+__all__ = ["lu_factor", "lu_solve", "flat", "perm_of", "unpack", "perm_sign", "raise_if_failed"]
 
 
-def _flat(data: torch.Tensor, batch, last: int = 2) -> torch.Tensor:
+def flat(data: torch.Tensor, batch, last: int = 2) -> torch.Tensor:
     """``data`` broadcast to the batch dims ``batch`` and flattened to one batch dim, its ``last``
     dims kept (a copy only where broadcasting or strides need one; empty shapes allowed)."""
     tail = tuple(data.shape[data.ndim - last:])
@@ -34,7 +34,7 @@ def _flat(data: torch.Tensor, batch, last: int = 2) -> torch.Tensor:
 def perm_of(pivots: Tensor, m: int) -> Tensor:
     """The row order (..., m) int32 of the 1-based row swaps ``pivots`` (..., k): (P^T A)_i = A_perm[i]."""
     batch = tuple(pivots.shape[:-1])
-    return wrap(K.pivots_to_perm(_flat(pivots._data, batch, 1), m).view(batch + (m,)))
+    return wrap(K.pivots_to_perm(flat(pivots._data, batch, 1), m).view(batch + (m,)))
 
 
 def unpack(LU: Tensor, perm: Tensor):
@@ -72,7 +72,7 @@ class _LUFactor(BuiltinFunction):
         check_runnable(A)
         m, n = A.shape[-2:]
         batch = tuple(A.shape[:-2])
-        LU, piv, info = K.lu_factor(_flat(A._data, batch))
+        LU, piv, info = K.lu_factor(flat(A._data, batch))
         LU, piv = wrap(LU.view(A.shape)), wrap(piv.view(batch + (min(m, n),)))
         ctx.save_for_backward(LU, piv)
         return LU, piv, wrap(info.view(batch))
@@ -97,7 +97,7 @@ class _LUSolve(BuiltinFunction):
     def forward(ctx, LU, perm, B, adjoint):
         check_runnable(LU, B)
         batch = tuple(torch.broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2])))
-        X = K.lu_solve(_flat(LU._data, batch), _flat(perm._data, batch, 1), _flat(B._data, batch), adjoint)
+        X = K.lu_solve(flat(LU._data, batch), flat(perm._data, batch, 1), flat(B._data, batch), adjoint)
         out = wrap(X.view(batch + tuple(B.shape[-2:])))
         ctx.adjoint = adjoint
         ctx.save_for_backward(LU, perm, out)

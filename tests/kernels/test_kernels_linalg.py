@@ -133,3 +133,51 @@ def test_lu_functions_gradients_twice():
     assert tgrad.autograd.gradgradcheck(lambda x, y: G2.lu_solve(x, perm, y, True), (lu, b[0]))
     assert type(G2.lu_factor(a)[0].grad_fn).__name__ == "LinalgLuFactorExBackward0"
     assert type(G2.lu_solve(lu, perm, b).grad_fn).__name__ == "LinalgLuSolveBackward0"
+
+
+# kernels/linalg/jacobi.py: symmetric eigendecomposition and SVD by Jacobi sweeps
+
+from tgrad.kernels.linalg import jacobi as KJ  # noqa: E402
+
+
+@pytest.mark.parametrize("n", [1, 3, 5, 17])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_eigh_odd_sizes_strides_and_bounds(n, dtype):
+    a = RNG.standard_normal((2, n, n))
+    A = torch.tensor(a + a.transpose(0, 2, 1), dtype=dtype)
+    garbage = torch.tensor(np.tril(a) + np.triu(RNG.standard_normal((n, n)), 1), dtype=dtype)  # upper: never read
+    sym = torch.tensor(np.tril(a) + np.tril(a, -1).transpose(0, 2, 1), dtype=dtype)
+    with memory_checked() as violations, poisoned_allocations():
+        w, V = KJ.eigh(garbage.mT.contiguous().mT)
+    assert not violations
+    tol = 1e-10 if dtype == torch.float64 else 1e-4
+    want = torch.linalg.eigh(sym)
+    torch.testing.assert_close(w, want.eigenvalues, rtol=tol, atol=tol)
+    torch.testing.assert_close(V.abs(), want.eigenvectors.abs(), rtol=tol, atol=tol)  # columns up to sign
+    torch.testing.assert_close(V @ torch.diag_embed(w) @ V.mT, sym, rtol=tol, atol=tol)
+    assert KJ.eigh(A[:0])[0].shape == (0, n)
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (3, 3), (5, 3), (17, 4), (4, 4)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_svd_odd_sizes_strides_and_bounds(m, n, dtype):
+    A = torch.tensor(RNG.standard_normal((2, n, m)), dtype=dtype).mT
+    if (m, n) == (4, 4):  # rank 2: two zero singular values, their U columns zero
+        A = A[..., :2] @ A[..., :2].mT
+    with memory_checked() as violations, poisoned_allocations():
+        U, S, V = KJ.svd(A)
+    assert not violations
+    tol = 1e-10 if dtype == torch.float64 else 1e-4
+    torch.testing.assert_close(S, torch.linalg.svdvals(A), rtol=tol, atol=tol)
+    torch.testing.assert_close(U @ torch.diag_embed(S) @ V.mT, A, rtol=tol, atol=tol)
+    torch.testing.assert_close(V.mT @ V, torch.eye(n, dtype=dtype).expand(2, n, n), rtol=tol, atol=tol)
+    assert (S[:, :-1] >= S[:, 1:]).all()
+
+
+def test_jacobi_nan_and_convergence():
+    nan = torch.tensor([[[1.0, float("nan")], [float("nan"), 2.0]]], dtype=torch.float64)
+    w, V = KJ.eigh(nan)  # stops (NaN is not above the tolerance) and reports NaN, as LAPACK's NaN in, NaN out
+    assert w.isnan().any()
+    diag = torch.diag_embed(torch.tensor([[3.0, -1.0, 2.0]], dtype=torch.float64))
+    assert KJ.eigh(diag)[0].tolist() == [[-1.0, 2.0, 3.0]]  # already diagonal: sorted, nothing rotated
+    assert KJ.svd(diag)[1].tolist() == [[3.0, 2.0, 1.0]]

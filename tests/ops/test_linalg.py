@@ -83,8 +83,8 @@ def test_errors():
             fn(torch)
         with pytest.raises(type(ref.value)):
             fn(tgrad)
-    with pytest.raises(NotImplementedError, match="singular values"):
-        LA.matrix_norm(a, "nuc")
+    with pytest.raises(NotImplementedError, match="full_matrices"):  # a non-square U or V completed
+        LA.svd(a)
 
 
 MORE = [
@@ -292,3 +292,114 @@ def test_lu_family_empty(shape):
             same(g, w)
     b = torch.zeros(shape[:-1] + (2,), dtype=torch.float64)
     same(LA.solve(x, tgrad.from_torch(b)), torch.linalg.solve(a, b))
+
+
+# eigh / svd on the Jacobi kernels and what is built on them. Eigen- and singular vectors are
+# defined up to sign, so what is compared of them is sign-free (squares, V diag V^T, U Vh).
+def _sym(shape, seed):
+    a = _general(shape, seed)
+    return a + a.mT
+
+
+SPECTRAL_CASES = [
+    ("eigvalsh", lambda m, a: m.linalg.eigvalsh(a)), ("eigh_values", lambda m, a: m.linalg.eigh(a).eigenvalues),
+    ("eigh_vectors_sq", lambda m, a: m.linalg.eigh(a).eigenvectors ** 2),
+    ("eigh_VDVt", lambda m, a: (lambda w, v: (v * w.exp().unsqueeze(-2)) @ v.mT)(*m.linalg.eigh(a))),
+    ("eigh_upper", lambda m, a: m.linalg.eigh(a, UPLO="U").eigenvectors ** 2 + m.linalg.eigvalsh(a, UPLO="U")[..., None, :]),
+    ("eigh_lower_only", lambda m, a: m.linalg.eigh(a.tril()).eigenvectors ** 2),
+]
+
+
+@pytest.mark.parametrize("shape", [(1,), (3,), (2, 5)], ids=str)
+@pytest.mark.parametrize("name,fn", SPECTRAL_CASES, ids=[c[0] for c in SPECTRAL_CASES])
+def test_eigh_vs_torch(name, fn, shape):
+    run(lambda a: fn(torch, a), lambda a: fn(tgrad, a), [_sym(shape, 15)], rtol=1e-8, atol=1e-10)
+
+
+SVD_CASES = [
+    ("svdvals", lambda m, a: m.linalg.svdvals(a)), ("svd_S", lambda m, a: m.linalg.svd(a, full_matrices=False).S),
+    ("svd_UVh", lambda m, a: (lambda u, s, vh: u @ vh)(*m.linalg.svd(a, full_matrices=False))),
+    ("svd_U_sq", lambda m, a: m.linalg.svd(a, full_matrices=False).U ** 2),
+    ("svd_Vh_sq", lambda m, a: m.linalg.svd(a, full_matrices=False).Vh ** 2),
+    ("pinv", lambda m, a: m.linalg.pinv(a)), ("nuc", lambda m, a: m.linalg.matrix_norm(a, "nuc")),
+    ("norm2", lambda m, a: m.linalg.matrix_norm(a, 2)), ("norm_m2", lambda m, a: m.linalg.matrix_norm(a, -2)),
+    ("norm_nuc_dims", lambda m, a: m.linalg.norm(a, "nuc", dim=(0, -1), keepdim=True)),
+]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (2, 5, 3), (2, 3, 5)], ids=str)
+@pytest.mark.parametrize("name,fn", SVD_CASES, ids=[c[0] for c in SVD_CASES])
+def test_svd_family_vs_torch(name, fn, shape):
+    run(lambda a: fn(torch, a), lambda a: fn(tgrad, a), [uniform64(shape, -1, 1, 16)], rtol=1e-8, atol=1e-10)
+
+
+def test_spectral_n17_values():
+    a, s = uniform64((17, 17), -1, 1, 17), _sym((17,), 18)
+    same(LA.svdvals(tgrad.from_torch(a)), torch.linalg.svdvals(a), rtol=1e-9, atol=1e-11)
+    same(LA.eigvalsh(tgrad.from_torch(s)), torch.linalg.eigvalsh(s), rtol=1e-9, atol=1e-11)
+    w, v = LA.eigh(tgrad.from_torch(s))
+    same(v.abs(), torch.linalg.eigh(s).eigenvectors.abs(), rtol=1e-8, atol=1e-10)
+
+
+def test_rank_pinv_lstsq_vs_torch():
+    low = uniform64((2, 5, 2), -1, 1, 19) @ uniform64((2, 2, 4), -1, 1, 20)  # rank 2
+    x = tgrad.from_torch(low)
+    same(LA.matrix_rank(x), torch.linalg.matrix_rank(low))
+    same(LA.matrix_rank(x, atol=1.0, rtol=0.0), torch.linalg.matrix_rank(low, atol=1.0, rtol=0.0))
+    same(LA.matrix_rank(x @ x.mT, hermitian=True), torch.linalg.matrix_rank(low @ low.mT, hermitian=True))
+    same(LA.pinv(x), torch.linalg.pinv(low), rtol=1e-8, atol=1e-10)
+    sym = _sym((4,), 21)
+    run(lambda a: torch.linalg.pinv(a, hermitian=True), lambda a: LA.pinv(a, hermitian=True), [sym], rtol=1e-8,
+        atol=1e-10)
+    for a, b in [(uniform64((2, 5, 3), -1, 1, 22), uniform64((2, 5, 2), -1, 1, 23)),
+                 (uniform64((3, 5), -1, 1, 24), uniform64((3, 2), -1, 1, 25))]:
+        got, want = LA.lstsq(tgrad.from_torch(a), tgrad.from_torch(b)), torch.linalg.lstsq(a, b)
+        same(got.solution, want.solution, rtol=1e-8, atol=1e-10)
+        same(got.rank, want.rank)
+        assert got.residuals.shape == want.residuals.shape and got.singular_values.shape == want.singular_values.shape
+        run(lambda p, q: torch.linalg.lstsq(p, q).solution, lambda p, q: LA.lstsq(p, q).solution, [a, b],
+            rtol=1e-8, atol=1e-10)
+
+
+def test_spectral_second_derivatives():
+    from support.reference import compare_second_order
+    cases = [
+        (lambda a: LA.eigvalsh(a + a.mT), lambda a: torch.linalg.eigvalsh(a + a.mT), [(3, 3)]),
+        (lambda a: LA.eigh(a + a.mT)[1] ** 2, lambda a: torch.linalg.eigh(a + a.mT)[1] ** 2, [(3, 3)]),
+        (lambda a: LA.svdvals(a), lambda a: torch.linalg.svdvals(a), [(4, 3)]),
+        (lambda a: (lambda u, s, vh: u @ vh)(*LA.svd(a, full_matrices=False)),
+         lambda a: (lambda u, s, vh: u @ vh)(*torch.linalg.svd(a, full_matrices=False)), [(3, 4)]),
+        (lambda a: LA.svd(a, full_matrices=False)[0] ** 2, lambda a: torch.linalg.svd(a, full_matrices=False)[0] ** 2,
+         [(4, 3)]),
+        (lambda a: LA.pinv(a), lambda a: torch.linalg.pinv(a), [(3, 2)]),
+    ]
+    for fn_t, fn_r, shapes in cases:
+        compare_second_order(fn_t, fn_r, shapes, seed=4)
+    a = tgrad.from_torch(_sym((2,), 26)).requires_grad_()
+    assert tgrad.autograd.gradgradcheck(lambda x: LA.eigh(x + x.mT)[1] ** 2, (a,))  # it reads one triangle
+    assert type(LA.eigh(a)[0].grad_fn).__name__ == "LinalgEighBackward0"
+    assert type(LA.svdvals(a).grad_fn).__name__ == "LinalgSvdBackward0"
+
+
+def test_repeated_eigen_and_singular_values_as_torch():
+    eye = torch.eye(3, dtype=torch.float64)
+    for fn in [lambda m, a: m.linalg.eigh(a).eigenvectors, lambda m, a: m.linalg.svd(a).U]:
+        ref = eye.clone().requires_grad_()
+        got = tgrad.from_torch(eye).requires_grad_()
+        up = uniform64((3, 3), -1, 1, 27)
+        fn(torch, ref).backward(up)
+        fn(tgrad, got).backward(tgrad.from_torch(up))
+        assert not ref.grad.isfinite().all() and not got.grad.torch().isfinite().all()  # PyTorch's inf/nan
+    run(lambda a: torch.linalg.eigvalsh(a), lambda a: LA.eigvalsh(a), [eye])  # the values alone: finite
+    run(lambda a: torch.linalg.svdvals(a), lambda a: LA.svdvals(a), [eye])
+
+
+def test_spectral_errors():
+    for fn in [lambda t: t.linalg.eigh(t.ones(2, 3)), lambda t: t.linalg.eigh(t.eye(2), UPLO="X"),
+               lambda t: t.linalg.svd(t.ones(3)), lambda t: t.linalg.svdvals(t.ones(3)),
+               lambda t: t.linalg.matrix_rank(t.ones(3)), lambda t: t.linalg.pinv(t.ones(3)),
+               lambda t: t.linalg.lstsq(t.ones(3, 2), t.ones(4, 2)), lambda t: t.linalg.eigvalsh(t.ones(2, 3))]:
+        with pytest.raises(RuntimeError) as ref:
+            fn(torch)
+        with pytest.raises(type(ref.value)):
+            fn(tgrad)
