@@ -19,6 +19,7 @@
   from the singular values ``pinv``, ``matrix_rank``, ``lstsq`` (pinv(A) B, the minimum-norm
   solution, as the default gelsy driver reports it: rank, no residuals) and the matrix norms
   'nuc', 2 and -2.
+- ``qr`` on the Householder kernel (``tgrad.linalg_qr``), R's signs as LAPACK's.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import torch
 
 from . import linalg_lu as _lu
 from . import linalg_spectral as _spectral
+from .linalg_qr import qr as _qr
 from . import return_types
 from .distributions import _linalg
 from .ops import reduce as _reduce
@@ -45,7 +47,7 @@ from .tensor import Tensor
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "cholesky",
            "solve_triangular", "matrix_power", "multi_dot", "vander", "LinAlgError",
            "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve", "solve_ex", "inv", "inv_ex", "det", "slogdet",
-           "logdet", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank", "lstsq"]
+           "logdet", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank", "lstsq", "qr"]
 
 LinAlgError = torch.linalg.LinAlgError
 
@@ -393,3 +395,11 @@ def lstsq(A, B, rcond=None, *, driver=None):
     X = pinv(A, rtol=rcond) @ B
     empty = A.new_zeros((0,))
     return return_types.linalg_lstsq(X, empty, matrix_rank(A.detach(), rtol=rcond), empty)
+
+
+def qr(A, mode="reduced"):
+    _at_least_2d(A, "qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
+                           "'complete'")
+    return return_types.linalg_qr(*_qr(A, mode))

@@ -181,3 +181,25 @@ def test_jacobi_nan_and_convergence():
     diag = torch.diag_embed(torch.tensor([[3.0, -1.0, 2.0]], dtype=torch.float64))
     assert KJ.eigh(diag)[0].tolist() == [[-1.0, 2.0, 3.0]]  # already diagonal: sorted, nothing rotated
     assert KJ.svd(diag)[1].tolist() == [[3.0, 2.0, 1.0]]
+
+
+# kernels/linalg/qr.py: Householder QR
+
+from tgrad.kernels.linalg import qr as KQ  # noqa: E402
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (3, 3), (5, 3), (3, 5), (17, 4), (4, 17)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_qr_odd_sizes_strides_and_bounds(m, n, dtype):
+    A = torch.tensor(RNG.standard_normal((2, n, m)), dtype=dtype).mT
+    with memory_checked() as violations, poisoned_allocations():
+        Q, R = KQ.qr(A)
+    assert not violations
+    want = torch.linalg.qr(A, mode="complete")  # the same reflections: the same signs
+    tol = 1e-10 if dtype == torch.float64 else 1e-4
+    torch.testing.assert_close(Q, want.Q, rtol=tol, atol=tol)
+    torch.testing.assert_close(R, want.R, rtol=tol, atol=tol)
+    assert torch.equal(R, R.triu())
+    zero_col = torch.zeros((1, 3, 2), dtype=dtype)  # nothing to reflect: the identity, as dlarfg's tau = 0
+    for got, ref in zip(KQ.qr(zero_col), torch.linalg.qr(zero_col, mode="complete")):
+        torch.testing.assert_close(got, ref)
