@@ -17,8 +17,9 @@ from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
 from . import amp, backends, cuda, graphs, random, return_types, viz  # noqa: F401
-from . import linalg  # noqa: F401  (it registers det, inverse, logdet and slogdet: functions and Tensor methods)
-det, inverse, logdet, slogdet = (_ops.registry.FUNCTIONS[_n] for _n in ("det", "inverse", "logdet", "slogdet"))
+from . import linalg  # noqa: F401
+from .linalg_aliases import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,  # noqa: F401
+                             lu_unpack, pinverse, qr, slogdet, svd)
 from .random import get_rng_state, set_rng_state  # noqa: F401
 from .printing import set_printoptions  # noqa: F401
 from tgrad.kernels.reductions import segment

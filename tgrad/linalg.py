@@ -13,12 +13,13 @@
 - ``lu_factor``/``lu_factor_ex``/``lu``/``lu_solve`` on the LU kernel with partial pivoting
   (``tgrad.linalg_lu``), and from them ``solve``/``solve_ex`` (X A = B as A^T X^T = B^T), ``inv``/
   ``inv_ex`` (a solve against I), ``det`` (det P times the product of U's diagonal), ``slogdet`` and
-  ``logdet``; their gradients follow from those of the factorisation and the solve. ``det``,
-  ``inverse``, ``logdet`` and ``slogdet`` are also ``tgrad.<name>`` and Tensor methods.
+  ``logdet``; their gradients follow from those of the factorisation and the solve. (PyTorch's
+  top-level names for these, ``torch.det`` and the like, are in ``tgrad.linalg_aliases``.)
 - ``eigh``/``eigvalsh`` and ``svd``/``svdvals`` on the Jacobi kernels (``tgrad.linalg_spectral``), and
   from the singular values ``pinv``, ``matrix_rank``, ``lstsq`` (pinv(A) B, the minimum-norm
   solution, as the default gelsy driver reports it: rank, no residuals) and the matrix norms
-  'nuc', 2 and -2.
+  'nuc', 2 and -2; ``cond`` (2/-2 from singular values, the other orders as norm(A) norm(A^-1),
+  inf for a singular A).
 - ``qr`` on the Householder kernel (``tgrad.linalg_qr``), R's signs as LAPACK's.
 """
 from __future__ import annotations
@@ -39,7 +40,6 @@ from .ops.random import eye as _eye
 from .ops.arrange import cumprod as _cumprod
 from .ops.shape import cat as _cat
 from .ops.elementwise import where as _where
-from .ops import registry
 from .ops.factories import ones as _ones
 from .ops.scan_more import cross_along
 from .tensor import Tensor
@@ -47,7 +47,7 @@ from .tensor import Tensor
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "cholesky",
            "solve_triangular", "matrix_power", "multi_dot", "vander", "LinAlgError",
            "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve", "solve_ex", "inv", "inv_ex", "det", "slogdet",
-           "logdet", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank", "lstsq", "qr"]
+           "logdet", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank", "lstsq", "qr", "cond"]
 
 LinAlgError = torch.linalg.LinAlgError
 
@@ -331,14 +331,6 @@ def logdet(A):
     return _where(sign < 0, math.nan, logabsdet)
 
 
-# PyTorch's top-level names and Tensor methods for these (tgrad/__init__ imports this module eagerly)
-registry.register(det, "det")
-registry.register(inv, "inverse")
-registry.register(logdet, "logdet")
-registry.register(lambda A: return_types.slogdet(*_slogdet(A, "slogdet")), "slogdet")
-for _name in ("det", "inverse", "logdet", "slogdet"):
-    setattr(Tensor, _name, registry.METHODS[_name])
-
 
 def _uplo(UPLO):
     if UPLO not in ("L", "U"):
@@ -403,3 +395,16 @@ def qr(A, mode="reduced"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
                            "'complete'")
     return return_types.linalg_qr(*_qr(A, mode))
+
+
+def cond(A, p=None):
+    _at_least_2d(A, "cond")
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        big, small = _reduce.amax(S, -1), _reduce.amin(S, -1)
+        return small / big if p == -2 else big / small
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are {A.shape[-2]} "
+                           f"by {A.shape[-1]} matrices")
+    inverse, info = _inverse(A, "cond", False)
+    return _where(info > 0, math.inf, matrix_norm(A, p) * matrix_norm(inverse, p))

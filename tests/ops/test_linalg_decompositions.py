@@ -195,7 +195,8 @@ SPECTRAL_CASES = [
     ("eigvalsh", lambda m, a: m.linalg.eigvalsh(a)), ("eigh_values", lambda m, a: m.linalg.eigh(a).eigenvalues),
     ("eigh_vectors_sq", lambda m, a: m.linalg.eigh(a).eigenvectors ** 2),
     ("eigh_VDVt", lambda m, a: (lambda w, v: (v * w.exp().unsqueeze(-2)) @ v.mT)(*m.linalg.eigh(a))),
-    ("eigh_upper", lambda m, a: m.linalg.eigh(a, UPLO="U").eigenvectors ** 2 + m.linalg.eigvalsh(a, UPLO="U")[..., None, :]),
+    ("eigh_upper", lambda m, a: m.linalg.eigh(a, UPLO="U").eigenvectors ** 2
+     + m.linalg.eigvalsh(a, UPLO="U")[..., None, :]),
     ("eigh_lower_only", lambda m, a: m.linalg.eigh(a.tril()).eigenvectors ** 2),
 ]
 
@@ -330,3 +331,54 @@ def test_qr_second_derivatives_and_errors():
         with pytest.raises(RuntimeError, match=re.escape(str(ref.value))):
             fn(tgrad)
     assert type(LA.qr(a).Q.grad_fn).__name__ == "LinalgQrBackward0"
+
+
+COND_ORDERS = [None, 2, -2, "fro", "nuc", 1, -1, float("inf"), -float("inf")]
+
+
+@pytest.mark.parametrize("p", COND_ORDERS, ids=str)
+def test_cond_vs_torch(p):
+    a = _general((2, 3), 30)
+    if p in (None, 2, -2):
+        run(lambda x: torch.linalg.cond(x, p), lambda x: LA.cond(x, p), [a], rtol=1e-8, atol=1e-10)
+    else:  # PyTorch's backward of these fails (an in-place write into inv's saved output): gradcheck instead
+        same(LA.cond(tgrad.from_torch(a), p), torch.linalg.cond(a, p), rtol=1e-8, atol=1e-10)
+        assert tgrad.autograd.gradcheck(lambda x: LA.cond(x, p), (tgrad.from_torch(a[0]).requires_grad_(),))
+    ones = torch.ones(2, 2, dtype=torch.float64)  # singular: inf
+    same(LA.cond(tgrad.from_torch(ones), p), torch.linalg.cond(ones, p))
+
+
+def test_cond_rectangular():
+    a = uniform64((4, 3), -1, 1, 31)
+    same(LA.cond(tgrad.from_torch(a)), torch.linalg.cond(a), rtol=1e-8, atol=1e-10)
+    with pytest.raises(RuntimeError, match=re.escape("linalg.cond(ord=1): A must be batches of square matrices")):
+        LA.cond(tgrad.from_torch(a), 1)
+
+
+ALIAS_CASES = [  # PyTorch's top-level names and Tensor methods
+    ("svd_U_sq", lambda m, a: m.svd(a).U ** 2), ("svd_S", lambda m, a: m.svd(a)[1]),
+    ("svd_V_sq", lambda m, a: a.svd().V ** 2), ("svd_no_uv", lambda m, a: m.svd(a, compute_uv=False).S),
+    ("qr", lambda m, a: (lambda q, r: q @ (r @ r.mT))(*m.qr(a))), ("Tensor.qr", lambda m, a: a.qr().R),
+    ("pinverse", lambda m, a: m.pinverse(a)), ("Tensor.pinverse", lambda m, a: a.pinverse(rcond=1e-10)),
+    ("cholesky", lambda m, a: m.cholesky(a @ a.mT + 3 * m.eye(3, dtype=a.dtype))),
+    ("cholesky_upper", lambda m, a: (a @ a.mT + 3 * m.eye(3, dtype=a.dtype)).cholesky(upper=True)),
+    ("cholesky_solve", lambda m, a: m.cholesky_solve(a[..., :2],
+                                                     m.linalg.cholesky(a @ a.mT + 3 * m.eye(3, dtype=a.dtype)))),
+    ("cholesky_solve_upper", lambda m, a: m.cholesky_solve(a, m.linalg.cholesky(a @ a.mT + 3 * m.eye(3, dtype=a.dtype),
+                                                                               upper=True), upper=True)),
+    ("cholesky_inverse", lambda m, a: m.cholesky_inverse(m.linalg.cholesky(a @ a.mT + 3 * m.eye(3, dtype=a.dtype)))),
+    ("lu_unpack", lambda m, a: (lambda p, l, u: p @ l + u)(*m.lu_unpack(*m.linalg.lu_factor(a)))),
+]
+
+
+@pytest.mark.parametrize("name,fn", ALIAS_CASES, ids=[c[0] for c in ALIAS_CASES])
+def test_top_level_names_vs_torch(name, fn):
+    run(lambda a: fn(torch, a), lambda a: fn(tgrad, a), [_general((2, 3), 32)], rtol=1e-8, atol=1e-10)
+
+
+def test_top_level_result_shapes():
+    a = uniform64((4, 3), -1, 1, 33)
+    for got, want in [(tgrad.svd(tgrad.from_torch(a), compute_uv=False), torch.svd(a, compute_uv=False)),
+                      (tgrad.qr(tgrad.from_torch(a), some=False), torch.linalg.qr(a, mode="complete"))]:
+        assert [tuple(t.shape) for t in got] == [tuple(t.shape) for t in want]
+    assert type(tgrad.svd(tgrad.from_torch(a))).__name__ == "svd"
