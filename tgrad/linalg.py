@@ -354,12 +354,21 @@ def _at_least_2d(A, fn):
         raise RuntimeError(f"linalg.{fn}: The input tensor A must have at least 2 dimensions.")
 
 
+def _completed(W):
+    """W (..., r, k) with orthonormal columns, extended to an orthogonal (..., r, r): the other
+    columns of Q in W = Q R. They carry no gradient (PyTorch's derivative ignores them too)."""
+    return _cat([W, _qr(W.detach(), "complete")[0][..., W.shape[-1]:]], -1)
+
+
 def svd(A, full_matrices=True, *, driver=None):
     _at_least_2d(A, "svd")
-    if full_matrices and A.shape[-1] != A.shape[-2]:
-        raise NotImplementedError("linalg.svd: full_matrices=True of a non-square matrix (the completion of U or V) "
-                                  "is not implemented in tgrad; pass full_matrices=False")
-    return return_types.linalg_svd(*_spectral.svd(A))
+    U, S, Vh = _spectral.svd(A)
+    m, n = A.shape[-2:]
+    if full_matrices and m > n:
+        U = _completed(U)
+    elif full_matrices and m < n:
+        Vh = _completed(Vh.mT).mT
+    return return_types.linalg_svd(U, S, Vh)
 
 
 def svdvals(A, *, driver=None):

@@ -21,7 +21,8 @@ SVD of G = A (m, n), m >= n (a wide A is decomposed as A^T), one-sided (Hestenes
 of columns p < q is made orthogonal by the rotation that diagonalises their Gram matrix
 [[a, g], [g, b]] (a = |G_p|^2, b = |G_q|^2, g = G_p . G_q), the same (c, s) as above with
 theta = (b - a) / (2 g); G <- G J, V <- V J. Sweeps repeat until every |g| <= tol sqrt(a b). Then
-sigma_j = |G_j|, U_j = G_j / sigma_j (a zero column stays zero), sorted descending: A = U diag(sigma) V^T.
+sigma_j = |G_j|, U_j = G_j / sigma_j, sorted descending: A = U diag(sigma) V^T; the columns of
+a zero sigma are completed to orthonormal ones by a QR of U.
 Accumulation is fp32 (fp64 for fp64 inputs).
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..runtime.launch import launch
 from ..helpers.dtypes import compute_dtype
 from ..helpers.layout import next_pow2
 from .cholesky import load_tile
+from .qr import qr
 
 __all__ = ["eigh", "svd"]
 
@@ -226,8 +228,8 @@ def eigh(A: torch.Tensor, max_sweeps: int = 30):
 
 
 def svd(A: torch.Tensor, max_sweeps: int = 30):
-    """(U, S, V) for A (batch, m, n) with m >= n: U (batch, m, n) with orthonormal columns (a zero
-    singular value's column is zero), S (batch, n) descending, V (batch, n, n) orthogonal, A = U diag(S) V^T."""
+    """(U, S, V) for A (batch, m, n) with m >= n: U (batch, m, n) with orthonormal columns, S (batch,
+    n) descending, V (batch, n, n) orthogonal, A = U diag(S) V^T."""
     batch, m, n = A.shape
     U = torch.empty((batch, m, n), dtype=A.dtype, device=A.device)
     S = torch.empty((batch, n), dtype=A.dtype, device=A.device)
@@ -240,4 +242,16 @@ def svd(A: torch.Tensor, max_sweeps: int = 30):
     meta = dict(COMPUTE=compute_dtype(A.dtype), BLOCK_M=max(next_pow2(m), 2), BLOCK_N=max(next_pow2(n), 2))
     _sweep(svd_sweep_kernel, (batch,), A, work, vwork, off, (m, n), max_sweeps, **meta)
     launch(svd_sort_kernel, (batch,), work, vwork, U, S, V, m, n, **meta)
+    _complete_zero_columns(U, S)
     return U, S, V
+
+
+def _complete_zero_columns(U, S):
+    """Give the columns of U whose singular value is 0 (left zero by the sweeps) an orthonormal
+    completion: the same columns of Q in U = Q R (Householder), which at a zero column reflects
+    nothing and so keeps a unit vector orthogonal to the columns before it."""
+    zeros = [(b, j) for b, row in enumerate(S.tolist()) for j, s in enumerate(row) if s == 0]
+    if zeros:
+        Q, _ = qr(U)
+        for b, j in zeros:
+            U[b, :, j].copy_(Q[b, :, j])

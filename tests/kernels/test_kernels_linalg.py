@@ -203,3 +203,10 @@ def test_qr_odd_sizes_strides_and_bounds(m, n, dtype):
     zero_col = torch.zeros((1, 3, 2), dtype=dtype)  # nothing to reflect: the identity, as dlarfg's tau = 0
     for got, ref in zip(KQ.qr(zero_col), torch.linalg.qr(zero_col, mode="complete")):
         torch.testing.assert_close(got, ref)
+
+
+def test_svd_completes_the_columns_of_zero_singular_values():
+    U, S, V = KJ.svd(torch.ones((1, 4, 3), dtype=torch.float64))  # rank 1: the sweeps leave two zero columns
+    assert S[0, 1:].tolist() == [0.0, 0.0]
+    torch.testing.assert_close(U.mT @ U, torch.eye(3, dtype=torch.float64)[None])
+    torch.testing.assert_close(U @ torch.diag_embed(S) @ V.mT, torch.ones((1, 4, 3), dtype=torch.float64))

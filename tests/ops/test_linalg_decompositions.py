@@ -382,3 +382,27 @@ def test_top_level_result_shapes():
                       (tgrad.qr(tgrad.from_torch(a), some=False), torch.linalg.qr(a, mode="complete"))]:
         assert [tuple(t.shape) for t in got] == [tuple(t.shape) for t in want]
     assert type(tgrad.svd(tgrad.from_torch(a))).__name__ == "svd"
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 2)], ids=str)
+def test_svd_full_matrices(shape):
+    a = uniform64(shape, -1, 1, 34)
+    m, n = shape[-2:]
+    k = min(m, n)
+    U, S, Vh = LA.svd(tgrad.from_torch(a))
+    want = torch.linalg.svd(a)
+    assert U.shape == want.U.shape and Vh.shape == want.Vh.shape
+    same(U.mT @ U, torch.eye(m, dtype=torch.float64).expand(want.U.shape))  # an orthonormal completion
+    same(Vh @ Vh.mT, torch.eye(n, dtype=torch.float64).expand(want.Vh.shape))
+    same(U[..., :k] ** 2, want.U[..., :k] ** 2, rtol=1e-8, atol=1e-10)
+    # the completing columns carry no gradient, as in PyTorch's derivative
+    run(lambda x: (lambda u, s, vh: u[..., :k] @ vh[..., :k, :])(*torch.linalg.svd(x)),
+        lambda x: (lambda u, s, vh: u[..., :k] @ vh[..., :k, :])(*LA.svd(x)), [a], rtol=1e-8, atol=1e-10)
+
+
+def test_svd_of_a_rank_deficient_matrix_has_orthonormal_factors():
+    a = uniform64((2, 5, 1), -1, 1, 35) @ uniform64((2, 1, 4), -1, 1, 36)  # rank 1, exact zeros in S
+    U, S, Vh = LA.svd(tgrad.from_torch(a))
+    same(U.mT @ U, torch.eye(5, dtype=torch.float64).expand(2, 5, 5), atol=1e-12)
+    same(U[..., :4] * S.unsqueeze(-2) @ Vh, a, rtol=1e-9, atol=1e-12)
+    same(S, torch.linalg.svdvals(a), rtol=1e-9, atol=1e-12)
