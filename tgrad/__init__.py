@@ -19,7 +19,7 @@ from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
 from . import amp, backends, cuda, graphs, random, return_types, viz  # noqa: F401
 from . import linalg  # noqa: F401
 from .linalg_aliases import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,  # noqa: F401
-                             lu_unpack, pinverse, qr, slogdet, svd)
+                             lu_unpack, matrix_exp, pinverse, qr, slogdet, svd)
 from .random import get_rng_state, set_rng_state  # noqa: F401
 from .printing import set_printoptions  # noqa: F401
 from tgrad.kernels.reductions import segment

@@ -20,6 +20,8 @@
   solution, as the default gelsy driver reports it: rank, no residuals) and the matrix norms
   'nuc', 2 and -2; ``cond`` (2/-2 from singular values, the other orders as norm(A) norm(A^-1),
   inf for a singular A).
+- ``matrix_exp``: scaling and squaring with the [13/13] Pade approximant (Higham 2005), one
+  squaring count for the batch; its derivative is that of the composition (solve and products).
 - ``qr`` on the Householder kernel (``tgrad.linalg_qr``), R's signs as LAPACK's.
 """
 from __future__ import annotations
@@ -47,7 +49,7 @@ from .tensor import Tensor
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "cholesky",
            "solve_triangular", "matrix_power", "multi_dot", "vander", "LinAlgError",
            "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve", "solve_ex", "inv", "inv_ex", "det", "slogdet",
-           "logdet", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank", "lstsq", "qr", "cond"]
+           "logdet", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank", "lstsq", "qr", "cond", "matrix_exp"]
 
 LinAlgError = torch.linalg.LinAlgError
 
@@ -417,3 +419,27 @@ def cond(A, p=None):
                            f"by {A.shape[-1]} matrices")
     inverse, info = _inverse(A, "cond", False)
     return _where(info > 0, math.inf, matrix_norm(A, p) * matrix_norm(inverse, p))
+
+
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+           10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+
+
+def matrix_exp(A):
+    _square(A, "matrix_exp")
+    if A.numel() == 0:
+        return A.clone()
+    b = _PADE13
+    norm = float(_reduce.amax(A.abs().sum(-2), -1).max())  # the 1-norm, the largest of the batch
+    squarings = max(0, math.ceil(math.log2(norm / 5.371920351148152))) if norm > 0 and math.isfinite(norm) else 0
+    A = A / 2.0 ** squarings
+    eye = _eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    A2 = A @ A
+    A4 = A2 @ A2
+    A6 = A4 @ A2
+    U = A @ (A6 @ (b[13] * A6 + b[11] * A4 + b[9] * A2) + b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * eye)
+    V = A6 @ (b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2 + b[0] * eye
+    R = solve(V - U, V + U)
+    for _ in range(squarings):
+        R = R @ R
+    return R

@@ -19,9 +19,9 @@ from .ops.random import eye as _eye
 from .tensor import Tensor
 
 __all__ = ["det", "inverse", "logdet", "slogdet", "svd", "qr", "pinverse", "cholesky", "cholesky_solve",
-           "cholesky_inverse", "lu_unpack"]
+           "cholesky_inverse", "lu_unpack", "matrix_exp"]
 
-det, inverse, logdet = LA.det, LA.inv, LA.logdet
+det, inverse, logdet, matrix_exp = LA.det, LA.inv, LA.logdet, LA.matrix_exp
 
 
 def slogdet(input):  # noqa: A002

@@ -406,3 +406,12 @@ def test_svd_of_a_rank_deficient_matrix_has_orthonormal_factors():
     same(U.mT @ U, torch.eye(5, dtype=torch.float64).expand(2, 5, 5), atol=1e-12)
     same(U[..., :4] * S.unsqueeze(-2) @ Vh, a, rtol=1e-9, atol=1e-12)
     same(S, torch.linalg.svdvals(a), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,scale", [((1,), 1.0), ((3,), 0.5), ((2, 5), 3.0), ((2, 3), 40.0)], ids=str)
+def test_matrix_exp_vs_torch(shape, scale):
+    a = _general(shape, 37) * scale  # the larger scales need squarings
+    run(torch.linalg.matrix_exp, LA.matrix_exp, [a], rtol=1e-9, atol=1e-10)
+    run(lambda x: torch.matrix_exp(x) + x.matrix_exp(), lambda x: tgrad.matrix_exp(x) + x.matrix_exp(),
+        [a[..., :2, :2]], rtol=1e-9, atol=1e-10)
+    compare_second_order(LA.matrix_exp, torch.linalg.matrix_exp, [(2, 2)], seed=6)
