@@ -4,6 +4,9 @@ Each backward is written with these same Functions, the triangular solves and tg
 differentiable again (create_graph). With A = P L U (square), L unit lower, U upper:
 
     LU of A:          phi = tril(L^T dL, -1) + triu(dU U^T),   dA = P L^-T phi U^-T
+                      (A (m, n) not square: L1, U1 its square factors; m < n, U = [U1 U2]:
+                      phi_L -= dU2 U2^T, dA = P [L1^-T phi U1^-T, L1^-T dU2]; m > n,
+                      L = [L1; L2]: phi_U -= L2^T dL2, dA = P [L1^-T phi U1^-T; dL2 U1^-T])
     X = A^-1 B:       dB = A^-T dX,   dA = -dB X^T
     X = A^-T B:       dB = A^-1 dX,   dA = -X dB^T
     (dA to dLU:       dL = tril(P^T dA U^T, -1),   dU = triu(L^T P^T dA))
@@ -19,6 +22,7 @@ from .distributions._linalg import solve_lower
 from .kernels.linalg import lu as K
 from .ops.common import check_runnable, wrap
 from .ops.random import arange as _arange, eye as _eye
+from .ops.shape import cat as _cat
 from .tensor import Tensor
 
 __all__ = ["lu_factor", "lu_solve", "flat", "perm_of", "unpack", "perm_sign", "raise_if_failed"]
@@ -81,13 +85,22 @@ class _LUFactor(BuiltinFunction):
     def backward(ctx, g, _g_pivots, _g_info):
         LU, piv = ctx.saved_tensors
         m, n = LU.shape[-2:]
-        if m != n:
-            raise NotImplementedError("linalg.lu_factor: the derivative of the LU of a non-square matrix is not "
-                                      "implemented in tgrad")
+        k = min(m, n)
         P, L, U = unpack(LU, perm_of(piv, m))
-        phi = (L.mT @ g.tril(-1)).tril(-1) + (g.triu() @ U.mT).triu()
-        Y = solve_lower(L, phi, True)                  # L^-T phi
-        return P @ solve_lower(U.mT, Y.mT, True).mT    # P L^-T phi U^-T
+        gL, gU = g[..., :, :k].tril(-1), g[..., :k, :].triu()
+        L1, U1 = L[..., :k, :], U[..., :, :k]  # the square factors; the rest of L or U is a solve with them
+        phi_L, phi_U = L1.mT @ gL[..., :k, :], gU[..., :, :k] @ U1.mT
+        if m < n:
+            phi_L = phi_L - gU[..., :, k:] @ U[..., :, k:].mT
+        if m > n:
+            phi_U = phi_U - L[..., k:, :].mT @ gL[..., k:, :]
+        Y = solve_lower(L1, phi_L.tril(-1) + phi_U.triu(), True)   # L1^-T phi
+        gA = solve_lower(U1.mT, Y.mT, True).mT                   # L1^-T phi U1^-T
+        if m < n:
+            gA = _cat([gA, solve_lower(L1, gU[..., :, k:], True)], -1)
+        if m > n:
+            gA = _cat([gA, solve_lower(U1.mT, gL[..., k:, :].mT, True).mT], -2)
+        return P @ gA
 
 
 class _LUSolve(BuiltinFunction):
