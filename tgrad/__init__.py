@@ -20,6 +20,9 @@ from .ops import (abs, all, any, max, min, pow, round, sum)  # noqa: F401,A004
 from . import amp, backends, cpu, cuda, graphs, random, return_types, viz  # noqa: F401
 from .amp.autocast_mode import (autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype,  # noqa: F401
                                 set_autocast_enabled)
+from . import linalg  # noqa: F401
+from .linalg_aliases import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,  # noqa: F401
+                             lu_unpack, matrix_exp, pinverse, qr, slogdet, svd)
 from .random import get_rng_state, set_rng_state  # noqa: F401
 from .printing import set_printoptions  # noqa: F401
 from tgrad.kernels.reductions import segment

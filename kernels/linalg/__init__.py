@@ -1,2 +1,2 @@
 """Matrix multiplication (batched, fused epilogues) and small dense linear algebra (Cholesky, triangular
-solves)."""
+solves, LU with partial pivoting and the solves on its factors)."""

@@ -5,7 +5,7 @@ Triangular solve, L lower triangular (its strict upper part is never read), B (n
     forward substitution  X = L^-1 B:    x_i = (b_i - sum_{k<i} L_ik x_k) / L_ii,   i = 0 .. n-1
     transposed            X = L^-T B:    x_i = (b_i - sum_{k>i} L_ki x_k) / L_ii,   i = n-1 .. 0
 Each step reads row i (or column i) of L out of the register tile with a masked sum; the rows of
-X not yet solved are zero, so the entries of L outside the triangle multiply zeros.
+X not yet solved are zero, and the entries of L outside the triangle are masked out.
 
 Cholesky A = L L^T, column by column (A symmetric positive definite; only its lower part is read):
     v = A[:, j] - L[:, :j] L[j, :j]^T,   L_jj = sqrt(v_j),   L_ij = v_i / L_jj  (i > j)
@@ -27,28 +27,49 @@ __all__ = ["solve_lower", "cholesky"]
 
 
 @triton.jit
+def load_tile(ptr, pid, bs, rs, cs, r, c, n_r, n_c, COMPUTE: tl.constexpr):
+    """Matrix ``pid`` of a strided batch as a (len(r), len(c)) register tile, zero outside (n_r, n_c)."""
+    mask = (r[:, None] < n_r) & (c[None, :] < n_c)
+    return tl.load(ptr + pid * bs + r[:, None] * rs + c[None, :] * cs, mask=mask, other=0).to(COMPUTE)
+
+
+@triton.jit
+def substitute(T, Y, n, rows, FORWARD: tl.constexpr, BY_COLUMN: tl.constexpr, UNIT: tl.constexpr):
+    """X with T' X = Y, T' the triangle of the tile T that the flags name: FORWARD solves top down
+    with the part below the diagonal, backward bottom up with the part above; BY_COLUMN reads the
+    transpose (columns of T); UNIT takes the diagonal as ones. Entries outside T' are never used."""
+    X = tl.zeros_like(Y)
+    for t in range(0, n):
+        if FORWARD:
+            i = t
+        else:
+            i = n - 1 - t
+        if BY_COLUMN:
+            coef = tl.sum(tl.where(rows[None, :] == i, T, 0.0), 1)
+        else:
+            coef = tl.sum(tl.where(rows[:, None] == i, T, 0.0), 0)
+        diag = tl.sum(tl.where(rows == i, coef, 0.0), 0)
+        if FORWARD:
+            coef = tl.where(rows < i, coef, 0.0)
+        else:
+            coef = tl.where((rows > i) & (rows < n), coef, 0.0)
+        x_i = tl.sum(tl.where(rows[:, None] == i, Y, 0.0), 0) - tl.sum(coef[:, None] * X, 0)
+        if not UNIT:
+            x_i = x_i / diag
+        X = tl.where(rows[:, None] == i, x_i[None, :], X)
+    return X
+
+
+@triton.jit
 def tri_solve_kernel(l_ptr, b_ptr, x_ptr, n, m, l_bs, l_rs, l_cs, b_bs, b_rs, b_cs,
                      TRANSPOSE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
     rows = tl.arange(0, BLOCK_N)
     cols = tl.arange(0, BLOCK_M)
-    nn_mask = (rows[:, None] < n) & (rows[None, :] < n)
+    L = load_tile(l_ptr, pid, l_bs, l_rs, l_cs, rows, rows, n, n, COMPUTE)
+    B = load_tile(b_ptr, pid, b_bs, b_rs, b_cs, rows, cols, n, m, COMPUTE)
+    X = substitute(L, B, n, rows, not TRANSPOSE, TRANSPOSE, False)
     nm_mask = (rows[:, None] < n) & (cols[None, :] < m)
-    L = tl.load(l_ptr + pid * l_bs + rows[:, None] * l_rs + rows[None, :] * l_cs, mask=nn_mask, other=0).to(COMPUTE)
-    B = tl.load(b_ptr + pid * b_bs + rows[:, None] * b_rs + cols[None, :] * b_cs, mask=nm_mask, other=0).to(COMPUTE)
-    X = tl.zeros([BLOCK_N, BLOCK_M], COMPUTE)
-    for t in range(0, n):
-        if TRANSPOSE:
-            i = n - 1 - t
-            coef = tl.sum(tl.where(rows[None, :] == i, L, 0.0), 1)  # column i of L, indexed by k
-        else:
-            i = t
-            coef = tl.sum(tl.where(rows[:, None] == i, L, 0.0), 0)  # row i of L, indexed by k
-        diag = tl.sum(tl.where(rows == i, coef, 0.0), 0)
-        coef = tl.where(rows == i, 0.0, coef)
-        b_i = tl.sum(tl.where(rows[:, None] == i, B, 0.0), 0)
-        x_i = (b_i - tl.sum(coef[:, None] * X, 0)) / diag
-        X = tl.where(rows[:, None] == i, x_i[None, :], X)
     tl.store(x_ptr + pid * n * m + rows[:, None] * m + cols[None, :], X.to(x_ptr.dtype.element_ty), mask=nm_mask)
 
 
@@ -56,8 +77,7 @@ def tri_solve_kernel(l_ptr, b_ptr, x_ptr, n, m, l_bs, l_rs, l_cs, b_bs, b_rs, b_
 def cholesky_kernel(a_ptr, l_ptr, info_ptr, n, a_bs, a_rs, a_cs, COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
     rows = tl.arange(0, BLOCK_N)
-    mask = (rows[:, None] < n) & (rows[None, :] < n)
-    A = tl.load(a_ptr + pid * a_bs + rows[:, None] * a_rs + rows[None, :] * a_cs, mask=mask, other=0).to(COMPUTE)
+    A = load_tile(a_ptr, pid, a_bs, a_rs, a_cs, rows, rows, n, n, COMPUTE)
     L = tl.zeros([BLOCK_N, BLOCK_N], COMPUTE)
     info = tl.full([], 0, tl.int32)
     for j in range(0, n):
@@ -71,6 +91,7 @@ def cholesky_kernel(a_ptr, l_ptr, info_ptr, n, a_bs, a_rs, a_cs, COMPUTE: tl.con
         col = tl.where(rows > j, v / d, tl.where(rows == j, d, 0.0))
         col = tl.where(rows < n, col, 0.0)
         L = tl.where(rows[None, :] == j, col[:, None], L)
+    mask = (rows[:, None] < n) & (rows[None, :] < n)
     tl.store(l_ptr + pid * n * n + rows[:, None] * n + rows[None, :], L.to(l_ptr.dtype.element_ty), mask=mask)
     tl.store(info_ptr + pid, info)
 

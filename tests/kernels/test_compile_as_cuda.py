@@ -68,6 +68,8 @@ def _training_workload():
     a = tgrad.randn(4, 4)
     low = tgrad.linalg.cholesky(a @ a.t() + 4 * tgrad.eye(4))
     tgrad.linalg.solve_triangular(low, a, upper=False)
+    tgrad.linalg.solve(a, low, left=False), tgrad.linalg.lu_solve(*tgrad.linalg.lu_factor(a), low)
+    tgrad.linalg.eigh(a), tgrad.linalg.svdvals(a), tgrad.linalg.qr(a)
     logits = tgrad.randn(512, 100, requires_grad=True)
     F.cross_entropy(logits, tgrad.randint(0, 100, (512,))).backward()
     w = tgrad.randn(8, 3, requires_grad=True)

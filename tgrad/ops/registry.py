@@ -19,12 +19,18 @@ def op(*names, function=True, method=True, nn_functional=False):
                 FUNCTIONS[name] = fn
             if method:
                 METHODS[name] = fn
+                for cls in _INSTALLED:  # declared after the install (tgrad.linalg's aliases): install it too
+                    setattr(cls, name, fn)
             if nn_functional:
                 NN_FUNCTIONAL[name] = fn
         return fn
     return declare
 
 
+_INSTALLED: list = []
+
+
 def install_methods(tensor_cls):
+    _INSTALLED.append(tensor_cls)
     for name, fn in METHODS.items():
         setattr(tensor_cls, name, fn)
