@@ -172,6 +172,10 @@ _NEW = {
     "max_unpool2d": lambda L, F, x, k, dtype: _unpool(F, x, k),
     "max_unpool1d": lambda L, F, x, k, dtype: _unpool1d(F, x, k),
     "channel_shuffle": lambda L, F, x, k, dtype: F.channel_shuffle(x, x.shape[1] if k % 2 else 1),
+    "grid_sample": lambda L, F, x, k, dtype: F.grid_sample(x, F.affine_grid(
+        L.tensor(np.random.RandomState(k).randn(x.shape[0], 2, 3), dtype=dtype) * 0.8 + x.mean() * 0.3,
+        (x.shape[0], 1, 3, 2), align_corners=k % 2 == 1), ("bilinear", "nearest")[k % 2],
+        ("zeros", "border", "reflection")[k % 3], align_corners=k % 4 > 1),
 }
 
 
