@@ -176,6 +176,12 @@ _NEW = {
         L.tensor(np.random.RandomState(k).randn(x.shape[0], 2, 3), dtype=dtype) * 0.8 + x.mean() * 0.3,
         (x.shape[0], 1, 3, 2), align_corners=k % 2 == 1), ("bilinear", "nearest")[k % 2],
         ("zeros", "border", "reflection")[k % 3], align_corners=k % 4 > 1),
+    # (T, N, C) = (W, H, C) of the image; labels 1..C-1 (none when C = 1: PyTorch reads past the end), at
+    # most T / 2 of them unless zero_infinity (the gradient of an infinite loss is NaN in PyTorch)
+    "ctc_loss": lambda L, F, x, k, dtype: F.ctc_loss(
+        x[0].permute(2, 1, 0).log_softmax(-1), L.tensor(_ints(k, max(x.shape[1] - 1, 1), (x.shape[2], 2)) + 1),
+        [x.shape[3]] * x.shape[2], [min(1 + k % 2, 2 if k % 3 == 0 else x.shape[3] // 2) * (x.shape[1] > 1)]
+        * x.shape[2], zero_infinity=k % 3 == 0),
 }
 
 
