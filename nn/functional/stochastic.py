@@ -92,16 +92,21 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input, p, training, inplace, input.ndim == 3)
 
 
+def _warn_rank(input, spatial):
+    """PyTorch's deprecation warning for a dropout{spatial}d input of another rank than spatial + 1 or + 2."""
+    if input.ndim not in (spatial + 1, spatial + 2):
+        warnings.warn(f"dropout{spatial}d: Received a {input.ndim}-D input to dropout{spatial}d, which is deprecated "
+                      f"and will result in an error in a future release. To retain the behavior and silence this "
+                      f"warning, please use dropout instead. Note that dropout{spatial}d exists to provide "
+                      f"channel-wise dropout on inputs with {spatial} spatial dimensions, a channel dimension, and an "
+                      f"optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, H, W) or (C, H, W) with probability p, scale the rest by 1/(1-p).
     A 3-d input is taken as (N, C, L), with PyTorch's warning."""
     check_tensor(input, "input", "dropout2d")
-    if input.ndim not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
-                      f"result in an error in a future release. To retain the behavior and silence this warning, "
-                      f"please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on "
-                      f"inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
-                      f"(i.e. 3D or 4D inputs).", stacklevel=2)
+    _warn_rank(input, 2)
     if input.ndim == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
@@ -114,12 +119,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability p, scale the rest by 1/(1-p)."""
     check_tensor(input, "input", "dropout3d")
-    if input.ndim not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
-                      f"result in an error in a future release. To retain the behavior and silence this warning, "
-                      f"please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
-                      f"inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension "
-                      f"(i.e. 4D or 5D inputs).", stacklevel=2)
+    _warn_rank(input, 3)
     return _channel_dropout(input, p, training, inplace, input.ndim == 5)
 
 

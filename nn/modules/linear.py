@@ -25,16 +25,20 @@ def _reset_weight_and_bias(weight, bias):
         init.uniform_(bias, -bound, bound)
 
 
+def _make_weight_and_bias(module, weight_shape, bias, device, dtype):
+    module.weight = Parameter(tgrad.empty(*weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(tgrad.empty(weight_shape[0], device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
 class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(tgrad.empty(out_features, in_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(tgrad.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _make_weight_and_bias(self, (out_features, in_features), bias, device, dtype)
 
     def reset_parameters(self):
         _reset_weight_and_bias(self.weight, self.bias)
@@ -52,12 +56,7 @@ class Bilinear(Module):
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
-        self.weight = Parameter(tgrad.empty(out_features, in1_features, in2_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(tgrad.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _make_weight_and_bias(self, (out_features, in1_features, in2_features), bias, device, dtype)
 
     def reset_parameters(self):
         if self.in1_features <= 0:

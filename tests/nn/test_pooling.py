@@ -19,23 +19,16 @@ CASES = [  # (input shape, kernel, stride, padding, output_size)
 ]
 
 
-@pytest.mark.parametrize("shape,k,s,p,size", CASES)
-def test_max_unpool2d_matches_torch(shape, k, s, p, size):
-    pooled, idx = TF.max_pool2d(uniform64(shape, seed=1), k, s, p, return_indices=True)
-    run(lambda x: TF.max_unpool2d(x, idx, k, s, p, size),
-        lambda x: F.max_unpool2d(x, tgrad.from_torch(idx), k, s, p, size), [pooled.detach()])
-    ref, mod = torch.nn.MaxUnpool2d(k, s, p), nn.MaxUnpool2d(k, s, p)
-    assert repr(mod) == repr(ref)
-    run(lambda x: ref(x, idx, size), lambda x: mod(x, tgrad.from_torch(idx), size), [pooled.detach()])
+CASES_1D = [((2, 3, 9), 2, None, 0, None), ((2, 3, 9), 3, 2, 1, [9]), ((4, 7), 2, 1, 0, None)]
 
 
-@pytest.mark.parametrize("shape,k,s,p,size", [((2, 3, 9), 2, None, 0, None), ((2, 3, 9), 3, 2, 1, [9]),
-                                              ((4, 7), 2, 1, 0, None)])
-def test_max_unpool1d_matches_torch(shape, k, s, p, size):
-    pooled, idx = TF.max_pool1d(uniform64(shape, seed=2), k, s, p, return_indices=True)
-    run(lambda x: TF.max_unpool1d(x, idx, k, s, p, size),
-        lambda x: F.max_unpool1d(x, tgrad.from_torch(idx), k, s, p, size), [pooled.detach()])
-    ref, mod = torch.nn.MaxUnpool1d(k, s, p), nn.MaxUnpool1d(k, s, p)
+@pytest.mark.parametrize("dims,shape,k,s,p,size", [(2, *c) for c in CASES] + [(1, *c) for c in CASES_1D])
+def test_max_unpool_matches_torch(dims, shape, k, s, p, size):
+    pool, unpool = getattr(TF, f"max_pool{dims}d"), f"max_unpool{dims}d"
+    pooled, idx = pool(uniform64(shape, seed=dims), k, s, p, return_indices=True)
+    run(lambda x: getattr(TF, unpool)(x, idx, k, s, p, size),
+        lambda x: getattr(F, unpool)(x, tgrad.from_torch(idx), k, s, p, size), [pooled.detach()])
+    ref, mod = getattr(torch.nn, f"MaxUnpool{dims}d")(k, s, p), getattr(nn, f"MaxUnpool{dims}d")(k, s, p)
     assert repr(mod) == repr(ref)
     run(lambda x: ref(x, idx, size), lambda x: mod(x, tgrad.from_torch(idx), size), [pooled.detach()])
 
