@@ -1,19 +1,26 @@
-"""Spatial transformers: ``affine_grid`` (the sampling grid of a batch of affine maps) and
-``grid_sample`` (2-d: bilinear or nearest, zeros / border / reflection padding, ``align_corners``),
-composed from tgrad ops (each a kernel) with PyTorch's index arithmetic.
+"""Spatial transformers: ``affine_grid`` (the sampling grid of a batch of affine maps, composed from
+tgrad ops) and ``grid_sample`` (2-d: bilinear or nearest, zeros / border / reflection padding,
+``align_corners``), one launch of ``kernels/spatial/grid_sample.py`` forward and one per gradient
+backward (the input's a scatter-add, the grid's a gather), with PyTorch's index arithmetic.
 
-grid_sample maps each grid point to input pixel coordinates (unnormalise, then reflect and / or
-clip), reads its 4 (bilinear) or 1 (nearest) neighbours with a ``gather`` over the flattened
-(H W) plane, masked where out of bounds (zeros padding), and sums them weighted. The backward to
-the input is then the gather's scatter-add, the one to the grid flows through the weights and the
-coordinate arithmetic (a clipped or rounded coordinate passes no gradient, as in PyTorch); every
-order of derivative follows from the ops'.
+Its backward is a ``fused_backward``: under create_graph the gradients are recorded from the
+composed form ``_grid_sample_ops``, which maps each grid point to pixel coordinates (unnormalise,
+reflect and / or clip), reads the 4 (bilinear) or 1 (nearest) neighbours with a ``gather`` over
+the flattened (H W) plane, masked where out of bounds, and sums them weighted (a clipped or rounded
+coordinate passes no gradient, as in PyTorch). On CUDA in deterministic mode the input's gradient
+comes from that form too (its scatter-add is the deterministic one, not the kernel's atomics).
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 from tgrad import ops
+from tgrad.autograd.function import BuiltinFunction
+from tgrad.autograd.fused_backward import composed_grads, fused_backward
+from tgrad.kernels.reductions import segment
+from tgrad.kernels.spatial import grid_sample as KG
+from tgrad.ops.common import check_runnable, wrap
 
 from .arguments import check_tensor
 
@@ -144,6 +151,43 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise RuntimeError(f"expected scalar type {input.dtype.scalar_type} but found {grid.dtype.scalar_type}")
     if mode == "bicubic":
         raise NotImplementedError("tgrad's grid_sample has no bicubic mode")
+    check_runnable(input, grid)
+    return _GridSample.apply(input, grid, (mode, padding_mode, bool(align_corners)))
+
+
+class _GridSample(BuiltinFunction):
+    node_name = "GridSampler2DBackward0"
+    edge_args = (0, 1)
+
+    @staticmethod
+    def forward(ctx, input, grid, cfg):
+        ctx.cfg = cfg
+        ctx.save_for_backward(input, grid)
+        return wrap(KG.grid_sample_forward(input._data, grid._data, *cfg))
+
+    @staticmethod
+    def backward(ctx, g):
+        input, grid = ctx.saved_tensors
+        need = tuple(ctx.needs_input_grad[:2])
+        recorded = functools.partial(_grid_sample_grads_ops, ctx.cfg, need)
+        return fused_backward(ctx, functools.partial(_grid_sample_grads, ctx.cfg, need, recorded), recorded,
+                              g, input, grid) + (None,)
+
+
+def _grid_sample_grads(cfg, need, recorded, g, input, grid):
+    """(d input, d grid) from the kernels; d input from the composed form on CUDA in deterministic mode."""
+    atomics_ok = not segment.deterministic(input._data.device)
+    dx, dgrid = KG.grid_sample_backward(g._data, input._data, grid._data, *cfg, need[0] and atomics_ok, need[1])
+    dx = wrap(dx) if dx is not None else recorded(g, input, grid)[0].detach() if need[0] else None
+    return dx, None if dgrid is None else wrap(dgrid)
+
+
+def _grid_sample_grads_ops(cfg, need, g, input, grid):
+    return composed_grads(lambda x, gr: _grid_sample_ops(x, gr, *cfg), (input, grid), need, (g,))
+
+
+def _grid_sample_ops(input, grid, mode, padding_mode, align_corners):
+    """grid_sample composed from tgrad ops (the recorded form of the kernels' gradients)."""
     N, C, H, W = input.shape
     Ho, Wo = grid.shape[1:3]
     g = grid.reshape(N, Ho * Wo, 2)

@@ -11,6 +11,7 @@ import torch.nn.functional as TF
 
 import tgrad
 import tgrad.nn.functional as F
+from tgrad.kernels.spatial import grid_sample as KG
 from support.reference import compare_double_backward, compare_second_order, make_pair, raises, run, uniform64
 
 MODES = list(itertools.product(["bilinear", "nearest"], ["zeros", "border", "reflection"], [False, True]))
@@ -21,8 +22,28 @@ MODES = list(itertools.product(["bilinear", "nearest"], ["zeros", "border", "ref
 def test_grid_sample_matches_torch(mode, padding_mode, align, shape, out):
     x = uniform64(shape, seed=1)
     grid = uniform64((shape[0],) + out + (2,), -2.7, 2.7, seed=2)  # out of range: every padding mode matters
-    run(lambda x, g: TF.grid_sample(x, g, mode, padding_mode, align),
-        lambda x, g: F.grid_sample(x, g, mode, padding_mode, align), [x, grid])
+    got, ref = run(lambda x, g: TF.grid_sample(x, g, mode, padding_mode, align),
+                   lambda x, g: F.grid_sample(x, g, mode, padding_mode, align), [x, grid])
+    assert got.grad_fn.name() == ref.grad_fn.name()
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_float32_strided_and_many_programs(mode, monkeypatch):
+    monkeypatch.setattr(KG, "block_for", lambda n, device: 16)  # many programs, the last one partial
+    x = uniform64((2, 3, 7, 9), seed=8).float()
+    grid = uniform64((2, 5, 3, 2), -1.4, 1.4, seed=9).float()
+    xt = tgrad.from_torch(x.transpose(2, 3).contiguous()).transpose(2, 3).requires_grad_()  # a strided input
+    gt = tgrad.from_torch(grid.clone()).requires_grad_()
+    out = F.grid_sample(xt, gt, mode, "border", align_corners=False)
+    xr, gr = x.double().requires_grad_(), grid.double().requires_grad_()
+    ref = TF.grid_sample(xr, gr, mode, "border", align_corners=False)
+    assert out.dtype is tgrad.float32
+    torch.testing.assert_close(out.torch().double(), ref, rtol=2e-5, atol=2e-6)
+    up = uniform64(tuple(ref.shape), -1, 1, seed=10)
+    out.backward(tgrad.from_torch(up.float()))
+    ref.backward(up)
+    torch.testing.assert_close(xt.grad.torch().double(), xr.grad, rtol=2e-5, atol=2e-5)
+    torch.testing.assert_close(gt.grad.torch().double(), gr.grad, rtol=2e-4, atol=2e-5)
 
 
 @pytest.mark.parametrize("align", [False, True])
