@@ -54,7 +54,7 @@ def _labels(targets, target_lengths):
     return [flat[n * width:n * width + tl] for n, tl in enumerate(target_lengths)]
 
 
-@autocast_policy(cpu='fp32', cuda='fp32')
+@autocast_policy(cpu='fp32')  # (on CPU's float32 list, not on CUDA's)
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
     """The CTC loss of log-probabilities (T, N, C) (or (T, C)) against targets (N, S), concatenated
     (sum of target_lengths,) or (S,) unbatched; 'mean' divides each sample's loss by its target

@@ -16,6 +16,7 @@ import functools
 import warnings
 
 from tgrad import ops
+from tgrad.amp.autocast_mode import autocast_policy
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.autograd.fused_backward import composed_grads, fused_backward
 from tgrad.kernels.reductions import segment
@@ -118,6 +119,7 @@ def _read(flat, ix, iy, H, W):
     return vals * inside.unsqueeze(1).to(flat.dtype)
 
 
+@autocast_policy(cpu='fp32')  # (on CPU's float32 list, not on CUDA's)
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """out[n, c, h, w] = input[n, c] sampled at grid[n, h, w] = (x, y) in [-1, 1] normalised
     coordinates (x along W)."""

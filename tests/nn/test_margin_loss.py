@@ -104,5 +104,10 @@ def test_margin_loss_errors_are_torchs():
         F.multilabel_soft_margin_loss(x, x, reduction="bad")
     with raises(ValueError, "bad is not a valid value for reduction"):
         F.soft_margin_loss(x, x, reduction="bad")
+    with raises(RuntimeError, "The function 'soft_margin_loss' is not differentiable with respect to argument "
+                              "'target'. This input cannot have requires_grad True."):
+        F.soft_margin_loss(x, tgrad.ones(3, 4, requires_grad=True))
+    with tgrad.no_grad():
+        F.soft_margin_loss(x, tgrad.ones(3, 4, requires_grad=True))
     with raises(ValueError, "MultiMarginLoss: expected weight to be None or 1D tensor, got 2D instead"):
         nn.MultiMarginLoss(weight=tgrad.ones(2, 2))
