@@ -88,6 +88,14 @@ def _point(grid_ptr, n, p, P, H, W, mask, PAD: tl.constexpr, ALIGN: tl.constexpr
 
 
 @triton.jit
+def _corner(ix, iy):
+    """The top-left neighbour (x0, y0) of (ix, iy) and the weights of the next column / row."""
+    fx = tl.floor(ix)
+    fy = tl.floor(iy)
+    return fx.to(tl.int64), fy.to(tl.int64), ix - fx, iy - fy
+
+
+@triton.jit
 def _read(x_ptr, plane, xi, yi, H, W, mask):
     ok = mask & (xi >= 0) & (xi < W) & (yi >= 0) & (yi < H)
     return tl.load(x_ptr + plane + yi * W + xi, mask=ok, other=0.0), ok
@@ -99,20 +107,14 @@ def grid_sample_fwd_kernel(x_ptr, grid_ptr, out_ptr, TOTAL, C, P, H, W, NEAREST:
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # (n, c, p) row-major
     mask = lin < TOTAL
     p = lin % P
-    nc = lin // P
-    n = nc // C
-    plane = nc * H * W
+    n = lin // P // C
+    plane = lin // P * H * W  # input[n, c]
     ix, dx, iy, dy = _point(grid_ptr, n, p, P, H, W, mask, PAD, ALIGN, COMPUTE)
     if NEAREST:
         v, ok = _read(x_ptr, plane, _round_half_even(ix).to(tl.int64), _round_half_even(iy).to(tl.int64), H, W, mask)
         v = v.to(COMPUTE)
     else:
-        fx = tl.floor(ix)
-        fy = tl.floor(iy)
-        x0 = fx.to(tl.int64)
-        y0 = fy.to(tl.int64)
-        wx1 = ix - fx
-        wy1 = iy - fy
+        x0, y0, wx1, wy1 = _corner(ix, iy)
         v00, ok = _read(x_ptr, plane, x0, y0, H, W, mask)
         v01, ok = _read(x_ptr, plane, x0 + 1, y0, H, W, mask)
         v10, ok = _read(x_ptr, plane, x0, y0 + 1, H, W, mask)
@@ -134,20 +136,14 @@ def grid_sample_dinput_kernel(g_ptr, grid_ptr, dx_ptr, TOTAL, C, P, H, W, NEARES
     lin = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # (n, c, p) row-major
     mask = lin < TOTAL
     p = lin % P
-    nc = lin // P
-    n = nc // C
-    plane = nc * H * W
+    n = lin // P // C
+    plane = lin // P * H * W  # input[n, c]
     g = tl.load(g_ptr + lin, mask=mask, other=0.0).to(COMPUTE)
     ix, dx, iy, dy = _point(grid_ptr, n, p, P, H, W, mask, PAD, ALIGN, COMPUTE)
     if NEAREST:
         _scatter(dx_ptr, plane, _round_half_even(ix).to(tl.int64), _round_half_even(iy).to(tl.int64), H, W, mask, g)
     else:
-        fx = tl.floor(ix)
-        fy = tl.floor(iy)
-        x0 = fx.to(tl.int64)
-        y0 = fy.to(tl.int64)
-        wx1 = ix - fx
-        wy1 = iy - fy
+        x0, y0, wx1, wy1 = _corner(ix, iy)
         _scatter(dx_ptr, plane, x0, y0, H, W, mask, g * (1.0 - wx1) * (1.0 - wy1))
         _scatter(dx_ptr, plane, x0 + 1, y0, H, W, mask, g * wx1 * (1.0 - wy1))
         _scatter(dx_ptr, plane, x0, y0 + 1, H, W, mask, g * (1.0 - wx1) * wy1)
@@ -162,12 +158,7 @@ def grid_sample_dgrid_kernel(x_ptr, g_ptr, grid_ptr, dgrid_ptr, TOTAL, C, P, H, 
     p = lin % P
     n = lin // P
     ix, dx, iy, dy = _point(grid_ptr, n, p, P, H, W, mask, PAD, ALIGN, COMPUTE)
-    fx = tl.floor(ix)
-    fy = tl.floor(iy)
-    x0 = fx.to(tl.int64)
-    y0 = fy.to(tl.int64)
-    wx1 = ix - fx
-    wy1 = iy - fy
+    x0, y0, wx1, wy1 = _corner(ix, iy)
     sx = tl.zeros([BLOCK], COMPUTE)
     sy = tl.zeros([BLOCK], COMPUTE)
     for c in range(C):
