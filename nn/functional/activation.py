@@ -9,6 +9,8 @@ higher-order gradients come with them):
   ``hardshrink(x, l)`` = 0 where -l <= x <= l, else x; ``softshrink(x, l)`` = x - clamp(x, -l, l).
 - ``softsign``, ``tanhshrink``, ``prelu``, ``glu``, ``softmin``, ``gumbel_softmax`` with PyTorch's
   formulas and argument checks.
+- ``rrelu``: x times a slope drawn from U(lower, upper) per element where x <= 0 (training), the
+  leaky ReLU of slope (lower + upper) / 2 otherwise.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from tgrad.tensor import Tensor
 
 __all__ = ["relu", "relu_", "gelu", "tanh", "sigmoid", "softmax", "log_softmax", "threshold", "threshold_",
            "hardshrink", "softshrink", "softsign", "tanhshrink", "prelu", "glu", "softmin", "gumbel_softmax",
-           *NN_FUNCTIONAL]
+           "rrelu", "rrelu_", *NN_FUNCTIONAL]
 
 # the core's activations (silu, elu, hardtanh, mish, ...) under their nn.functional names; a function
 # defined below (softshrink) takes the name over
@@ -167,3 +169,22 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     one_hot = (tgrad.arange(moved.shape[-1], device=logits.device) == index.unsqueeze(-1)).to(logits.dtype)
     y_hard = one_hot.movedim(-1, dim)
     return y_hard - y_soft.detach() + y_soft
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: y = x where x > 0, else a x with a ~ U(lower, upper) per element when
+    training, a = (lower + upper) / 2 otherwise."""
+    _tensor_arg("rrelu", input)
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        slope = (lower + upper) / 2
+        return tgrad.leaky_relu_(input, slope) if inplace else tgrad.leaky_relu(input, slope)
+    noise = ops.rand(*input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
+    slope = ops.where(input <= 0, noise, ops.ones_like(noise))
+    return input.mul_(slope) if inplace else input * slope
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """``rrelu`` in place."""
+    return rrelu(input, lower, upper, training, inplace=True)

@@ -1,4 +1,5 @@
-"""``linear(x, W, b)`` = x W^T + b, with ``linear_act`` adding act(.) in the same matmul epilogue.
+"""``linear(x, W, b)`` = x W^T + b, with ``linear_act`` adding act(.) in the same matmul epilogue;
+``bilinear(x1, x2, W, b)`` = x1^T W_o x2 + b_o, composed: one matmul then a product summed over J.
 
 Backward: dZ = dY * act'(.) (one pointwise launch, skipped without activation), then dX = dZ W,
 dW = dZ^T X (all leading dims folded into the matmul's K), db = sum_rows dZ summed by the dW
@@ -21,7 +22,7 @@ from tgrad.ops.common import check_runnable, wrap
 from tgrad.ops.formula import traced_backward
 from tgrad.ops.table import BY_NAME as OP_ROWS
 
-__all__ = ["linear", "linear_act"]
+__all__ = ["linear", "linear_act", "bilinear"]
 
 
 # activation -> (the unary op whose derivative it shares, its fused backward formula, whether
@@ -198,3 +199,32 @@ def linear_act(input, weight, bias=None, activation=None):
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` for input (*, in_features), weight (out_features, in_features)."""
     return linear_act(input, weight, bias, None)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]: x1 (B, I) times W laid out (I, O J) in
+    one matmul, then the (B, O, J) product with x2 summed over J (differentiable ops throughout)."""
+    check_runnable(input1, input2, weight, bias)
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
+    for d in range(input1.ndim - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got "
+                               f"{input1.shape[d]} and {input2.shape[d]}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D (out, in1, in2), got {weight.ndim}-D")
+    O, I, J = weight.shape
+    if input1.shape[-1] != I:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
+                           f"expected {I}")
+    if input2.shape[-1] != J:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {J}")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != O):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0] if bias.ndim else 1} but expected {O}")
+    lead = tuple(input1.shape[:-1])
+    rows = math.prod(lead)
+    t = input1.reshape(rows, I) @ weight.permute(1, 0, 2).reshape(I, O * J)
+    y = (t.reshape(rows, O, J) * input2.reshape(rows, 1, J)).sum(-1).reshape(lead + (O,))
+    return y + bias if bias is not None else y

@@ -7,6 +7,8 @@ with PyTorch's signatures, each one fused forward launch and one fused backward 
   or the running ones in eval (``kernels/batch_norm.py``).
 - ``rms_norm``, ``group_norm`` (and ``instance_norm``, a group norm with one channel per group): the
   fused row kernels of ``kernels/rms_group_norm.py``.
+- ``local_response_norm``: composed from tgrad ops (PyTorch composes it from an average pool over
+  channels; here the ``size`` shifted slices of the zero-padded squares are summed).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from tgrad.tensor import Tensor
 
 from .arguments import check_tensor, float_only
 
-__all__ = ["layer_norm", "batch_norm", "rms_norm", "group_norm", "instance_norm"]
+__all__ = ["layer_norm", "batch_norm", "rms_norm", "group_norm", "instance_norm", "local_response_norm"]
 
 
 class _LayerNorm(BuiltinFunction):
@@ -321,3 +323,23 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             if running_var is not None:
                 running_var.mul_(1 - momentum).add_(x3.var(2, correction=1).mean(0) * momentum)
     return y
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha / size * sum of x^2 over the ``size`` channels around each one)^beta, the
+    window reaching size // 2 channels back and (size - 1) // 2 ahead, zero-padded."""
+    check_tensor(input, "input", "local_response_norm")
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {input.ndim} "
+                         "dimensions)")
+    if input.numel() == 0:
+        return input
+    sq = input * input
+    C = input.shape[1]
+    pad = [tgrad.zeros(*((input.shape[0], n) + tuple(input.shape[2:])), dtype=input.dtype, device=input.device)
+           for n in (size // 2, (size - 1) // 2)]
+    padded = tgrad.cat([pad[0], sq, pad[1]], 1)
+    window = padded.narrow(1, 0, C)
+    for i in range(1, size):
+        window = window + padded.narrow(1, i, C)
+    return input / (window * (alpha / size) + k) ** beta

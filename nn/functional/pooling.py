@@ -7,9 +7,12 @@ Function whose own backward is the pooling again, max's scatters g to the saved 
 adjoint the gather of the upstream gradient at those indices. x only picked windows / winners, so
 its second derivative is zero (reported as zeros, as PyTorch does). The 1-d pools are the 2-d
 ones on (N, C, 1, L), as PyTorch composes them (their node is a SqueezeBackward1 there too).
+``max_unpool1d/2d`` scatter x into zeros at the pooled indices (tgrad's ``scatter``: its backward
+gathers the upstream gradient there).
 """
 from __future__ import annotations
 
+from tgrad import _dtype, ops
 from tgrad.autograd.function import BuiltinFunction
 from tgrad.kernels.spatial import adaptive_pool as AP
 from tgrad.kernels.spatial import pool as POOL
@@ -19,7 +22,7 @@ from tgrad.ops.formula import ZeroSlope
 from .arguments import check_tensor, float_only, pair
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-           "adaptive_max_pool1d", "adaptive_max_pool2d"]
+           "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d", "max_unpool2d"]
 
 
 def _pool_args(fn, kernel_size, stride, padding, dilation=1):
@@ -368,3 +371,66 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     _pool1d_input(fn, input, kernel, padding)
     return avg_pool2d(input.unsqueeze(-2), (1, kernel), (1, stride), (0, padding), ceil_mode,
                       count_include_pad).squeeze(-2)
+
+
+def _unpool_output_size(input, kernel, stride, padding, output_size):
+    """PyTorch's: the default (L - 1) s + k - 2 p per spatial dim, or ``output_size`` (its last dims)
+    within a stride of it."""
+    n = len(kernel)
+    default = [(input.shape[input.ndim - n + d] - 1) * stride[d] + kernel[d] - 2 * padding[d] for d in range(n)]
+    if output_size is None:
+        return default
+    output_size = list(output_size)
+    if len(output_size) == n + 2:
+        output_size = output_size[2:]
+    if len(output_size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a length "
+                         f"of '{len(output_size)}'")
+    for d in range(n):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be between {lo} and {hi})')
+    return output_size
+
+
+def _max_unpool(input, indices, size):
+    """x scattered into zeros of spatial ``size`` at ``indices`` (flat per (n, c) plane)."""
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with {input.ndim} "
+                           "dimensions.")
+    if indices.dtype is not _dtype.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype.scalar_type}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    check_runnable(input, indices)
+    lead = tuple(input.shape[:-2])
+    planes = 1
+    for s in lead:
+        planes *= s
+    H, W = size
+    idx = indices.reshape(planes, -1)
+    if idx.numel():
+        bad = ((idx < 0) | (idx >= H * W)).nonzero()
+        if bad.shape[0]:
+            raise RuntimeError(f"Found an invalid max index: {int(idx[int(bad[0, 0]), int(bad[0, 1])])} (output "
+                               f"volumes are of size {H}x{W}")
+    out = ops.zeros(planes, H * W, dtype=input.dtype, device=input.device)
+    return out.scatter(1, idx, input.reshape(planes, -1)).reshape(lead + (H, W))
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool2d``: each input element at its ``indices`` position, zeros elsewhere."""
+    msg = "max_unpool2d(): {what} must be an int or a tuple of 1 or 2 ints, got {value}"
+    kernel = pair(kernel_size, "kernel_size", msg)
+    stride = kernel if stride is None else pair(stride, "stride", msg)
+    return _max_unpool(input, indices, _unpool_output_size(input, kernel, stride, pair(padding, "padding", msg),
+                                                           output_size))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool1d`` (the 2-d unpool on (N, C, L, 1), as PyTorch composes it)."""
+    kernel = _single("max_unpool1d", kernel_size, "kernel_size")
+    stride = kernel if stride is None else _single("max_unpool1d", stride, "stride")
+    size = _unpool_output_size(input, [kernel], [stride], [_single("max_unpool1d", padding, "padding")], output_size)
+    return _max_unpool(input.unsqueeze(-1), indices.unsqueeze(-1), list(size) + [1]).squeeze(-1)

@@ -1,11 +1,12 @@
 """Resampling with PyTorch's functional signatures: ``interpolate`` (nearest, nearest-exact,
-linear, bilinear, area), ``pixel_shuffle`` / ``pixel_unshuffle`` and ``unfold`` / ``fold``.
+linear, bilinear, area), ``pixel_shuffle`` / ``pixel_unshuffle``, ``channel_shuffle`` and ``unfold`` /
+``fold``.
 
 interpolate and unfold/fold are autograd Functions over ``tgrad.kernels.spatial.interpolate`` and
 ``.unfold`` (one launch each way). All of them are linear in x, and each backward is the adjoint
 of its forward: interpolate's backward is a Function whose own backward is interpolate again, and
 unfold and fold are each other's backward. So every order records the same kernels and the
-derivative is written once. pixel_shuffle only moves elements (a view, then one copy, as torch's
+derivative is written once. pixel_shuffle and channel_shuffle only move elements (a view, then one copy, as torch's
 own storage functions do it).
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tgrad.ops.common import check_runnable, wrap
 from .arguments import check_tensor, pair
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
-__all__ = ["interpolate", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold"]
+__all__ = ["interpolate", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "unfold", "fold"]
 
 # ----------------------------------------------------------------------------- interpolate
 
@@ -310,3 +311,17 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"calculated number of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, "
                            f"but got input.size({input.ndim - 1})={L}.")
     return Fold.apply(input, hw, blocks, (kernel, stride, padding, dilation))
+
+
+def channel_shuffle(input, groups):
+    """(N, C, *) with its channels read as (groups, C / groups) and written as (C / groups, groups)."""
+    check_tensor(input, "input", "channel_shuffle")
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    C = input.shape[1]
+    if C % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {C} channels and {groups} groups.")
+    n, rest = input.shape[0], tuple(input.shape[2:])
+    return input.reshape((n, groups, C // groups) + rest).transpose(1, 2).reshape((n, C) + rest)

@@ -16,7 +16,7 @@ from .wrapper import FunctionalWrapper
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "ELU", "Softplus",
            "PReLU", "Mish", "Hardswish", "Softmax2d", "Softmin", "GLU", "Threshold", "Hardtanh", "ReLU6", "SELU",
-           "CELU", "Hardsigmoid", "LogSigmoid", "Softsign", "Tanhshrink", "Hardshrink", "Softshrink"]
+           "CELU", "Hardsigmoid", "LogSigmoid", "Softsign", "Tanhshrink", "Hardshrink", "Softshrink", "RReLU"]
 
 
 class _InplaceOnly(FunctionalWrapper):
@@ -223,3 +223,17 @@ class Hardshrink(_Shrink):
 
 class Softshrink(_Shrink):
     _fn = staticmethod(F.softshrink)
+
+
+class RReLU(Module):
+    """x where x > 0, else a x: a ~ U(lower, upper) per element in training, (lower + upper) / 2 in eval."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")

@@ -1,11 +1,13 @@
 """``Dropout``: in training, zero each element with probability p and scale the rest by 1/(1-p);
-``Dropout1d`` / ``Dropout2d`` zero whole channels; the identity in evaluation."""
+``Dropout1d`` / ``Dropout2d`` / ``Dropout3d`` zero whole channels; ``AlphaDropout`` /
+``FeatureAlphaDropout`` set elements (channels) to SELU's negative saturation, keeping mean and
+variance; the identity in evaluation."""
 from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -34,3 +36,18 @@ class Dropout1d(_DropoutNd):
 class Dropout2d(_DropoutNd):
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_ChannelDropout):
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_ChannelDropout):
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_ChannelDropout):
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)

@@ -1,6 +1,7 @@
 """``LayerNorm``: normalises over the trailing ``normalized_shape`` dims,
 y = (x - mean) / sqrt(var + eps) * weight + bias (biased variance); ``RMSNorm``: x / rms(x) * weight;
-``GroupNorm``: per sample and channel group. weight = 1, bias = 0, as PyTorch's."""
+``GroupNorm``: per sample and channel group. weight = 1, bias = 0, as PyTorch's. ``LocalResponseNorm``:
+across neighbouring channels, no parameters."""
 from __future__ import annotations
 
 import numbers
@@ -11,7 +12,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "LocalResponseNorm"]
 
 
 class AffineNorm(Module):
@@ -89,3 +90,17 @@ class GroupNorm(AffineNorm):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class LocalResponseNorm(Module):
+    """x / (k + alpha / size * sum of x^2 over ``size`` neighbouring channels)^beta."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,7 +1,7 @@
 """Pooling modules over their ``nn.functional`` namesakes: ``MaxPool1d/2d`` and ``AvgPool1d/2d``
 (window max / mean; ``stride`` defaults to the kernel size) and the adaptive pools
 ``AdaptiveAvgPool1d/2d``, ``AdaptiveMaxPool1d/2d`` (output size fixed, windows
-[floor(i L/O), ceil((i+1) L/O)))."""
+[floor(i L/O), ceil((i+1) L/O))); ``MaxUnpool1d/2d``, the partial inverses of the max pools."""
 from __future__ import annotations
 
 from .. import functional as F
@@ -9,7 +9,7 @@ from .module import Module
 from .wrapper import FunctionalWrapper
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d", "MaxUnpool2d"]
 
 
 def _single(x):
@@ -104,3 +104,30 @@ class AdaptiveMaxPool1d(_AdaptivePool):
 
 class AdaptiveMaxPool2d(_AdaptivePool):
     _fn, _max = staticmethod(F.adaptive_max_pool2d), True
+
+
+class _MaxUnpoolNd(Module):
+    _fn = None
+    _tuple = None
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = type(self)._tuple(kernel_size)
+        self.stride = type(self)._tuple(stride if stride is not None else kernel_size)
+        self.padding = type(self)._tuple(padding)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _fn = staticmethod(F.max_unpool1d)
+    _tuple = staticmethod(_single)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _fn = staticmethod(F.max_unpool2d)
+    _tuple = staticmethod(lambda x: tuple(x) if isinstance(x, (tuple, list)) else (x, x))

@@ -132,6 +132,16 @@ CASES = {
                                                                           d["t"].argmax(1)),
     "bce_with_logits": lambda L, d: L.nn.functional.binary_cross_entropy_with_logits(
         L.nn.functional.linear(d["x"], d["w"]), d["t"].sigmoid()),
+    "soft_margin_of_linear": lambda L, d: L.nn.functional.soft_margin_loss(L.nn.functional.linear(d["x"], d["w"]),
+                                                                           d["t"].sign().detach()),
+    "multi_margin_of_linear": lambda L, d: L.nn.functional.multi_margin_loss(L.nn.functional.linear(d["x"], d["w"]),
+                                                                             d["t"].argmax(1)),
+    "multilabel_soft_margin_keeps_dtype": lambda L, d: L.nn.functional.multilabel_soft_margin_loss(
+        L.nn.functional.linear(d["x"], d["w"]), d["t"].sigmoid()),
+    "ctc_of_linear": lambda L, d: L.nn.functional.ctc_loss(
+        L.nn.functional.linear(d["x"], d["w"]).log_softmax(-1).unsqueeze(1), L.tensor([[1, 2]]), [4], [2]),
+    "grid_sample_float32": lambda L, d: L.nn.functional.grid_sample(
+        d["img"].half(), (d["img"][:, :, :3, :4].permute(0, 2, 3, 1) * 0.5).half(), align_corners=False),
     "relu_keeps_dtype": lambda L, d: L.nn.functional.relu(L.nn.functional.linear(d["x"], d["w"])),
     "float64_untouched": lambda L, d: L.nn.functional.linear(d["x"].double(), d["w"].double()),
 }

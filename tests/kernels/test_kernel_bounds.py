@@ -358,6 +358,10 @@ RESAMPLE = {  # name: (tgrad fn, torch fn, input shapes, kwargs)
     "nearest": (F.interpolate, TF.interpolate, [(2, 3, 3, 5)], dict(scale_factor=(2.5, 0.7))),
     "unfold": (F.unfold, TF.unfold, [(2, 3, 5, 7)], dict(kernel_size=(2, 3), padding=1, stride=2)),
     "fold": (F.fold, TF.fold, [(2, 12, 12)], dict(output_size=(5, 7), kernel_size=2, stride=2, padding=1)),
+    "grid_sample": (F.grid_sample, TF.grid_sample, [(2, 3, 5, 7), (2, 3, 5, 2)],
+                    dict(mode="bilinear", padding_mode="reflection", align_corners=False)),
+    "grid_sample_nearest": (F.grid_sample, TF.grid_sample, [(1, 2, 3, 1), (1, 7, 1, 2)],
+                            dict(mode="nearest", padding_mode="zeros", align_corners=True)),
 }
 
 

@@ -1,5 +1,5 @@
 """The activation modules and functionals (elementwise ones, shrink/threshold, the ones taking a
-dim or a parameter: Softmax2d, Softmin, GLU, PReLU, gumbel_softmax) and the distance functionals
+dim or a parameter: Softmax2d, Softmin, GLU, PReLU, RReLU, gumbel_softmax) and the distance functionals
 against PyTorch in float64 (the functionals also in float32), softmax and log_softmax: values,
 dtypes, gradients for a random upstream gradient, odd, 0-d and 0-size shapes, special values, reprs,
 errors and that torch computes nothing."""
@@ -281,3 +281,32 @@ def test_forward_and_backward_compute_nothing_in_torch():
                 F.normalize(a), F.cosine_similarity(a, b), F.pairwise_distance(a, b), F.gumbel_softmax(a, hard=True)]
         sum(o.sum() for o in outs).backward()
     assert rec.computed() == {}, f"torch computed: {rec.computed()}"
+
+
+# ----------------------------------------------------------------------------- rrelu
+
+def test_rrelu_eval_is_leaky_relu_of_the_mean_slope():
+    for lo, hi in ((1 / 8, 1 / 3), (-0.5, 0.2)):
+        run(lambda x: TF.rrelu(x, lo, hi), lambda x: F.rrelu(x, lo, hi), [X_NOSPECIAL])
+    m, ref = nn.RReLU(0.1, 0.3).eval(), torch.nn.RReLU(0.1, 0.3).eval()
+    assert repr(m) == repr(ref) and repr(nn.RReLU(inplace=True)) == repr(torch.nn.RReLU(inplace=True))
+    run(ref, m, [X_NOSPECIAL])
+
+
+def test_rrelu_training_draws_a_slope_per_negative_element():
+    tgrad.manual_seed(2)
+    x = tgrad.from_torch(X_NOSPECIAL.clone()).requires_grad_()
+    y = F.rrelu(x, 0.1, 0.3, training=True)
+    out, xr = y.torch(), X_NOSPECIAL
+    pos = xr > 0
+    assert torch.equal(out[pos], xr[pos])
+    slope = out[~pos] / xr[~pos]
+    assert bool(((slope >= 0.1) & (slope <= 0.3)).all()) and slope.std() > 0.03
+    g = uniform64(tuple(xr.shape), -1, 1, 3)
+    y.backward(tgrad.from_torch(g.clone()))
+    torch.testing.assert_close(x.grad.torch(), g * torch.where(pos, torch.ones_like(xr), out / xr))
+    z = x.detach() * 1.0
+    tgrad.manual_seed(2)
+    assert F.rrelu_(z, 0.1, 0.3, training=True) is z and z.tolist() == y.tolist()
+    with pytest.raises(RuntimeError, match="^Lower bound should be less than or equal to the upper bound$"):
+        F.rrelu(x, 0.5, 0.2, training=True)

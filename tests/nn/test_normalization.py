@@ -1,6 +1,6 @@
-"""RMSNorm / rms_norm, GroupNorm / group_norm, InstanceNorm1d/2d against torch with copied weights:
-outputs, gradients of input, weight and bias (random upstream), running statistics, double
-backward and PyTorch's errors."""
+"""RMSNorm / rms_norm, GroupNorm / group_norm, InstanceNorm1d/2d, LocalResponseNorm against torch
+with copied weights: outputs, gradients of input, weight and bias (random upstream), running
+statistics, double backward and PyTorch's errors."""
 
 import pytest
 import torch
@@ -8,7 +8,7 @@ import torch
 import tgrad
 import tgrad.nn.functional as F
 from support.modules import backward_both, copy_module, module_pair
-from support.reference import assert_close, make_pair, raises
+from support.reference import assert_close, compare_second_order, make_pair, raises, run, uniform64
 from tgrad.kernels.runtime.launch import count_launches
 
 
@@ -103,3 +103,24 @@ def test_errors():
         tgrad.nn.InstanceNorm2d(3)(tgrad.zeros(3, 4))
     with pytest.raises(RuntimeError, match="normalized_shape"):
         F.rms_norm(tgrad.zeros(2, 3), (4,))
+
+
+# ----------------------------------------------------------------------------- local_response_norm
+
+@pytest.mark.parametrize("shape,size", [((2, 5, 7), 3), ((2, 6, 3, 4), 2), ((1, 4, 2, 3, 2), 5), ((2, 3, 4), 1)])
+def test_local_response_norm_matches_torch(shape, size):
+    kw = dict(alpha=0.3, beta=0.6, k=1.5)
+    run(lambda x: torch.nn.functional.local_response_norm(x, size, **kw),
+        lambda x: F.local_response_norm(x, size, **kw), [uniform64(shape, seed=3)])
+    ref, mod = torch.nn.LocalResponseNorm(size, **kw), tgrad.nn.LocalResponseNorm(size, **kw)
+    assert repr(mod) == repr(ref) and list(mod.state_dict()) == []
+    run(ref, mod, [uniform64(shape, seed=4)])
+
+
+def test_local_response_norm_second_derivatives_and_errors():
+    compare_second_order(lambda x: F.local_response_norm(x, 3, alpha=0.5),
+                         lambda x: torch.nn.functional.local_response_norm(x, 3, alpha=0.5), [(2, 4, 3)])
+    with raises(ValueError, "Expected 3D or higher dimensionality                          input (got 2 dimensions)"):
+        F.local_response_norm(tgrad.ones(2, 3), 2)
+    empty = tgrad.ones(0, 3, 2)
+    assert F.local_response_norm(empty, 2) is empty

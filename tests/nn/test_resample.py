@@ -1,6 +1,6 @@
-"""Adaptive pools, 1-d pools, interpolate / Upsample, pixel (un)shuffle, unfold / fold and the
-channel dropouts against torch in float64 (outputs, grads, grad_fn names, indices, second
-derivatives, strided inputs, module reprs and PyTorch's errors)."""
+"""Adaptive pools, 1-d pools, interpolate / Upsample, pixel (un)shuffle, channel shuffle, unfold /
+fold and the channel dropouts against torch in float64 (outputs, grads, grad_fn names, indices,
+second derivatives, strided inputs, module reprs and PyTorch's errors)."""
 import warnings
 
 import pytest
@@ -10,7 +10,7 @@ import torch.nn.functional as TF
 import tgrad
 import tgrad.nn as nn
 import tgrad.nn.functional as F
-from support.reference import assert_close, compare, compare_second_order, raises, uniform64
+from support.reference import assert_close, compare, compare_second_order, raises, run, uniform64
 
 
 def pair(name):
@@ -258,3 +258,22 @@ def test_interpolate_backward_finds_every_reader_over_many_sizes_and_scales():
         else:
             kw = dict(size=int(torch.randint(1, 24, (1,), generator=rng)))
         compare(F.interpolate, TF.interpolate, [(1, 2, L)], seed=trial, mode=mode, align_corners=align, **kw)
+
+
+# ----------------------------------------------------------------------------- channel_shuffle
+
+@pytest.mark.parametrize("shape,groups", [((2, 6, 3, 4), 3), ((1, 4, 5), 2), ((2, 6, 2, 1, 3), 6), ((3, 5, 2), 1)])
+def test_channel_shuffle_matches_torch(shape, groups):
+    x = uniform64(shape, seed=5)
+    run(lambda x: TF.channel_shuffle(x, groups), lambda x: F.channel_shuffle(x, groups), [x])
+    assert torch.equal(nn.ChannelShuffle(groups)(tgrad.from_torch(x)).torch(), torch.nn.ChannelShuffle(groups)(x))
+    assert repr(nn.ChannelShuffle(groups)) == repr(torch.nn.ChannelShuffle(groups))
+
+
+def test_channel_shuffle_errors_are_torchs():
+    with raises(RuntimeError, "Number of channels must be divisible by groups. Got 3 channels and 2 groups."):
+        F.channel_shuffle(tgrad.ones(2, 3, 4), 2)
+    with raises(RuntimeError, "Number of groups to divide channels in must be positive. Value of groups:0"):
+        F.channel_shuffle(tgrad.ones(2, 3, 4), 0)
+    with raises(RuntimeError, "channel_shuffle expects input with > 2 dims, but got input with sizes [2, 3]"):
+        F.channel_shuffle(tgrad.ones(2, 3), 3)

@@ -40,6 +40,17 @@ def resample_workload():
     # fp64 only changes the linear modes' index arithmetic (fp64 there, as in torch)
     x = tgrad.randn(2, 3, 5, 6, dtype=tgrad.float64, requires_grad=True)
     F.interpolate(x, size=(7, 4), mode="bilinear").sum().backward()
+    # grid_sample: its forward and grid-gradient kernels, and (outside deterministic mode on CUDA) the
+    # input gradient's scatter-add
+    grid = tgrad.randn(2, 4, 3, 2, requires_grad=True)
+    x = tgrad.randn(2, 3, 5, 6, requires_grad=True)
+    deterministic = tgrad.are_deterministic_algorithms_enabled()
+    tgrad.use_deterministic_algorithms(False)
+    try:
+        for mode, padding in (("bilinear", "reflection"), ("nearest", "zeros")):
+            F.grid_sample(x, grid, mode, padding, align_corners=False).sum().backward()
+    finally:
+        tgrad.use_deterministic_algorithms(deterministic)
 
 
 def sequence_workload():

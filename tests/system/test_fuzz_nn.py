@@ -72,6 +72,8 @@ def _call(L, F, case, dtype):
         elif name == "cross_entropy":
             target = L.tensor(np.random.RandomState(k).randint(0, c, size=(x.shape[0],) + tuple(x.shape[2:])))
             y = F.cross_entropy(x, target)
+        elif name in _NEW:
+            y = _NEW[name](L, F, x, k, dtype)
         else:
             y = F.dropout(x, 0.0)
     else:
@@ -114,6 +116,75 @@ def _call(L, F, case, dtype):
     return [y.detach(), leaf.grad] + [p.grad for p in params]
 
 
+def _rows(x):
+    return x.reshape(-1, x.shape[-1])
+
+
+def _ints(k, high, size):
+    return np.random.RandomState(k).randint(0, high, size=size)
+
+
+def _embedding_bag(L, F, x, k, dtype):
+    w = _rows(x)
+    idx = _ints(k, w.shape[0], (5,))
+    return F.embedding_bag(L.tensor(idx), w, L.tensor([0, 2, 2]), mode=("sum", "mean", "max")[k % 3],
+                           padding_idx=int(idx[0]) if k % 2 else None)
+
+
+def _multilabel_targets(k, shape):
+    t = _ints(k, shape[1], shape)
+    t[:, k % shape[1]] = -1
+    return t
+
+
+def _unpool(F, x, k):
+    y, i = F.max_pool2d(x, 1 + k % 2, return_indices=True)
+    return F.max_unpool2d(y, i, 1 + k % 2, output_size=tuple(x.shape[-2:]))
+
+
+def _unpool1d(F, x, k):
+    y, i = F.max_pool1d(x.flatten(2), 2, return_indices=True)
+    return F.max_unpool1d(y, i, 2, output_size=(x.shape[2] * x.shape[3],))
+
+
+# the functions built from ops (nn/functional/{dense,sparse,stochastic,margin,...}): each one call on
+# the fuzzed image x; the random ones in their deterministic forms (evaluation, or p = 1)
+_NEW = {
+    "bilinear": lambda L, F, x, k, dtype: F.bilinear(
+        x, x * 0.5 + 1, L.tensor(np.random.RandomState(k).randn(2, x.shape[-1], x.shape[-1]), dtype=dtype)),
+    "embedding_bag": _embedding_bag,
+    "alpha_dropout": lambda L, F, x, k, dtype: F.alpha_dropout(x, 1.0 if k % 2 else 0.3, training=k % 2 == 1),
+    "feature_alpha_dropout": lambda L, F, x, k, dtype: F.feature_alpha_dropout(x, 1.0 if k % 2 else 0.3,
+                                                                               training=k % 2 == 1),
+    "dropout3d": lambda L, F, x, k, dtype: F.dropout3d(x, 0.5, training=False),
+    "rrelu": lambda L, F, x, k, dtype: F.rrelu(x, 0.1, 0.2 + k % 3 / 10),
+    "soft_margin_loss": lambda L, F, x, k, dtype: F.soft_margin_loss(x, L.tensor(
+        np.sign(np.random.RandomState(k).randn(*x.shape)), dtype=dtype)),
+    "hinge_embedding_loss": lambda L, F, x, k, dtype: F.hinge_embedding_loss(x, L.tensor(
+        np.sign(np.random.RandomState(k).randn(*x.shape)), dtype=dtype), margin=0.5, reduction="sum"),
+    "multi_margin_loss": lambda L, F, x, k, dtype: F.multi_margin_loss(
+        _rows(x), L.tensor(_ints(k, x.shape[-1], (_rows(x).shape[0],))), p=1 + k % 2),
+    "multilabel_margin_loss": lambda L, F, x, k, dtype: F.multilabel_margin_loss(
+        _rows(x), L.tensor(_multilabel_targets(k, tuple(_rows(x).shape)))),
+    "multilabel_soft_margin_loss": lambda L, F, x, k, dtype: F.multilabel_soft_margin_loss(
+        x, L.tensor(_ints(k, 2, tuple(x.shape)), dtype=dtype), reduction="none"),
+    "local_response_norm": lambda L, F, x, k, dtype: F.local_response_norm(x, 1 + k % 3, alpha=0.5),
+    "max_unpool2d": lambda L, F, x, k, dtype: _unpool(F, x, k),
+    "max_unpool1d": lambda L, F, x, k, dtype: _unpool1d(F, x, k),
+    "channel_shuffle": lambda L, F, x, k, dtype: F.channel_shuffle(x, x.shape[1] if k % 2 else 1),
+    "grid_sample": lambda L, F, x, k, dtype: F.grid_sample(x, F.affine_grid(
+        L.tensor(np.random.RandomState(k).randn(x.shape[0], 2, 3), dtype=dtype) * 0.8 + x.mean() * 0.3,
+        (x.shape[0], 1, 3, 2), align_corners=k % 2 == 1), ("bilinear", "nearest")[k % 2],
+        ("zeros", "border", "reflection")[k % 3], align_corners=k % 4 > 1),
+    # (T, N, C) = (W, H, C) of the image; labels 1..C-1 (none when C = 1: PyTorch reads past the end), at
+    # most T / 2 of them unless zero_infinity (the gradient of an infinite loss is NaN in PyTorch)
+    "ctc_loss": lambda L, F, x, k, dtype: F.ctc_loss(
+        x[0].permute(2, 1, 0).log_softmax(-1), L.tensor(_ints(k, max(x.shape[1] - 1, 1), (x.shape[2], 2)) + 1),
+        [x.shape[3]] * x.shape[2], [min(1 + k % 2, 2 if k % 3 == 0 else x.shape[3] // 2) * (x.shape[1] > 1)]
+        * x.shape[2], zero_infinity=k % 3 == 0),
+}
+
+
 def _args(tm, name):
     return {"Linear": lambda: (tm.in_features, tm.out_features), "Conv2d": lambda: (
         tm.in_channels, tm.out_channels, tm.kernel_size, tm.stride, tm.padding),
@@ -133,7 +204,8 @@ def _run(L, F, case, dtype_name):
 
 _image_spec = st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 5), st.integers(1, 5),
                        st.sampled_from(["contiguous", "hwc", "sliced", "transposed"]), st.integers(0, 999))
-FUNCTIONS = ["softmax", "log_softmax", "layer_norm", "max_pool2d", "avg_pool2d", "mse_loss", "cross_entropy", "dropout"]
+FUNCTIONS = ["softmax", "log_softmax", "layer_norm", "max_pool2d", "avg_pool2d", "mse_loss", "cross_entropy", "dropout",
+             *_NEW]
 cases = st.one_of(*(st.tuples(st.just(kind), st.sampled_from(names), _image_spec, st.integers(0, 99))
                     for kind, names in (("act", ACTIVATIONS), ("func", FUNCTIONS), ("module", MODULES))))
 
