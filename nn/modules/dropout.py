@@ -38,16 +38,16 @@ class Dropout2d(_DropoutNd):
         return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
-class Dropout3d(_ChannelDropout):
+class Dropout3d(_DropoutNd):
     def forward(self, input):
         return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
-class AlphaDropout(_ChannelDropout):
+class AlphaDropout(_DropoutNd):
     def forward(self, input):
         return F.alpha_dropout(input, self.p, self.training, self.inplace)
 
 
-class FeatureAlphaDropout(_ChannelDropout):
+class FeatureAlphaDropout(_DropoutNd):
     def forward(self, input):
         return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)
