@@ -1,25 +1,10 @@
-"""``tgrad.cpu.amp``, as ``torch.cpu.amp``: the deprecated spellings of ``autocast("cpu")`` and
-``GradScaler("cpu")``, with PyTorch's FutureWarnings."""
+"""``tgrad.cpu.amp``, as ``torch.cpu.amp``: the deprecated spellings of ``tgrad.amp``'s
+``autocast("cpu")`` and ``GradScaler("cpu")``, with PyTorch's FutureWarnings."""
 from __future__ import annotations
 
-import warnings
-
 from .. import _dtype
-from ..amp import autocast_mode, grad_scaler
+from ..amp.deprecated import device_amp
 
 __all__ = ["autocast", "GradScaler"]
 
-
-class autocast(autocast_mode.autocast):
-    def __init__(self, enabled=True, dtype=_dtype.bfloat16, cache_enabled=True):
-        warnings.warn("`torch.cpu.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cpu', "
-                      "args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-
-
-class GradScaler(grad_scaler.GradScaler):
-    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True):
-        warnings.warn("`torch.cpu.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cpu', "
-                      "args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cpu", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+autocast, GradScaler = device_amp("cpu", _dtype.bfloat16)

@@ -2,24 +2,9 @@
 ``autocast("cuda")`` and ``GradScaler("cuda")``, with PyTorch's FutureWarnings."""
 from __future__ import annotations
 
-import warnings
-
 from .. import _dtype
-from ..amp import autocast_mode, grad_scaler
+from ..amp.deprecated import device_amp
 
 __all__ = ["autocast", "GradScaler"]
 
-
-class autocast(autocast_mode.autocast):
-    def __init__(self, enabled=True, dtype=_dtype.float16, cache_enabled=True):
-        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cuda', "
-                      "args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-
-
-class GradScaler(grad_scaler.GradScaler):
-    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True):
-        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cuda', "
-                      "args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+autocast, GradScaler = device_amp("cuda", _dtype.float16)
