@@ -197,6 +197,10 @@ for _name, _expr in {
     "logical_and": lambda L, F, a, b, s: L.logical_and(a, b),
     "clamp_t": lambda L, F, a, b, s: L.clamp(a, min=b) if s[1] % 2 else L.clamp(a, max=b),
     "where": lambda L, F, a, b, s: L.where(a > 0, a, b),
+    "broadcast_tensors": lambda L, F, a, b, s: L.broadcast_tensors(a, b)[s[1] % 2],
+    # (PyTorch's isin views a gapped test_elements and can raise: it gets a contiguous one)
+    "isin": lambda L, F, a, b, s: L.isin(a, b.contiguous() if hasattr(b, "contiguous") else b, invert=bool(s[1] % 2)),
+    "equal": lambda L, F, a, b, s: L.tensor(L.equal(a, b) if s[1] % 2 else a.equal(b)),
     "iadd": lambda L, F, a, b, s: a.__iadd__(b), "imul": lambda L, F, a, b, s: a.__imul__(b),
     "isub": lambda L, F, a, b, s: a.__isub__(b), "itruediv": lambda L, F, a, b, s: a.__itruediv__(b),
     "ipow": lambda L, F, a, b, s: a.__ipow__(b), "ifloordiv": lambda L, F, a, b, s: a.__ifloordiv__(b),
@@ -241,6 +245,8 @@ for _name, _expr in {
     "contiguous": lambda L, F, x, s: x.contiguous(), "clone": lambda L, F, x, s: x.clone(),
     "mT": lambda L, F, x, s: x.mT, "expand": lambda L, F, x, s: x.expand(2, *x.shape),
     "detach": lambda L, F, x, s: x.detach(),
+    "atleast": lambda L, F, x, s: (L.atleast_1d, L.atleast_2d, L.atleast_3d)[s[1] % 3](x),
+    "stacks": lambda L, F, x, s: (L.hstack, L.vstack, L.column_stack, L.dstack)[s[1] % 4]([x, x]),
     # in place through a view
     "view_mul_": lambda L, F, x, s: x[..., :1].mul_(2) if x.ndim else x.mul_(2),
     "view_relu_": lambda L, F, x, s: F.relu(x.view(-1) if s[1] % 2 else x.t() if x.ndim == 2 else x, inplace=True),
