@@ -230,6 +230,7 @@ for _name, _expr in {
     "logsumexp": lambda L, F, x, s: L.logsumexp(x, _dim(x, s[2])),
     "softmax": lambda L, F, x, s: (L.softmax if s[1] % 2 else L.log_softmax)(x, _dim(x, s[2])),
     "norm": lambda L, F, x, s: x.norm(),
+    "cov": lambda L, F, x, s: L.cov(x, correction=s[2] % 3) if s[1] % 2 else L.corrcoef(x),
     "all": lambda L, F, x, s: x.all() if s[1] % 2 else x.any(_dim(x, s[2])),
     # shapes
     "reshape": lambda L, F, x, s: x.reshape(-1), "view": lambda L, F, x, s: x.view(-1),
