@@ -41,7 +41,7 @@ RETURNS: dict[str, str | None] = {
     "broadcast_shapes": "tgrad._dtype.Size",
     **dict.fromkeys(("initial_seed", "seed"), "builtins.int"),
     **dict.fromkeys(("promote_types", "result_type"), "tgrad._dtype.dtype"),
-    **dict.fromkeys(("__init__", "__setitem__"), "None"),
+    **dict.fromkeys(("__init__", "__init_subclass__", "__setitem__"), "None"),
     "__new__": "tgrad.tensor.Tensor",
 }
 
