@@ -35,7 +35,7 @@ STUBBED = ("tgrad", "tgrad.tensor", "tgrad.nn.functional")
 RETURNS: dict[str, str | None] = {
     **dict.fromkeys(("aminmax", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_tensors", "chunk", "cummax", "cummin", "dsplit", "hsplit", "kthvalue", "max", "median",
                      "meshgrid", "min", "mode", "nonzero", "sort", "split", "std_mean", "tensor_split", "topk",
-                     "unbind", "unique", "var_mean", "vsplit", "where", "adaptive_max_pool1d", "adaptive_max_pool2d",
+                     "unbind", "unique", "unique_consecutive", "unravel_index", "var_mean", "vsplit", "where", "adaptive_max_pool1d", "adaptive_max_pool2d",
                      "max_pool1d", "max_pool2d", "multi_head_attention_forward", "manual_seed", "__array_ufunc__")),
     **dict.fromkeys(("allclose", "can_cast", "equal", "is_floating_point"), "builtins.bool"),
     "broadcast_shapes": "tgrad._dtype.Size",

@@ -200,6 +200,7 @@ for _name, _expr in {
     "broadcast_tensors": lambda L, F, a, b, s: L.broadcast_tensors(a, b)[s[1] % 2],
     # (PyTorch's isin views a gapped test_elements and can raise: it gets a contiguous one)
     "isin": lambda L, F, a, b, s: L.isin(a, b.contiguous() if hasattr(b, "contiguous") else b, invert=bool(s[1] % 2)),
+    "heaviside": lambda L, F, a, b, s: L.heaviside(a, b),
     "equal": lambda L, F, a, b, s: L.tensor(L.equal(a, b) if s[1] % 2 else a.equal(b)),
     "iadd": lambda L, F, a, b, s: a.__iadd__(b), "imul": lambda L, F, a, b, s: a.__imul__(b),
     "isub": lambda L, F, a, b, s: a.__isub__(b), "itruediv": lambda L, F, a, b, s: a.__itruediv__(b),
@@ -230,6 +231,10 @@ for _name, _expr in {
     "logsumexp": lambda L, F, x, s: L.logsumexp(x, _dim(x, s[2])),
     "softmax": lambda L, F, x, s: (L.softmax if s[1] % 2 else L.log_softmax)(x, _dim(x, s[2])),
     "norm": lambda L, F, x, s: x.norm(),
+    "unique_consecutive": lambda L, F, x, s: L.unique_consecutive(x, return_inverse=True, return_counts=True,
+                                                                  dim=None if s[1] % 2 else _dim(x, s[2]))[s[2] % 3],
+    "unravel_index": lambda L, F, x, s: L.unravel_index(x, (3, 2) if s[1] % 2 else 4)[0],
+    "combinations": lambda L, F, x, s: L.combinations(x.reshape(-1)[:5], s[1] % 4, with_replacement=bool(s[2] % 2)),
     "cov": lambda L, F, x, s: L.cov(x, correction=s[2] % 3) if s[1] % 2 else L.corrcoef(x),
     "all": lambda L, F, x, s: x.all() if s[1] % 2 else x.any(_dim(x, s[2])),
     # shapes
