@@ -1,18 +1,19 @@
-"""Special functions: the gamma family (``lgamma``, ``digamma``, ``polygamma``), ``erfinv`` and
-``i0``, each formula beside its derivative (the conventions of ``arithmetic.py``).
+"""Special functions: the gamma family (``lgamma``, ``digamma``, ``polygamma``) and ``erfinv``,
+each formula beside its derivative (the conventions of ``arithmetic.py``; ``i0`` is bessel.py's).
 
 Each computes in float64 (a float32 result rounded once). Where PyTorch's own CPU kernel is an
 approximation short of double precision (its trigamma, erfinv's Newton steps, polygamma's Hurwitz
-zeta, i0's Chebyshev series), the formula is that algorithm, so gradients agree with PyTorch's to
+zeta), the formula is that algorithm, so gradients agree with PyTorch's to
 the last digits; lgamma, where PyTorch calls the C library, is written to double precision.
 """
 import triton
 import triton.language as tl
 
+from .arithmetic import real_pow
 from .elementary import log1p, tan
 
 __all__ = ["lgamma", "lgamma_bwd", "digamma", "digamma_bwd", "erfinv", "erfinv_bwd", "lgamma_of", "digamma_of",
-           "trigamma_of"]
+           "trigamma_of", "polygamma", "polygamma_bwd"]
 
 PI = 3.141592653589793
 
@@ -163,6 +164,90 @@ def digamma(x, p):             # y = psi(x)              dy/dx = psi'(x)
 @triton.jit
 def digamma_bwd(x, g, p):
     return g * trigamma_of(x)
+
+
+# ----------------------------------------------------------------------------- polygamma
+
+MACHEP = 1.11022302462515654042E-16
+ZETA_SUMMED = 24  # terms summed before the Euler-Maclaurin tail: enough for q > -14 (docs/differences.md)
+
+
+@triton.jit
+def _zeta_tail_term(s, a, b, k, w, xs, done, c):
+    """One term of Cephes' Euler-Maclaurin tail (c: its Bernoulli-number divisor); a lane stops,
+    as Cephes returns, once a term is below machine epsilon of the sum."""
+    a = a * (xs + k)
+    b = b / w
+    t = a * b / c
+    s = tl.where(done, s, s + t)
+    done = done | (tl.abs(t / s) < MACHEP)
+    k = k + 1.0
+    a = a * (xs + k)
+    b = b / w
+    return s, a, b, k + 1.0, done
+
+
+@triton.jit
+def _hurwitz_zeta(xs, q):
+    """zeta(xs, q) = sum_k (q + k)^-xs for an integer xs > 1, Cephes' zeta as PyTorch runs it: terms
+    summed while fewer than 9 or q + k <= 9 (stopping where one is below epsilon of the sum), then
+    the Euler-Maclaurin tail. +inf at the non-positive integers q; NaN where more than
+    ZETA_SUMMED terms would be summed first (q < -14)."""
+    e = tl.zeros_like(q) - xs
+    s = real_pow(q, e)
+    a = q
+    b = tl.zeros_like(q)
+    done = q != q
+    for i in range(ZETA_SUMMED):
+        more = (done == 0) & ((i < 9) | (a <= 9.0))
+        a = tl.where(more, a + 1.0, a)
+        b = tl.where(more, real_pow(a, e), b)
+        s = tl.where(more, s + b, s)
+        done = done | (more & (-MACHEP * s < b) & (b < MACHEP * s))
+    short = (done == 0) & (a <= 9.0)
+    w = a
+    s = tl.where(done, s, s + b * w / (xs - 1.0) - 0.5 * b)
+    a = 1.0
+    k = 0.0
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, 12.0)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, -720.0)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, 30240.0)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, -1209600.0)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, 47900160.0)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, -1.8924375803183791606e9)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, 7.47242496e10)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, -2.950130727918164224e12)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, 1.1646782814350067249e14)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, -4.5979787224074726105e15)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, 1.8152105401943546773e17)
+    s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, -7.1661652561756670113e18)
+    s = tl.where(short, float("nan"), s)
+    return tl.where((q <= 0.0) & (q == tl.floor(q)), float("inf"), s)
+
+
+@triton.jit
+def polygamma_of(x, n):
+    """psi^(n)(x) for an integer n >= 0 (a number): digamma and trigamma for n = 0, 1, else
+    (-1)^(n+1) n! zeta(n + 1, x), n! as exp(lgamma(n + 1)) as PyTorch computes it."""
+    w = x.to(tl.float64)
+    if n == 0.0:
+        r = digamma_of(w)
+    elif n == 1.0:
+        r = trigamma_of(w)
+    else:
+        sign = 1.0 if n % 2.0 == 1.0 else -1.0
+        fact = tl.exp(lgamma_of(tl.zeros_like(w) + (n + 1.0)))
+        r = sign * fact * _hurwitz_zeta(n + 1.0, w)
+    return r.to(x.dtype)
+
+
+@triton.jit
+def polygamma(x, p):           # y = psi^(n)(x); p = (n,)    dy/dx = psi^(n+1)(x)
+    return polygamma_of(x, p[0])
+
+@triton.jit
+def polygamma_bwd(x, g, p):
+    return g * polygamma_of(x, p[0] + 1.0)
 
 
 # ----------------------------------------------------------------------------- erfinv

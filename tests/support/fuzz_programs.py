@@ -235,6 +235,7 @@ for _name, _expr in {
                                                                   dim=None if s[1] % 2 else _dim(x, s[2]))[s[2] % 3],
     "unravel_index": lambda L, F, x, s: L.unravel_index(x, (3, 2) if s[1] % 2 else 4)[0],
     "combinations": lambda L, F, x, s: L.combinations(x.reshape(-1)[:5], s[1] % 4, with_replacement=bool(s[2] % 2)),
+    "polygamma": lambda L, F, x, s: L.polygamma(s[1] % 4, x) if s[2] % 2 else x.polygamma(s[1] % 4),
     "cov": lambda L, F, x, s: L.cov(x, correction=s[2] % 3) if s[1] % 2 else L.corrcoef(x),
     "all": lambda L, F, x, s: x.all() if s[1] % 2 else x.any(_dim(x, s[2])),
     # shapes
