@@ -207,8 +207,8 @@ def _hurwitz_zeta(xs, q):
     short = (done == 0) & (a <= 9.0)
     w = a
     s = tl.where(done, s, s + b * w / (xs - 1.0) - 0.5 * b)
-    a = 1.0
-    k = 0.0
+    a = tl.zeros_like(q) + 1.0  # (tensors: float64 where a number parameter would be float32 on a GPU)
+    k = tl.zeros_like(q)
     s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, 12.0)
     s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, -720.0)
     s, a, b, k, done = _zeta_tail_term(s, a, b, k, w, xs, done, 30240.0)
@@ -235,7 +235,7 @@ def polygamma_of(x, n):
     elif n == 1.0:
         r = trigamma_of(w)
     else:
-        sign = 1.0 if n % 2.0 == 1.0 else -1.0
+        sign = 2.0 * (n % 2.0) - 1.0  # +1 for odd n, -1 for even
         fact = tl.exp(lgamma_of(tl.zeros_like(w) + (n + 1.0)))
         r = sign * fact * _hurwitz_zeta(n + 1.0, w)
     return r.to(x.dtype)

@@ -294,6 +294,10 @@ def test_heaviside_and_combinations_of_integers():
                  (torch.tensor([True, False]), torch.tensor([True])), (E, E[:1]), (Z0 * 0, A)]:
         same(tgrad.heaviside(tgrad.from_torch(x), tgrad.from_torch(v)), torch.heaviside(x, v))
         same(tgrad.from_torch(x).heaviside(tgrad.from_torch(v)), x.heaviside(v))
+        if torch.broadcast_shapes(x.shape, v.shape) == x.shape:
+            t = tgrad.from_torch(x.clone())
+            assert t.heaviside_(tgrad.from_torch(v)) is t
+            same(t, x.clone().heaviside_(v))
     y = tgrad.heaviside(tgrad.from_torch(A).requires_grad_(), tgrad.from_torch(Z0))
     assert y.requires_grad
     ints = torch.tensor([4, 1, 3, 3])

@@ -39,6 +39,7 @@ def test_atleast_calling_forms(name):
 CASES = {
     "hstack": [[V, Z0, V[:2]], [M, M[:, :1]], [T, T[:, :1]]],
     "vstack": [[V, V], [M, V[:3].reshape(1, 3)], [Z0, Z0], [T, T[:1]]],
+    "row_stack": [[V, V], [M, V[:3]]],
     "column_stack": [[V, M, V], [Z0, M[:1]], [V[:1], Z0], [T, T]],
     "dstack": [[V, V], [M, M], [T, T[:, :, :1]], [M[:, :2], T[:, :, 1]], [Z0, V[:1]]],
 }
@@ -54,7 +55,7 @@ def test_stacks(name, inputs):
 def test_stacks_promote_and_refuse(name):
     ints, floats = torch.tensor([1, 2, 3]), torch.tensor([0.5, 1.5, 2.5])
     same(getattr(tgrad, name)([tgrad.from_torch(ints), tgrad.from_torch(floats)]), getattr(torch, name)([ints, floats]))
-    with pytest.raises(RuntimeError, match=f"{name} expects a non-empty TensorList"):
+    with pytest.raises(RuntimeError, match=f"{name.replace('row_', 'v')} expects a non-empty TensorList"):
         getattr(tgrad, name)([])
     with pytest.raises(RuntimeError):
         getattr(torch, name)([M, T[:2]])

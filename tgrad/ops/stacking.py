@@ -59,7 +59,7 @@ def hstack(tensors):
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
-@op("vstack", method=False)
+@op("vstack", "row_stack", method=False)
 def vstack(tensors):
     return cat([_2d(t) for t in _non_empty(tensors, "vstack")], 0)
 

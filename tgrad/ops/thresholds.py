@@ -10,6 +10,7 @@ from tgrad.kernels import elementwise as M
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from .elementwise import clamp, compare, where
+from .inplace import in_place
 from .integer import _NoDerivative
 from .registry import op
 
@@ -104,3 +105,6 @@ def heaviside(input, values):  # noqa: A002
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     run = lambda x, v: where(x == 0, v, (x > 0).to(x.dtype))  # noqa: E731
     return _Heaviside.apply(input, values, run) if input.requires_grad or values.requires_grad else run(input, values)
+
+
+in_place("heaviside_", heaviside, function=False)
