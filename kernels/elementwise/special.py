@@ -13,7 +13,7 @@ from .arithmetic import real_pow
 from .elementary import log1p, tan
 
 __all__ = ["lgamma", "lgamma_bwd", "digamma", "digamma_bwd", "erfinv", "erfinv_bwd", "lgamma_of", "digamma_of",
-           "trigamma_of", "polygamma", "polygamma_bwd"]
+           "trigamma_of", "polygamma_of", "polygamma", "polygamma_bwd"]
 
 PI = 3.141592653589793
 
