@@ -74,3 +74,21 @@ def test_special_edges_and_integers():
         tgrad.special.multigammaln(tgrad.ones(2), 0)
     assert tgrad.special.__all__ == sorted(tgrad.special.__all__)
     assert all(hasattr(torch.special, name) for name in tgrad.special.__all__)
+
+
+@pytest.mark.parametrize("name,fns", [("lgamma", (torch.lgamma, tgrad.lgamma)), ("digamma", (torch.digamma, tgrad.digamma)),
+                                      ("erfinv", (torch.erfinv, tgrad.erfinv)), ("i0", (torch.i0, tgrad.i0)),
+                                      ("polygamma2", (lambda x: torch.polygamma(2, x), lambda x: tgrad.polygamma(2, x)))])
+def test_second_derivatives_match_pytorch(name, fns):
+    """create_graph runs each derivative through the ops it names (digamma's own derivative is
+    PyTorch's trigamma formula), so the second derivative is PyTorch's, not the derivative of a
+    series' truncation."""
+    x = X[:12] / 13 if name == "erfinv" else X[:12]
+    up = uniform64(tuple(x.shape), -1, 1, seed=21)
+    xr = x.clone().requires_grad_()
+    (d1,) = torch.autograd.grad(fns[0](xr), xr, up, create_graph=True)
+    (d2,) = torch.autograd.grad(d1, xr, up)
+    xt = tgrad.from_torch(x.clone()).requires_grad_()
+    (e1,) = tgrad.autograd.grad(fns[1](xt), xt, tgrad.from_torch(up), create_graph=True)
+    (e2,) = tgrad.autograd.grad(e1, xt, tgrad.from_torch(up))
+    same(e2, d2, rtol=1e-10, atol=1e-10)
