@@ -61,7 +61,7 @@ def numel(t):
 # `import tgrad as torch; torch.nn.Linear` works as with torch, while the core itself still never
 # imports nn/optim/utils: they load on first access (tgrad.stubs lists them from here)
 _LAZY_SUBMODULES = ("nn", "optim", "utils", "distributions", "accelerator", "onnx", "linalg", "distributed",
-                    "compiler")
+                    "compiler", "special")
 _LAZY_ATTRIBUTES = {"compile": "compiler"}  # tgrad.compile is tgrad.compiler.compile (built on nn)
 
 

@@ -51,7 +51,8 @@ _ALIASES = {
 # torch's top-level submodules that tgrad mirrors (tgrad has other modules of its own, such as
 # tgrad.ops or tgrad.kernels, which are not torch.ops: they are never handed out as torch's)
 _TOP = {"nn", "optim", "utils", "autograd", "cuda", "backends", "accelerator", "distributions", "onnx",
-        "return_types", "serialization", "linalg", "random", "distributed", "compiler", "amp", "cpu"}
+        "return_types", "serialization", "linalg", "random", "distributed", "compiler", "amp", "cpu",
+        "special"}
 
 _TORCH_VERSION = str(_real_torch.__version__)  # the PyTorch API version tgrad is developed against
 _installed = False

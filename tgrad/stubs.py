@@ -33,15 +33,17 @@ STUBBED = ("tgrad", "tgrad.tensor", "tgrad.nn.functional")
 # Returns of ops that are not one Tensor. ``None`` means ``Any``: a tuple, a named tuple, or a tensor
 # or a tuple depending on the arguments (``max(x)`` / ``max(x, dim)``, ``nonzero(as_tuple=)``).
 RETURNS: dict[str, str | None] = {
-    **dict.fromkeys(("aminmax", "chunk", "cummax", "cummin", "dsplit", "hsplit", "kthvalue", "max", "median",
+    **dict.fromkeys(("aminmax", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_tensors", "chunk", "cummax", "cummin", "dsplit", "hsplit", "kthvalue", "max", "median",
                      "meshgrid", "min", "mode", "nonzero", "sort", "split", "std_mean", "tensor_split", "topk",
-                     "unbind", "unique", "var_mean", "vsplit", "where", "adaptive_max_pool1d", "adaptive_max_pool2d",
-                     "max_pool1d", "max_pool2d", "multi_head_attention_forward", "manual_seed", "__array_ufunc__",
-                     "lu_unpack", "qr", "slogdet", "svd")),
-    **dict.fromkeys(("allclose", "can_cast", "is_floating_point"), "builtins.bool"),
+                     "unbind", "unique", "unique_consecutive", "unravel_index", "var_mean", "vsplit", "where",
+                     "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool1d", "max_pool2d",
+                     "multi_head_attention_forward", "manual_seed", "__array_ufunc__", "lu_unpack", "qr", "slogdet",
+                     "svd")),
+    **dict.fromkeys(("allclose", "can_cast", "equal", "is_floating_point"), "builtins.bool"),
+    "broadcast_shapes": "tgrad._dtype.Size",
     **dict.fromkeys(("initial_seed", "seed"), "builtins.int"),
     **dict.fromkeys(("promote_types", "result_type"), "tgrad._dtype.dtype"),
-    **dict.fromkeys(("__init__", "__setitem__"), "None"),
+    **dict.fromkeys(("__init__", "__init_subclass__", "__setitem__"), "None"),
     "__new__": "tgrad.tensor.Tensor",
 }
 

@@ -11,6 +11,7 @@ formula passed as a compile-time constant. The formulas, each beside its local d
 - ``activations.py``: sigmoid, relu, gelu, silu, softplus, elu and the rest, the clamp family;
 - ``comparison.py``: comparisons, logical ops, isnan/isinf/isfinite, ``where``;
 - ``integer.py``: integer and bitwise formulas, exact in the operands' own dtype.
+- ``special.py``: the gamma family and erfinv; ``bessel.py``: i0 and i1 (as PyTorch's CPU kernels compute them).
 
 This package gathers every formula by name (``elementwise.exp``, ``elementwise.add_plain``), as the
 op table and the traced derivatives look them up; it holds no code of its own.
@@ -20,3 +21,5 @@ from .arithmetic import *  # noqa: F401,F403
 from .comparison import *  # noqa: F401,F403
 from .elementary import *  # noqa: F401,F403
 from .integer import *  # noqa: F401,F403
+from .bessel import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403

@@ -102,6 +102,10 @@ CASES = [
      [A[0, 0, :2], B[0, 1, :3], A[1, 1]]),
     ("block_diag", (lambda a, b, c: torch.block_diag(a, b, c), lambda a, b, c: tgrad.block_diag(a, b, c)),
      [A[0, :2], Z0, B[0, 0]]),
+    ("combinations", both("combinations"), [A[0, 0]]), ("combinations3", both("combinations", 3), [A[0, 0, :5]]),
+    ("combinations_r1", both("combinations", 1), [A[0, 0]]), ("combinations_r0", both("combinations", 0), [A[0, 0]]),
+    ("combinations_repl", both("combinations", 2, True), [A[0, 0, :4]]), ("combinations_big_r", both("combinations", 6), [A[0, 0, :4]]),
+    ("combinations_empty", both("combinations"), [E[:, 0]]),
 ]
 
 
@@ -252,6 +256,10 @@ def test_errors_match_pytorch():
         (lambda m: m.kthvalue((a if m is tgrad else A), 9, 0), RuntimeError),
         (lambda m: m.kthvalue((a if m is tgrad else A), 0), RuntimeError),
         (lambda m: m.cross((a if m is tgrad else A), (b if m is tgrad else B)[0], dim=-1), RuntimeError),
+        (lambda m: m.combinations((a if m is tgrad else A)[0]), RuntimeError),
+        (lambda m: m.combinations((a if m is tgrad else A)[0, 0], -1), RuntimeError),
+        (lambda m: m.heaviside(m.ones(2), m.tensor([1])), RuntimeError), (lambda m: m.heaviside(m.ones(2), 0.5), TypeError),
+        (lambda m: m.heaviside(m.ones(2).requires_grad_(), m.tensor(0.5)).sum().backward(), RuntimeError),
     ]
     for i, (fn, exc) in enumerate(cases):
         with pytest.raises(exc) as ref:
@@ -279,6 +287,22 @@ def test_dtypes_and_integer_inputs():
     assert tgrad.float_power(f32, 2).dtype is tgrad.float64
     assert tgrad.nanmean(f32).dtype is tgrad.float32
     assert tgrad.is_floating_point(f32) and not tgrad.is_floating_point(gi)
+
+
+def test_heaviside_and_combinations_of_integers():
+    for x, v in [(S, torch.tensor(0.5, dtype=torch.float64)), (S, S2), (torch.tensor([[0, 1, -2]]), torch.tensor([[7], [3]])),
+                 (torch.tensor([True, False]), torch.tensor([True])), (E, E[:1]), (Z0 * 0, A)]:
+        same(tgrad.heaviside(tgrad.from_torch(x), tgrad.from_torch(v)), torch.heaviside(x, v))
+        same(tgrad.from_torch(x).heaviside(tgrad.from_torch(v)), x.heaviside(v))
+        if torch.broadcast_shapes(x.shape, v.shape) == x.shape:
+            t = tgrad.from_torch(x.clone())
+            assert t.heaviside_(tgrad.from_torch(v)) is t
+            same(t, x.clone().heaviside_(v))
+    y = tgrad.heaviside(tgrad.from_torch(A).requires_grad_(), tgrad.from_torch(Z0))
+    assert y.requires_grad
+    ints = torch.tensor([4, 1, 3, 3])
+    for args in [(), (3,), (2, True), (4, True)]:
+        same(tgrad.combinations(tgrad.from_torch(ints), *args), torch.combinations(ints, *args))
 
 
 def test_construction():

@@ -422,3 +422,24 @@ def test_randperm_is_a_reproducible_permutation():
     assert p.dtype is tgrad.int64 and sorted(p.tolist()) == list(range(50))
     assert p.tolist() == q.tolist() and p.tolist() != list(range(50))
     assert tgrad.randperm(0).tolist() == [] and tgrad.randperm(1).tolist() == [0]
+
+
+@pytest.mark.parametrize("indices,shape", [([4, -1, 5, 6, -7], (2, 3)), (4, (2, 3)), ([[1, 2], [0, 5]], 5), ([0], ()),
+                                           ([3, 11], (2, 1, 3, 2)), ([], (2, 3)), ([2, 1], [3])])
+def test_unravel_index(indices, shape):
+    for dtype in (torch.int64, torch.int32):
+        i = torch.tensor(indices, dtype=dtype)
+        ref, got = torch.unravel_index(i, shape), tgrad.unravel_index(tgrad.from_torch(i), shape)
+        assert isinstance(got, tuple) and len(got) == len(ref)
+        for g, r in zip(got, ref):
+            assert g.dtype.torch == r.dtype and g.torch().tolist() == r.tolist()
+
+
+def test_unravel_index_errors():
+    for args, exc in [((torch.tensor([1.0]), (2, 3)), TypeError), ((torch.tensor([True]), (3,)), TypeError),
+                      ((torch.tensor([1]), (2, -3)), ValueError)]:
+        with pytest.raises(exc) as ref:
+            torch.unravel_index(*args)
+        with pytest.raises(exc) as got:
+            tgrad.unravel_index(tgrad.from_torch(args[0]), args[1])
+        assert str(got.value) == str(ref.value).replace("torch.", "tgrad.")  # (tgrad prints its dtypes so)

@@ -16,6 +16,7 @@ DOMAINS = {
     "hypot": (DEFAULT, (0.5, 2.0)), "xlogy": (DEFAULT, POSITIVE),
     "fmod": ((-3.0, 3.0), (0.7, 1.3)), "remainder": ((-3.0, 3.0), (0.7, 1.3)),
     "lerp": (DEFAULT, DEFAULT, (-0.5, 1.5)),
+    "lgamma": ((-4.0, 14.0),), "digamma": ((-4.0, 14.0),), "erfinv": ((-0.99, 0.99),), "i0": ((-12.0, 12.0),),
 }
 
 

@@ -197,6 +197,11 @@ for _name, _expr in {
     "logical_and": lambda L, F, a, b, s: L.logical_and(a, b),
     "clamp_t": lambda L, F, a, b, s: L.clamp(a, min=b) if s[1] % 2 else L.clamp(a, max=b),
     "where": lambda L, F, a, b, s: L.where(a > 0, a, b),
+    "broadcast_tensors": lambda L, F, a, b, s: L.broadcast_tensors(a, b)[s[1] % 2],
+    # (PyTorch's isin views a gapped test_elements and can raise: it gets a contiguous one)
+    "isin": lambda L, F, a, b, s: L.isin(a, b.contiguous() if hasattr(b, "contiguous") else b, invert=bool(s[1] % 2)),
+    "heaviside": lambda L, F, a, b, s: L.heaviside(a, b),
+    "equal": lambda L, F, a, b, s: L.tensor(L.equal(a, b) if s[1] % 2 else a.equal(b)),
     "iadd": lambda L, F, a, b, s: a.__iadd__(b), "imul": lambda L, F, a, b, s: a.__imul__(b),
     "isub": lambda L, F, a, b, s: a.__isub__(b), "itruediv": lambda L, F, a, b, s: a.__itruediv__(b),
     "ipow": lambda L, F, a, b, s: a.__ipow__(b), "ifloordiv": lambda L, F, a, b, s: a.__ifloordiv__(b),
@@ -226,6 +231,12 @@ for _name, _expr in {
     "logsumexp": lambda L, F, x, s: L.logsumexp(x, _dim(x, s[2])),
     "softmax": lambda L, F, x, s: (L.softmax if s[1] % 2 else L.log_softmax)(x, _dim(x, s[2])),
     "norm": lambda L, F, x, s: x.norm(),
+    "unique_consecutive": lambda L, F, x, s: L.unique_consecutive(x, return_inverse=True, return_counts=True,
+                                                                  dim=None if s[1] % 2 else _dim(x, s[2]))[s[2] % 3],
+    "unravel_index": lambda L, F, x, s: L.unravel_index(x, (3, 2) if s[1] % 2 else 4)[0],
+    "combinations": lambda L, F, x, s: L.combinations(x.reshape(-1)[:5], s[1] % 4, with_replacement=bool(s[2] % 2)),
+    "polygamma": lambda L, F, x, s: L.polygamma(s[1] % 4, x) if s[2] % 2 else x.polygamma(s[1] % 4),
+    "cov": lambda L, F, x, s: L.cov(x, correction=s[2] % 3) if s[1] % 2 else L.corrcoef(x),
     "all": lambda L, F, x, s: x.all() if s[1] % 2 else x.any(_dim(x, s[2])),
     # shapes
     "reshape": lambda L, F, x, s: x.reshape(-1), "view": lambda L, F, x, s: x.view(-1),
@@ -241,6 +252,8 @@ for _name, _expr in {
     "contiguous": lambda L, F, x, s: x.contiguous(), "clone": lambda L, F, x, s: x.clone(),
     "mT": lambda L, F, x, s: x.mT, "expand": lambda L, F, x, s: x.expand(2, *x.shape),
     "detach": lambda L, F, x, s: x.detach(),
+    "atleast": lambda L, F, x, s: (L.atleast_1d, L.atleast_2d, L.atleast_3d)[s[1] % 3](x),
+    "stacks": lambda L, F, x, s: (L.hstack, L.vstack, L.column_stack, L.dstack)[s[1] % 4]([x, x]),
     # in place through a view
     "view_mul_": lambda L, F, x, s: x[..., :1].mul_(2) if x.ndim else x.mul_(2),
     "view_relu_": lambda L, F, x, s: F.relu(x.view(-1) if s[1] % 2 else x.t() if x.ndim == 2 else x, inplace=True),

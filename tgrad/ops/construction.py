@@ -1,5 +1,6 @@
 """Tensors constructed from ranges and other tensors, composed from core ops (each a kernel):
-``logspace``, ``triu_indices``/``tril_indices``, ``cartesian_prod`` and ``block_diag``."""
+``logspace``, ``triu_indices``/``tril_indices``, ``cartesian_prod``, ``combinations`` and
+``block_diag``."""
 from __future__ import annotations
 
 import builtins
@@ -41,6 +42,25 @@ def cartesian_prod(*tensors):
     return shape.stack([shape.reshape(g, (-1,)) for g in grids], 1)
 
 
+def combinations(input, r=2, with_replacement=False):  # noqa: A002
+    """The length-``r`` combinations of a vector's entries, in lexicographic order of positions:
+    the positions (i_1 < ... < i_r, or <= with replacement) are the nonzeros of a comparison of
+    r broadcast aranges; the entries are gathered (so gradients flow back to them)."""
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return factories.zeros(0, dtype=input.dtype, device=input.device)
+    n = input.shape[0]
+    axes = [shape.reshape(random.arange(n, device=input.device), [n if k == j else 1 for k in range(r)])
+            for j in range(r)]
+    keep = factories.ones([n] * r, dtype=_dtype.bool, device=input.device)
+    for a, b in zip(axes, axes[1:]):
+        keep = keep & ((a <= b) if with_replacement else (a < b))
+    return input[nonzero(keep)]
+
+
 def block_diag(*tensors):
     blocks = []
     for i, t in enumerate(tensors):
@@ -64,5 +84,5 @@ def block_diag(*tensors):
     return shape.cat(rows, 0)
 
 
-for _f in (logspace, triu_indices, tril_indices, cartesian_prod, block_diag):
+for _f in (logspace, triu_indices, tril_indices, cartesian_prod, combinations, block_diag):
     op(_f.__name__, method=False)(_f)

@@ -17,6 +17,7 @@ from . import pointwise as P
 from .common import as_operand, check_runnable, result_type
 from .formula import fused
 from .generated import function_class
+from .inplace import in_place
 from . import registry
 from .registry import op
 from .table import BY_NAME
@@ -24,6 +25,7 @@ from .table import BY_NAME
 _Round, _Gelu, _GeluTanh = (function_class(BY_NAME[n]) for n in ("round", "gelu", "gelu_tanh"))
 _Clamp, _PowScalar = function_class(BY_NAME["clamp"]), function_class(BY_NAME["pow_scalar"])
 _PowBoolExponent = function_class(BY_NAME["pow_bool_exponent"])
+_Polygamma = function_class(BY_NAME["polygamma"])
 _Pow, _PowNumberBase = function_class(BY_NAME["pow"]), function_class(BY_NAME["pow"], "PowBackward2")
 _Add, _Sub, _Mul, _Div, _Maximum, _Minimum = (function_class(BY_NAME[n]) for n in ("add", "sub", "mul", "div",
                                                                                   "maximum", "minimum"))
@@ -49,6 +51,17 @@ def gelu(x, approximate="none"):
     if isinstance(x, Tensor) and not x.dtype.is_floating_point:  # PyTorch has no integer kernel
         raise NotImplementedError(f'"GeluKernelImpl" not implemented for \'{x.dtype.scalar_type}\'')
     return _Gelu.apply(x) if approximate == "none" else _GeluTanh.apply(x)
+
+
+@op("polygamma", method=False)
+def polygamma(n, input):  # noqa: A002
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return _Polygamma.apply(input, n)
+
+
+op("polygamma", function=False)(lambda self, n: polygamma(n, self))
+in_place("polygamma_", lambda self, n: polygamma(n, self), function=False)
 
 
 @op("clamp", "clip")

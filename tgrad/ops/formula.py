@@ -66,7 +66,10 @@ _LANGUAGE = types.SimpleNamespace(
     float16=_dtype.float16, float32=_dtype.float32, float64=_dtype.float64)
 # helper formulas that are public ops themselves: traced as the op (exact derivative, one node)
 _AS_OPS = {M.expm1: _fn("expm1"), M.log1p: _fn("log1p"), M.tanh: _fn("tanh"), M.real_pow: _fn("pow"),
-           M.scalar_pow: _fn("pow")}
+           M.scalar_pow: _fn("pow"), M.lgamma_of: _fn("lgamma"), M.digamma_of: _fn("digamma"),
+           M.trigamma_of: lambda x: registry.FUNCTIONS["polygamma"](1, x), M.i0_of: _fn("i0"),
+           M.polygamma_of: lambda x, n: registry.FUNCTIONS["polygamma"](int(n), x),
+           M.erfinv: lambda x, p: registry.FUNCTIONS["erfinv"](x)}
 _traced = {}
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtype
 from ..tensor import Tensor
-from . import advanced, reduce, shape
+from . import advanced, factories, reduce, shape
 from . import views as V
 from .registry import op
 from .shape import expanded_shape
@@ -133,3 +133,24 @@ def take(input, index):  # noqa: A002
         if bad is not None:
             raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
     return shape.reshape(input, (-1,))[index]
+
+
+@op("unravel_index", method=False)
+def unravel_index(indices, shape):  # noqa: A002
+    """The coordinates in ``shape`` of flat ``indices`` (one int64 tensor per dim), as PyTorch's:
+    floor division by each dim's stride, then modulo its size (so indices wrap)."""
+    if not isinstance(indices, Tensor):
+        raise TypeError(f"expected 'indices' to be a tensor, but got {type(indices).__name__}")
+    if indices.dtype.is_floating_point or indices.dtype is _dtype.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    sizes = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(map(operator.index, shape))
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"'shape' cannot have negative values, but got {tuple(sizes)}")
+    strides, step = [], 1
+    for s in reversed(sizes):
+        strides.insert(0, step)
+        step *= s
+    device = indices.device
+    coords = (indices.unsqueeze(-1).floor_divide(factories.tensor(strides, dtype=_dtype.int64, device=device))
+              % factories.tensor(list(sizes), dtype=_dtype.int64, device=device))
+    return coords.unbind(-1)

@@ -1,5 +1,5 @@
 """Selection, counting, index updates and random draws composed from sort, gather, scatter,
-index put and comparisons: topk, median, mode, quantile, searchsorted, unique, bincount, histc,
+index put and comparisons: topk, median, mode, quantile, searchsorted, bincount, histc,
 index_add/copy/fill, scatter, masked_scatter, isclose/allclose, multinomial, bernoulli."""
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from .common import normalize_dim
 from .elementwise import where
 from .inplace import write_inplace
 from .registry import op
-from .arrange import cumsum
 
 
 # ----------------------------------------------------------------------------- comparisons
@@ -300,32 +299,6 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     which = ((x - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).to(_dtype.int64)
     counts = factories.zeros(bins, dtype=input.dtype, device=input.device)
     return gather_scatter.scatter_add(counts, 0, which, inside.to(input.dtype))
-
-
-@op("unique")
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
-    if dim is not None:
-        raise NotImplementedError("tgrad.unique: dim= is not supported (unique rows); flatten or compare rows")
-    flat = input.reshape(-1)
-    values, order = sorting.sort(flat, 0, stable=True)
-    if flat.numel() == 0:
-        first = factories.zeros(0, dtype=_dtype.bool, device=input.device)
-    else:
-        first = shape.cat([factories.ones(1, dtype=_dtype.bool, device=input.device),
-                           values.narrow(0, 1, flat.numel() - 1) != values.narrow(0, 0, flat.numel() - 1)], 0)
-    out = gather_scatter.masked_select(values, first)
-    results = [out]
-    if return_inverse:
-        group = cumsum(first.to(_dtype.int64), 0) - 1
-        inverse = factories.zeros(flat.numel(), dtype=_dtype.int64, device=input.device)
-        inverse = gather_scatter.scatter_add(inverse, 0, order, group)
-        results.append(inverse.reshape(tuple(input.shape)))
-    if return_counts:
-        starts = gather_scatter.nonzero(first).reshape(-1)
-        ends = shape.cat([starts.narrow(0, 1, builtins.max(starts.numel() - 1, 0)),
-                          factories.tensor([flat.numel()], dtype=_dtype.int64, device=input.device)], 0)
-        results.append(ends - starts)
-    return results[0] if len(results) == 1 else tuple(results)
 
 
 @op("mode")

@@ -331,17 +331,6 @@ def stack(tensors, dim=0):
     return Stack.apply(dim % n, *[t if t.dtype is dtype else t.to(dtype) for t in tensors])
 
 
-@op("hstack", method=False)
-def hstack(tensors):
-    tensors = [t.reshape(1) if t.ndim == 0 else t for t in tensors]  # atleast_1d
-    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
-
-
-@op("vstack", method=False)
-def vstack(tensors):
-    return cat([t.reshape(1, -1) if t.ndim <= 1 else t for t in tensors], 0)  # atleast_2d
-
-
 class Split(BuiltinFunction):
     """Views of consecutive pieces along ``dim``: one node with one output per piece."""
     node_name = "SplitBackward0"

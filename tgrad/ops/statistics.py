@@ -5,15 +5,19 @@ and the statistics composed from reductions (each a kernel), whose gradients are
   divided by the count of non-NaN entries for the mean.
 - ``dist``: the p-norm of the difference.
 - ``renorm``: each slice scaled by maxnorm / (norm + 1e-7) where its p-norm exceeds maxnorm.
+- ``cov``/``corrcoef``: the (weighted) centred observations times their transpose (one matmul),
+  over the degrees of freedom; corrcoef divides by the standard deviations and clamps to [-1, 1].
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 from .. import _dtype
 from ..autograd.function import BuiltinFunction
 from .elementwise import where
 from .inplace import in_place
+from .matmul import mm
 from .reduce import _check_tensor, _dims, _expand_back, _result, _run, _where, amin, mean, sum
 from .registry import op
 
@@ -195,3 +199,59 @@ def renorm(input, p, dim, maxnorm):  # noqa: A002
 
 
 in_place("renorm_", renorm, function=False)
+
+
+def _observation_weights(name, w, n, integral):
+    kind = "integral" if integral else "floating point"
+    if w.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with {w.ndim} "
+                           f"dimensions")
+    if (w.dtype.is_floating_point or w.dtype is _dtype.bool) == integral:
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{w.dtype.scalar_type} dtype")
+    if w.numel() != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the input "
+                           f"but got {w.numel()} != {n}")
+    if n and bool((w < 0).any()):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+    return w
+
+
+@op("cov")
+def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
+    """PyTorch's cov: rows are variables, columns observations."""
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.ndim} dimensions")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        w = _observation_weights("fweights", fweights, n, True)
+    if aweights is not None:
+        aweights = _observation_weights("aweights", aweights, n, False)
+        w = aweights if w is None else w * aweights
+    w_sum = w.sum() if w is not None else n
+    avg = (x * w if w is not None else x).sum(1) / w_sum
+    if w is not None and correction != 0 and aweights is not None:
+        dof = w_sum - correction * (w * aweights).sum() / w_sum
+    else:
+        dof = w_sum - correction
+    if bool(dof <= 0):
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)
+        dof = dof * 0
+    centred = x - avg.unsqueeze(1)
+    c = mm(centred, (centred * w if w is not None else centred).t())
+    return (c / dof).squeeze()
+
+
+@op("corrcoef")
+def corrcoef(input):  # noqa: A002
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    std = c.diagonal().sqrt()
+    c = c / std.reshape(-1, 1)
+    c = c / std.reshape(1, -1)
+    return c.clamp(-1, 1)

@@ -69,7 +69,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tgrad.kernels.elementwise import activations as A
+from tgrad.kernels.elementwise import bessel as BES
 from tgrad.kernels.elementwise import elementary as E
+from tgrad.kernels.elementwise import special as SP
 from tgrad.kernels import elementwise as M
 
 
@@ -181,6 +183,14 @@ ROWS = (
     unary("log10", "Log10Backward0", E.log10, E.log10_bwd),
     unary("exp2", "Exp2Backward0", E.exp2, E.exp2_bwd, saves="y"),
     unary("erf", "ErfBackward0", E.erf, E.erf_bwd),
+    # ------------------------------------------------------------------- special functions
+    unary("lgamma", "LgammaBackward0", SP.lgamma, SP.lgamma_bwd),
+    unary("digamma", "DigammaBackward0", SP.digamma, SP.digamma_bwd),
+    unary("erfinv", "ErfinvBackward0", SP.erfinv, SP.erfinv_bwd),
+    unary("i0", "I0Backward0", BES.i0, BES.i0_bwd),
+    # polygamma(n, x): the order first (elementwise.py's function around the row)
+    unary("polygamma", "PolygammaBackward0", SP.polygamma, SP.polygamma_bwd, params=(("n", None),),
+          where=HAND_WRITTEN),
     # ------------------------------------------------------------------- trigonometric and hyperbolic
     unary("tan", "TanBackward0", E.tan, E.tan_bwd, saves="y"),
     unary(("asin", "arcsin"), "AsinBackward0", E.asin, E.asin_bwd),

@@ -1,6 +1,6 @@
 """The thresholds: ``threshold`` and ``hardshrink`` (``masked_fill``), ``softshrink`` (x minus its
 clamp). Each passes the gradient where the input is kept and gives 0 elsewhere; NaN passes
-(NaN <= t is false)."""
+(NaN <= t is false). ``heaviside``, the step, has no derivative (as in PyTorch)."""
 from __future__ import annotations
 
 import torch
@@ -8,7 +8,10 @@ import torch
 from .. import _dtype
 from tgrad.kernels import elementwise as M
 from ..autograd.function import BuiltinFunction
-from .elementwise import clamp, compare
+from ..tensor import Tensor
+from .elementwise import clamp, compare, where
+from .inplace import in_place
+from .integer import _NoDerivative
 from .registry import op
 
 
@@ -87,3 +90,21 @@ def softshrink(input, lambd=0.5):  # noqa: A002  (torch.nn.functional only)
     return Softshrink.apply(input, lambd, None, "softshrink")
 
 
+
+
+class _Heaviside(_NoDerivative):
+    aten = "heaviside"
+
+
+@op("heaviside")
+def heaviside(input, values):  # noqa: A002
+    """The step: 0 below zero, 1 above, ``values`` at zero (NaN gives 0, as PyTorch's kernel)."""
+    if not isinstance(values, Tensor):
+        raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    run = lambda x, v: where(x == 0, v, (x > 0).to(x.dtype))  # noqa: E731
+    return _Heaviside.apply(input, values, run) if input.requires_grad or values.requires_grad else run(input, values)
+
+
+in_place("heaviside_", heaviside, function=False)
