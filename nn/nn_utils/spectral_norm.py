@@ -10,7 +10,7 @@ from ..modules.conv import ConvTranspose1d, ConvTranspose2d
 from ..modules.module import Module
 from ..parameter import Parameter
 from .parametrizations import weight_matrix
-from .weight_norm import _pre_hooks
+from .weight_norm import _pre_hooks, remove_hook_reparametrization
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -76,8 +76,4 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
 
 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
-    for hook in _pre_hooks(module):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return remove_hook_reparametrization(module, SpectralNorm, "spectral_norm", name)

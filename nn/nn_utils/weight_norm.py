@@ -58,9 +58,14 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     return module
 
 
-def remove_weight_norm(module: Module, name: str = "weight") -> Module:
+def remove_hook_reparametrization(module: Module, kind: type, what: str, name: str) -> Module:
+    """Undo the hook-based reparametrization ``kind`` (WeightNorm, SpectralNorm) of ``module.<name>``."""
     for hook in _pre_hooks(module):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{what} of '{name}' not found in {module}")
+
+
+def remove_weight_norm(module: Module, name: str = "weight") -> Module:
+    return remove_hook_reparametrization(module, WeightNorm, "weight_norm", name)

@@ -204,14 +204,19 @@ def _like(input, kernel):
     return _float_dt(input.dtype, kernel), tuple(input.shape), input.device
 
 
+def _fill_with(input, fill, kernel, generator, *args):
+    """``input`` filled by the Philox kernel ``fill`` (drawn into a fresh tensor, then copied)."""
+    dt, shape, device = _like(input, kernel)
+    out = torch.empty(shape, dtype=dt.torch, device=device)
+    return _fill(input, _new(_draw(fill, out, generator, *args)))
+
+
 @op("uniform_", function=False)
 def uniform_(input, from_=0.0, to=1.0, *, generator=None):  # noqa: A002
     """U[from, to)."""
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
-    dt, shape, device = _like(input, "check_uniform_bounds")
-    out = torch.empty(shape, dtype=dt.torch, device=device)
-    return _fill(input, _new(_draw(KR.fill_uniform, out, generator, float(from_), float(to))))
+    return _fill_with(input, KR.fill_uniform, "check_uniform_bounds", generator, float(from_), float(to))
 
 
 @op("normal_", function=False)
@@ -219,9 +224,7 @@ def normal_(input, mean=0.0, std=1.0, *, generator=None):  # noqa: A002
     """N(mean, std^2)."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    dt, shape, device = _like(input, "normal_kernel_cpu")
-    out = torch.empty(shape, dtype=dt.torch, device=device)
-    return _fill(input, _new(_draw(KR.fill_normal, out, generator, float(mean), float(std))))
+    return _fill_with(input, KR.fill_normal, "normal_kernel_cpu", generator, float(mean), float(std))
 
 
 @op("log_normal_", function=False)
