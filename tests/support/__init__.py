@@ -17,4 +17,9 @@
   the one saved: structure, container types, dtypes, values).
 - ``nested``: ``assert_nested_close``, for what hooks recorded in both libraries (nested values).
 - ``torch_audit``: ``AtenRecorder``, which sees every aten op torch runs (torch must compute nothing).
+- ``autograd_checks``: PyTorch's exact autograd messages, ``raises`` (exact text or prefix),
+  ``warns`` / ``no_warnings``, for the single-behaviour autograd tests.
+- ``scenarios``: one scenario run with ``L = torch`` and ``L = tgrad``, its results compared.
+- ``exact``: ``same``, a tgrad tensor equal to a torch tensor bit for bit (factories, casts).
+- ``misuse``: the misuse catalog's runner (its rows: tests/system/test_misuse_*.py).
 """
