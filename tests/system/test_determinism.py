@@ -101,6 +101,8 @@ ATOMICS = {
     ("indexing/index.py", "tl.atomic_min(first_ptr"): "int64 min of a position: order-independent",
     ("indexing/index.py", "tl.atomic_add(total_ptr"): "int64 count: integer addition is exact in any order",
     ("losses/elementwise.py", "tl.atomic_max(bad_ptr"): "int64 max of a count: order-independent",
+    ("spatial/grid_sample.py", "tl.atomic_add(dx_ptr"): "float: grid_sample's input gradient comes from the composed "
+                                                        "form (a deterministic scatter-add) when deterministic",
 }
 
 
