@@ -4,7 +4,8 @@ tgrad ops (each a kernel) with PyTorch's formulas and argument checks, so every 
 follows from the ops'."""
 from __future__ import annotations
 
-from tgrad import _dtype, is_grad_enabled, ops
+from tgrad import _dtype, ops
+from tgrad.autograd.function import records
 from tgrad.amp.autocast_mode import autocast_policy
 
 from .activation import logsigmoid
@@ -18,7 +19,7 @@ __all__ = ["soft_margin_loss", "hinge_embedding_loss", "multi_margin_loss", "mul
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-y x)) for targets y in {1, -1}."""
     reduction = reduction_of(reduction, size_average, reduce)
-    if target.requires_grad and is_grad_enabled():
+    if records(target):  # PyTorch refuses a target that would be recorded
         raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to argument 'target'. "
                            "This input cannot have requires_grad True.")
     return apply_reduction((-target * input).exp().log1p(), reduction)
