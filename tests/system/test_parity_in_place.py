@@ -3,6 +3,8 @@ changed), as in PyTorch: each program run on both libraries and compared (values
 requires_grad, whether and what it raised: ``tests/support/differential.py``)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -306,3 +308,21 @@ def test_masked_fill_on_an_expanded_tensor_warns_as_pytorch():
     for L in (torch, tgrad):
         with pytest.warns(UserWarning, match="Use of masked_fill_ on expanded tensors is deprecated"):
             L.zeros(1, 3).expand(2, 3).masked_fill_(L.tensor([[True, False, True]]), 1.0)
+
+
+@pytest.mark.parametrize("expr", ["p.add_(-0.1, g)", "L.add(p, -0.1, g)", "p.sub_(0.5, g)", "L.sub(p, 0.5, g)",
+                                  "p.addcmul_(0.5, g, g)", "L.addcmul(p, 0.5, g, g)", "p.addcdiv_(0.5, g, g)",
+                                  "L.addcdiv(p, 0.5, g, g)"])
+def test_deprecated_scalar_first_overloads(expr):
+    """``p.data.add_(-lr, p.grad.data)`` (old tutorials): PyTorch still accepts the scalar first,
+    with a deprecation warning once per process."""
+    def program(L, F):
+        p, g = L.ones(3, dtype=L.float64), L.tensor([2.0, -1.0, 0.5], dtype=L.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return eval(expr), p
+    same(program)
+    name = expr.split("(")[0].split(".")[-1]
+    tgrad.ops.common._LEGACY_WARNED.discard(name)
+    with pytest.warns(UserWarning, match=f"This overload of {name} is deprecated"):
+        eval(expr, {"L": tgrad, "p": tgrad.ones(3), "g": tgrad.ones(3)})

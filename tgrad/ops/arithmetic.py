@@ -22,7 +22,7 @@ from .. import _dtype
 from ..tensor import Tensor
 from ..autograd.function import BuiltinFunction
 from . import factories
-from .common import sum_to_shape, wrap
+from .common import legacy_scalar_first, sum_to_shape, wrap
 from .elementwise import clamp, where
 from .inplace import in_place, write_result
 from .registry import FUNCTIONS, op
@@ -93,8 +93,19 @@ def sinc(input):  # noqa: A002
     return where(zero, 1.0, px.sin() / px)
 
 
+def _scalar_first(name, tensor1, tensor2, legacy, value):
+    """addcmul(input, value, tensor1, tensor2), PyTorch's deprecated order, as today's."""
+    if not legacy:
+        return tensor1, tensor2, value
+    (t1, t2), value = legacy_scalar_first(name, "Number value, Tensor tensor1, Tensor tensor2",
+                                          "Tensor tensor1, Tensor tensor2, *, Number value = 1", tensor1,
+                                          (tensor2, *legacy))
+    return t1, t2, value
+
+
 @op("addcmul")
-def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+def addcmul(input, tensor1, tensor2, *legacy, value=1):  # noqa: A002
+    tensor1, tensor2, value = _scalar_first("addcmul", tensor1, tensor2, legacy, value)
     return input + value * tensor1 * tensor2 if value != 1 else input + tensor1 * tensor2
 
 
@@ -109,18 +120,21 @@ def _check_addcdiv(tensor1, tensor2):
 
 
 @op("addcdiv")
-def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+def addcdiv(input, tensor1, tensor2, *legacy, value=1):  # noqa: A002
+    tensor1, tensor2, value = _scalar_first("addcdiv", tensor1, tensor2, legacy, value)
     _check_addcdiv(tensor1, tensor2)
     return input + value * tensor1 / tensor2 if value != 1 else input + tensor1 / tensor2
 
 
 @op("addcmul_", function=False)
-def addcmul_(input, tensor1, tensor2, *, value=1):  # noqa: A002
+def addcmul_(input, tensor1, tensor2, *legacy, value=1):  # noqa: A002
+    tensor1, tensor2, value = _scalar_first("addcmul_", tensor1, tensor2, legacy, value)
     return input.add_(value * tensor1 * tensor2 if value != 1 else tensor1 * tensor2)
 
 
 @op("addcdiv_", function=False)
-def addcdiv_(input, tensor1, tensor2, *, value=1):  # noqa: A002
+def addcdiv_(input, tensor1, tensor2, *legacy, value=1):  # noqa: A002
+    tensor1, tensor2, value = _scalar_first("addcdiv_", tensor1, tensor2, legacy, value)
     _check_addcdiv(tensor1, tensor2)
     return input.add_(value * tensor1 / tensor2 if value != 1 else tensor1 / tensor2)
 

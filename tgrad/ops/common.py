@@ -4,6 +4,7 @@ the engine does for every Function, ``autograd/engine.py``)."""
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import torch
 
@@ -104,3 +105,20 @@ def sum_to_shape(grad: Tensor, shape) -> Tensor:
     dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1)
     out = grad.sum(dim=dims, keepdim=True) if dims else grad
     return out.reshape(shape)
+
+
+def legacy_scalar_first(name: str, signature: str, modern: str, scalar, tensors):
+    """PyTorch's deprecated overloads that take the scalar first (``add_(alpha, other)``,
+    ``addcmul_(value, t1, t2)``, ``torch.add(input, alpha, other)``): PyTorch's warning, then the
+    tensors and the scalar in today's order."""
+    if not isinstance(scalar, numbers.Number) or isinstance(scalar, bool) or \
+            not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError(f"{name}() received an invalid combination of arguments: expected {modern}")
+    if name not in _LEGACY_WARNED:  # once per overload and process, as PyTorch's warning
+        _LEGACY_WARNED.add(name)
+        warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({signature})\nConsider using one of the "
+                      f"following signatures instead:\n\t{name}({modern})", UserWarning, stacklevel=3)
+    return tensors, scalar
+
+
+_LEGACY_WARNED: set = set()

@@ -14,7 +14,7 @@ from ..tensor import Tensor
 from tgrad.kernels import elementwise as M
 from . import integer
 from . import pointwise as P
-from .common import as_operand, check_runnable, result_type
+from .common import as_operand, check_runnable, legacy_scalar_first, result_type
 from .formula import fused
 from .generated import function_class
 from .inplace import in_place
@@ -118,12 +118,18 @@ def _check_bool_sub(a, b):
 
 @op("add")
 def add(a, b, alpha=1):
+    if isinstance(alpha, Tensor):  # the deprecated add(input, alpha, other)
+        (b,), alpha = legacy_scalar_first("add", "Tensor input, Number alpha, Tensor other",
+                                          "Tensor input, Tensor other, *, Number alpha = 1", b, (alpha,))
     _check_alpha(a, b, alpha)
     return _Add.apply(a, b, alpha) if alpha != 1 else _Add.apply(a, b)
 
 
 @op("sub", "subtract")
 def sub(a, b, alpha=1):
+    if isinstance(alpha, Tensor):  # the deprecated sub(input, alpha, other)
+        (b,), alpha = legacy_scalar_first("sub", "Tensor input, Number alpha, Tensor other",
+                                          "Tensor input, Tensor other, *, Number alpha = 1", b, (alpha,))
     _check_alpha(a, b, alpha)
     _check_bool_sub(a, b)
     return _Sub.apply(a, b, alpha) if alpha != 1 else _Sub.apply(a, b)

@@ -15,7 +15,7 @@ from . import gather_scatter, shape
 from . import factories as F
 from . import pointwise as P
 from . import elementwise, integer
-from .common import broadcast_shapes, require_argument
+from .common import broadcast_shapes, legacy_scalar_first, require_argument
 from .formula import fused
 from .generated import check_cast
 from .indexing import getitem, setitem
@@ -195,8 +195,11 @@ op("__setitem__", function=False)(setitem)
 
 # ----------------------------------------------------------------------------- in place
 
-def _inplace_binary(fn, formula):
-    def method(self, other, *, alpha=None):
+def _inplace_binary(fn, formula, name):
+    def method(self, other, *legacy, alpha=None):
+        if legacy:  # the deprecated add_(alpha, other)
+            (other,), alpha = legacy_scalar_first(name, "Number alpha, Tensor other",
+                                                  "Tensor other, *, Number alpha = 1", other, legacy)
         if formula is M.sub:  # the out-of-place op's refusals hold in place too
             elementwise._check_bool_sub(self, other)
         if alpha is not None:
@@ -208,8 +211,8 @@ def _inplace_binary(fn, formula):
     return method
 
 
-op("add_", function=False)(_inplace_binary(FUNCTIONS["add"], M.add))
-op("sub_", function=False)(_inplace_binary(FUNCTIONS["sub"], M.sub))
+op("add_", function=False)(_inplace_binary(FUNCTIONS["add"], M.add, "add_"))
+op("sub_", function=False)(_inplace_binary(FUNCTIONS["sub"], M.sub, "sub_"))
 
 
 @op("mul_", function=False)
