@@ -8,8 +8,8 @@ import builtins
 import importlib
 
 from ._dtype import (Size, bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: F401,A004
-                     get_default_dtype, half, int, int8, int16, int32, int64, long, set_default_dtype, short,
-                     uint8)
+                     get_default_device, get_default_dtype, half, int, int8, int16, int32, int64, long,
+                     set_default_device, set_default_dtype, short, uint8)
 from .tensor import Tensor  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401

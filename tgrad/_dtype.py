@@ -150,9 +150,22 @@ def _size(dims):
     return Size(dims)
 
 
+_default_device = None  # set_default_device's; None: the CPU
+
+
+def set_default_device(device) -> None:
+    """The device factories use when given none (``None`` restores the CPU), as PyTorch's."""
+    global _default_device
+    _default_device = None if device is None else as_device(device)
+
+
+def get_default_device() -> torch.device:
+    return torch.device("cpu") if _default_device is None else _default_device
+
+
 def as_device(d) -> torch.device:
     if d is None:
-        return torch.device("cpu")
+        return get_default_device()
     dev = torch.device(d)
     if dev.type == "cuda" and dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device() if torch.cuda.is_available() else 0)

@@ -107,3 +107,21 @@ def test_onnx_export_says_why_not():
         m = gnn.DataParallel(gnn.Linear(2, 2))
     with pytest.raises(NotImplementedError, match="cannot export ONNX"):
         tgrad.onnx.export(m, (tgrad.randn(1, 2),), "m.onnx")
+
+
+def test_default_device_is_set_and_read_as_torch():
+    assert tgrad.get_default_device() == torch.get_default_device() == torch.device("cpu")
+    try:
+        tgrad.set_default_device("cpu")
+        assert tgrad.get_default_device() == torch.device("cpu") and tgrad.ones(2).device.type == "cpu"
+        if torch.cuda.is_available():
+            tgrad.set_default_device("cuda")
+            assert tgrad.zeros(2).is_cuda and tgrad.randn(2).is_cuda and tgrad.arange(3).is_cuda
+    finally:
+        tgrad.set_default_device(None)
+    assert tgrad.get_default_device() == torch.device("cpu")
+    with pytest.raises(RuntimeError) as theirs:
+        torch.set_default_device("no_such_device")
+    with pytest.raises(RuntimeError) as ours:
+        tgrad.set_default_device("no_such_device")
+    assert str(ours.value) == str(theirs.value)
