@@ -23,7 +23,7 @@ from tgrad.kernels import factories as KF
 from tgrad.kernels.random import philox as KR
 from tgrad.ops.random import default_generator
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "orthogonal_", "constant_", "ones_", "zeros_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
@@ -131,6 +131,26 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix (the trailing dims flattened): Q of the QR of a N(0, 1) draw, its
+    columns' signs fixed by R's diagonal (PyTorch's recipe), times ``gain``."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor  # no-op
+    rows, cols = tensor.shape[0], tensor.numel() // tensor.shape[0]
+    with tgrad.no_grad():
+        flat = normal_(tgrad.empty(rows, cols, dtype=tensor.dtype, device=tensor.device), 0.0, 1.0, generator)
+        if rows < cols:
+            flat = flat.T
+        q, r = tgrad.linalg.qr(flat)
+        q = q * tgrad.diagonal(r, 0).sign()
+        if rows < cols:
+            q = q.T
+        tensor.copy_(q.reshape(tensor.shape) * gain)
+    return tensor
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):

@@ -437,3 +437,18 @@ def test_loss_matches_torch(name, make, x, y):
     r.backward(up)
     o.backward(tgrad.from_torch(up.clone()))
     torch.testing.assert_close(xg.grad.torch(), xt.grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (6, 4), (6, 2, 2), (5, 5)])
+def test_orthogonal_init_as_pytorchs(shape):
+    """Q of a Gaussian draw's QR (signs fixed by R's diagonal), times the gain: W W^T = gain^2 I
+    for wide W, W^T W for tall, as PyTorch's; and PyTorch's error for a vector."""
+    gain = 1.5
+    ours = tgrad.nn.init.orthogonal_(tgrad.empty(*shape, dtype=tgrad.float64), gain=gain).torch().reshape(shape[0], -1)
+    theirs = torch.nn.init.orthogonal_(torch.empty(*shape, dtype=torch.float64), gain=gain).reshape(shape[0], -1)
+    for w in (ours, theirs):
+        small = w @ w.T if w.shape[0] <= w.shape[1] else w.T @ w
+        torch.testing.assert_close(small, gain ** 2 * torch.eye(small.shape[0], dtype=torch.float64))
+    for lib in (torch, tgrad):
+        with pytest.raises(ValueError, match="Only tensors with 2 or more dimensions are supported"):
+            lib.nn.init.orthogonal_(lib.empty(3))
