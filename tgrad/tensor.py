@@ -65,6 +65,8 @@ class Tensor:
                  "_accumulator", "_hooks_leaf", "_post_acc_hooks", "_retains_grad", "_is_inference",
                  "__weakref__", "__dict__")
 
+    _multi_output = False  # a view from split/unbind (or a view of one), set there: no in-place writes with grad
+
     # ------------------------------------------------------------------ construction
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
@@ -88,7 +90,6 @@ class Tensor:
         t._hooks_leaf = None
         t._post_acc_hooks = None
         t._retains_grad = False
-        t._multi_output = False  # a view from split/unbind (or a view of one): no in-place writes with grad
         t._is_inference = t._vc.inference  # the one place results and views learn it
         return t
 

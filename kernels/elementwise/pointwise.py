@@ -12,6 +12,7 @@ and ``where`` conditions keep their meaning; results are cast to each output's d
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -20,7 +21,7 @@ import triton.language as tl
 
 from ..helpers.dtypes import compute_dtype
 from ..runtime.launch import launch_site
-from ..helpers.layout import block_for, cdiv, collapse, element_offset
+from ..helpers.layout import block_for, cdiv, collapse, contiguous_strides, element_offset
 from ..helpers.scalars import as_f64, f64_bits
 
 MAX_INPUTS, MAX_OUTPUTS = 4, 3
@@ -165,8 +166,25 @@ def output_strides(shape, inputs, views):
     return tuple(out)
 
 
-_layouts: dict = {}  # call site -> the strides of fresh outputs (None: contiguous)
-_MISSING = object()
+_sites: dict = {}  # call site -> (its id for launch_site, the strides of fresh outputs or None, like)
+_site_ids = itertools.count()  # never reused: the executor keeps plans by id past a clear of _sites
+
+
+def _plan(site, inputs, shape, out_dtypes):
+    """What a call site decides once: its id, the strides of fresh outputs and the input a fresh
+    output can be allocated like (``empty_like``: same dtype, shape and dense strides), or None."""
+    strides = output_strides(shape, inputs, [t.expand(shape) for t in inputs])
+    if strides is None:
+        strides = contiguous_strides(shape)
+    like = None
+    for k, t in enumerate(inputs):
+        if t.shape == shape and all(dt == t.dtype for dt in out_dtypes) and _dense(t) and t.stride() == strides:
+            like = k
+            break
+    if len(_sites) > 4096:
+        _sites.clear()
+    plan = _sites[site] = (next(_site_ids), strides, like)
+    return plan
 
 
 def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None):
@@ -178,23 +196,25 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     """
     shape = tuple(shape)
     bits = tuple([f64_bits(p) for p in params]) if params else ()
-    # what decides every argument but the addresses (launch_site): a site seen before launches from it
+    # what decides every argument but the addresses (launch_site): a site seen before launches from
+    # its id, the rest decided once per site
     site = (id(op), shape, tuple(out_dtypes), bits, compute,
             tuple([(t.dtype, t.shape, t.stride()) for t in inputs]),
-            None if outs is None else tuple((o.dtype, o.stride()) for o in outs))
+            None if outs is None else tuple([(o.dtype, o.stride()) for o in outs]))
+    plan = _sites.get(site)
+    if plan is None:
+        plan = _plan(site, inputs, shape, out_dtypes)
+    site_id, strides, like = plan
     if outs is None:
-        strides = _layouts.get(site, _MISSING)
-        if strides is _MISSING:
-            strides = output_strides(shape, inputs, [t.expand(shape) for t in inputs])
-            if len(_layouts) > 4096:
-                _layouts.clear()
-            _layouts[site] = strides
-        device = inputs[0].device
-        outs = [torch.empty(shape, dtype=dt, device=device) if strides is None else
-                torch.empty_strided(shape, strides, dtype=dt, device=device) for dt in out_dtypes]
+        if like is not None:  # the cheapest allocation torch has: an input's dtype, shape and layout
+            t = inputs[like]
+            outs = [torch.empty_like(t) for _ in out_dtypes]
+        else:
+            device = inputs[0].device
+            outs = [torch.empty_strided(shape, strides, dtype=dt, device=device) for dt in out_dtypes]
     if math.prod(shape) == 0:
         return outs
-    launch_site(pointwise_kernel, site, list(outs) + list(inputs),
+    launch_site(pointwise_kernel, site_id, [*outs, *inputs],
                 lambda: _arguments(op, inputs, shape, out_dtypes, bits, outs, compute))
     return outs
 

@@ -26,6 +26,15 @@ from ..runtime.target import target
 __all__ = ["collapse", "element_offset", "block_for", "block_shape_2d", "cdiv", "next_pow2"]
 
 
+def contiguous_strides(shape) -> tuple:
+    """The strides of a contiguous tensor of ``shape`` (row-major, in elements)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(strides[::-1])
+
+
 def collapse(shape, stride_lists):
     """``(shape, [strides per operand])`` with size-1 dims dropped and neighbours merged that are
     contiguous in every operand; at least one dim (``(1,)``, strides 0) for a one-element shape."""

@@ -170,6 +170,13 @@ def _compare(name, what, first, second):
                                  f"storage #{k} of the launch differ)")
 
 
+# NumPy 2 keeps its error state in a context variable: a replayed site sets it directly, as
+# np.errstate(all="ignore") does, without building a context manager per launch (NumPy 1: None)
+_UFUNC_CONFIG = getattr(getattr(np, "_core", None), "_ufunc_config", None)
+_ERRORS = getattr(_UFUNC_CONFIG, "_extobj_contextvar", None)
+_IGNORE_ERRORS = _UFUNC_CONFIG._make_extobj(all="ignore") if _ERRORS is not None else None
+
+
 def _replay(variant, A):
     with np.errstate(all="ignore"):
         variant.run(A)
@@ -284,9 +291,10 @@ class _Launch:
         return None
 
 
-def _site_plan(state, site, tensors, bound):
+def _site_plan(state, site, tensors, bound, entry):
     """What ``run_site`` needs to replay the site without binding: the signature, the replay inputs
-    with the scalars filled in, and which input slots are which of ``tensors``' addresses."""
+    with the scalars filled in, which input slots are which of ``tensors``' addresses, and the
+    signature's cache entry."""
     key, A, bound_tensors = bound
     slots = []
     for s, t in enumerate(bound_tensors):
@@ -297,21 +305,22 @@ def _site_plan(state, site, tensors, bound):
             slots.append((s, index))
     if len(state.sites) > 8 * MAX_ENTRIES:
         state.sites.clear()
-    state.sites[site] = (key, list(A), tuple(slots), id(interpreter_builder.options))
+    state.sites[site] = (key, list(A), tuple(slots), id(interpreter_builder.options), entry)
 
 
 def _site_inputs(plan, tensors):
     """(signature, replay inputs) of a planned site for these tensors; inputs None when the plan
     does not apply (other interpreter options, a tensor off the CPU)."""
-    key, A, slots, options = plan
+    key, A, slots, options = plan[:4]
     if options != id(interpreter_builder.options):
         return key, None
-    A = A.copy()
-    for s, i in slots:
-        t = tensors[i]
+    for t in tensors:
         if not t.is_cpu:
             return key, None
-        A[s] = t.data_ptr()
+    ptrs = [t.data_ptr() for t in tensors]
+    A = A.copy()
+    for s, i in slots:
+        A[s] = ptrs[i]
     return key, A
 
 
@@ -332,18 +341,29 @@ def _replay_site(kernel, site, tensors) -> bool:
     """Replay a planned site's trace from ``tensors``' addresses; False (nothing run) when it cannot."""
     state = kernel.__dict__.get("_tgrad_replay")
     plan = state.sites.get(site) if state is not None else None
-    if plan is None or not _config["enabled"] or _config["verify"] or getattr(_local, "disabled", 0):
+    if plan is None or not _config["enabled"] or _config["verify"] or _local.disabled:
         return False
     key, A = _site_inputs(plan, tensors)
     if A is None or builder_instrumented():
         return False
+    entry = plan[4]  # the plan's entry, while the cache holds it (refreshed as the least recently used)
     with _lock:
-        entry = state.entries.get(key)
-        if entry is None or not entry.variants or entry.variants[0].guards is not None:
+        try:
+            state.entries.move_to_end(key)
+        except KeyError:  # evicted or cleared since: the site binds and plans again
+            state.sites.pop(site, None)
             return False
-        state.entries.move_to_end(key)
+    if not entry.variants or entry.variants[0].guards is not None:
+        return False
     replay_counts["replayed"] += 1
-    _replay(entry.variants[0], A)
+    if _ERRORS is None:
+        _replay(entry.variants[0], A)
+        return True
+    token = _ERRORS.set(_IGNORE_ERRORS)
+    try:
+        entry.variants[0].run(A)
+    finally:
+        _ERRORS.reset(token)
     return True
 
 
@@ -367,7 +387,7 @@ def run(kernel, grid, args, meta, keep_alive=(), capturing=False, site=None):
             if site is not None and entry.variants:
                 plan = state.sites.get(site[0])
                 if plan is None:
-                    _site_plan(state, site[0], site[1], bound)
+                    _site_plan(state, site[0], site[1], bound, entry)
                 elif _config["verify"] and plan[0] == bound[0]:  # the plan must be what binding finds
                     planned = _site_inputs(plan, site[1])[1]
                     if planned is not None and planned != bound[1]:

@@ -19,6 +19,7 @@ guards on memory read after a store unless only other tensors were stored to.
 """
 from __future__ import annotations
 
+import operator
 import threading
 
 import numpy as np
@@ -328,6 +329,7 @@ _BASE_ATTRS = frozenset(InterpreterBuilder().__dict__) | {"grid_idx", "grid_dim"
 
 _MEMORY_NAMES = tuple(sorted(LOADS | STORES | ATOMICS))
 _MEMORY_METHODS = tuple(InterpreterBuilder.__dict__[name] for name in _MEMORY_NAMES)
+_memory_methods = operator.attrgetter(*_MEMORY_NAMES)  # one C call: asked before every replay
 
 
 def builder_instrumented() -> bool:
@@ -336,7 +338,7 @@ def builder_instrumented() -> bool:
     keys = interpreter_builder.__dict__.keys()
     if not keys <= _BASE_ATTRS and any(k not in _BASE_ATTRS and k != "create_dot" for k in keys):
         return True
-    return tuple(map(InterpreterBuilder.__dict__.get, _MEMORY_NAMES)) != _MEMORY_METHODS  # functions: by identity
+    return _memory_methods(InterpreterBuilder) != _MEMORY_METHODS  # functions: by identity
 
 
 class recording:

@@ -133,8 +133,8 @@ def test_verify_mode_catches_a_plan_that_binding_disagrees_with():
     for _ in range(4):
         x + y  # plans the site
     state = pointwise_kernel.__dict__["_tgrad_replay"]
-    (site, (key, A, slots, options)), = state.sites.items()
-    state.sites[site] = (key, A, tuple((s, (i + 1) % 3) for s, i in slots), options)  # addresses shuffled
+    (site, (key, A, slots, options, entry)), = state.sites.items()
+    state.sites[site] = (key, A, tuple((s, (i + 1) % 3) for s, i in slots), options, entry)  # addresses shuffled
     K.set_replay(verify=True)
     try:
         with pytest.raises(replay.ReplayMismatch, match="launch_site plan"):

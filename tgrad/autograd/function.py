@@ -13,6 +13,7 @@ import itertools
 import weakref
 
 from ..modes import _inference_mode_enabled, _set as _set_grad_enabled, is_anomaly_enabled, is_grad_enabled
+from .._dtype import _BY_TORCH
 from ..tensor import Tensor
 from .inplace_checks import check_inplace
 from . import anomaly_mode
@@ -288,20 +289,24 @@ class Function(metaclass=_FunctionMeta):
         if kwargs and not builtin:  # keyword arguments count as forward arguments (needs_input_grad, grads)
             bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
             args, kwargs = bound.args[1:], bound.kwargs
-        needs = tuple([requires_grad(a) for a in args])
+        needs = tuple([isinstance(a, Tensor) and (a._requires_grad or a._base is not None and _view_requires_grad(a))
+                       for a in args])  # requires_grad(a) of each, inline: asked on every op
+        enabled = is_grad_enabled()
         # inference mode records no graph even under a nested enable_grad()
-        track = any(needs) and is_grad_enabled() and not _inference_mode_enabled()
+        track = enabled and True in needs and not _inference_mode_enabled()
         if track and cls.no_grad_args is not None:
             _refuse_grad(cls.no_grad_args, needs)
         # a graph node only when something is recorded; otherwise forward gets a plain context
         ctx = cls._backward_cls() if track else FunctionCtx()
         ctx.needs_input_grad = needs
-        enabled = is_grad_enabled()
-        _set_grad_enabled(False)  # no_grad(), without building a context manager per op
-        try:
+        if enabled or not builtin:  # (a built-in forward run with grad off leaves it off: nothing to switch)
+            _set_grad_enabled(False)  # no_grad(), without building a context manager per op
+            try:
+                outputs = cls.forward(ctx, *args, **kwargs)
+            finally:
+                _set_grad_enabled(enabled)
+        else:
             outputs = cls.forward(ctx, *args, **kwargs)
-        finally:
-            _set_grad_enabled(enabled)
         # what forward set on ctx, read from its __dict__: a node's __getattr__ raises for a missing name
         marks = ctx.__dict__
         if not track:
@@ -316,12 +321,21 @@ class Function(metaclass=_FunctionMeta):
         outs = (outputs,) if single else outputs
         non_diff = marks.get("_non_differentiable", ())
         dirty = marks.get("_dirty", ())
-        inputs_by_id = {id(a) for a in args if isinstance(a, Tensor)}
-        ctx._next = tuple([edge_of(a) if n else (None, 0) for a, n in zip(args, needs)])
+        inputs_by_id, edges, meta, tensor_pos = set(), [], [], []
+        for i, a in enumerate(args):  # one pass: the edges, the inputs' (shape, dtype, device)
+            if isinstance(a, Tensor):
+                data = a._data
+                inputs_by_id.add(id(a))
+                tensor_pos.append(i)
+                edges.append(edge_of(a) if needs[i] else (None, 0))
+                meta.append((data.shape, _BY_TORCH[data.dtype], data.device))
+            else:
+                edges.append((None, 0))
+                meta.append(None)
+        ctx._next = tuple(edges)
         # next_functions shows the tensor arguments only (PyTorch: non-tensors are not edges)
-        ctx._edge_pos = cls.edge_args if builtin and cls.edge_args is not None else tuple(
-            i for i, a in enumerate(args) if isinstance(a, Tensor))
-        ctx._input_meta = tuple([(a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args])
+        ctx._edge_pos = cls.edge_args if builtin and cls.edge_args is not None else tuple(tensor_pos)
+        ctx._input_meta = tuple(meta)
         new_outs = []
         for i, o in enumerate(outs):
             if isinstance(o, Tensor):

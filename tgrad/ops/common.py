@@ -22,12 +22,13 @@ def check_runnable(*tensors):
     for t in tensors:
         if not isinstance(t, Tensor):
             continue
+        data = t._data
         if dev is None:
-            dev = t.device
-        elif t.device != dev:
+            dev = data.device
+        elif data.device != dev:
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{dev} and {t.device}!")
-        if t._data.dtype is torch.bfloat16 and t.device.type == "cpu":
+                               f"{dev} and {data.device}!")
+        if data.dtype is torch.bfloat16 and data.is_cpu:
             raise RuntimeError("bfloat16 is not supported on the CPU: Triton's interpreter computes it wrongly. "
                                "Use float32/float16 on the CPU, or a CUDA device for bfloat16.")
     return dev
@@ -69,9 +70,28 @@ def scalar_dtype(x) -> _dtype.dtype:
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
 
 
+_NUMBER_CATEGORY = {bool: 0, int: 1, float: 2}  # Python numbers' categories (as _dtype.category's)
+
+
 def result_type(*operands) -> _dtype.dtype:
     """torch.result_type: dimensioned tensors outrank 0-d tensors, which outrank Python numbers; a
     lower-ranked operand only matters when it is of a higher category (bool < int < float)."""
+    same, numbers_category = None, -1
+    for o in operands:  # the common case first: tensors of one dtype, and numbers of no higher category
+        if isinstance(o, Tensor):
+            if same is not None and o._data.dtype is not same:
+                break
+            same = o._data.dtype
+        else:
+            c = _NUMBER_CATEGORY.get(type(o))
+            if c is None:
+                break
+            numbers_category = max(numbers_category, c)
+    else:
+        if same is not None:
+            d = _dtype._BY_TORCH[same]
+            if numbers_category <= _dtype.category(d):
+                return d
     groups = ([o.dtype for o in operands if isinstance(o, Tensor) and o.ndim > 0],
               [o.dtype for o in operands if isinstance(o, Tensor) and o.ndim == 0],
               [scalar_dtype(o) for o in operands if not isinstance(o, Tensor)])
@@ -93,6 +113,24 @@ def as_operand(x, like: Tensor, dtype=None) -> Tensor:
         return x
     dt = dtype or result_type(like, x)
     return wrap(torch.full((), x, dtype=dt.torch, device=like.device))
+
+
+_CONSTANTS: dict = {}  # (type, value, torch dtype, device) -> a 0-d tensor holding it, never written
+
+
+def constant(x, dtype: _dtype.dtype, device) -> Tensor:
+    """A Python number as a 0-d tensor that an unrecorded op only reads: one per value, dtype and
+    device, kept (a recorded op saves its operands for backward, where a user could write them:
+    it takes ``as_operand``'s fresh tensor)."""
+    key = (type(x), x, dtype.torch, device)
+    data = _CONSTANTS.get(key)
+    if data is None:
+        data = torch.full((), x, dtype=dtype.torch, device=device)
+        if x == x and x != 0:  # a NaN key never matches; 0.0 and -0.0 are equal keys, not equal values
+            if len(_CONSTANTS) > 1024:
+                _CONSTANTS.clear()
+            _CONSTANTS[key] = data
+    return wrap(data)
 
 
 def sum_to_shape(grad: Tensor, shape) -> Tensor:

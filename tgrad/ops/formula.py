@@ -32,12 +32,15 @@ from .common import broadcast_shapes, wrap
 def fused(formula, inputs, dtype, params=(), n_out=1, out=None, compute=None, shape=None):
     """``formula`` over Tensors ``inputs`` (broadcast) in one launch: a new Tensor of ``dtype`` (a
     tuple of ``n_out``), or written into ``out``."""
+    data = [t._data for t in inputs]
     if shape is None:
-        shape = inputs[0]._data.shape
-        if any(t._data.shape != shape for t in inputs[1:]):  # equal shapes (the common case) broadcast to themselves
-            shape = broadcast_shapes(*(t.shape for t in inputs))
+        shape = data[0].shape
+        for d in data:
+            if d.shape != shape:  # equal shapes (the common case) broadcast to themselves
+                shape = broadcast_shapes(*(t.shape for t in inputs))
+                break
     outs = [out._data] if out is not None else None
-    results = pointwise(formula, [t._data for t in inputs], shape, [dtype.torch] * n_out, params, outs=outs,
+    results = pointwise(formula, data, shape, [dtype.torch] * n_out, params, outs=outs,
                         compute=compute_dtype(compute.torch) if compute is not None else None)
     if out is not None:
         return out

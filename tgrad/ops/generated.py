@@ -12,10 +12,10 @@ import numbers
 import torch
 
 from .. import _dtype
-from ..autograd.function import BuiltinFunction
+from ..autograd.function import BuiltinFunction, Node
 from ..tensor import Tensor
 from . import registry
-from .common import as_operand, check_runnable, result_type, wrap
+from .common import as_operand, check_runnable, constant, result_type, wrap
 from .formula import derivative, fused
 from .inplace import check_no_internal_overlap, write_inplace
 from .table import ROWS
@@ -30,36 +30,44 @@ class RowFunction(BuiltinFunction):
     (not an edge). Gradients come out in the broadcast shape: the engine sums them back."""
 
     row = None
+    n_operands = 1      # the row's tensor operands (a number among them stands for a 0-d tensor)
+    constants = ()      # the constants this node's formulas get after the call's parameters
     saves_result = False  # the in-place node PyTorch computes from its result (EluBackward1): saved too
 
     @classmethod
     def forward(cls, ctx, *args):
-        row = cls.row
-        n = 1 + len(row.operands)
-        ref = next(a for a in args[:n] if isinstance(a, Tensor))
+        row, n = cls.row, cls.n_operands
+        operands = args[:n]
         if row.bool_backward is not None and any(isinstance(args[i], Tensor) and args[i].dtype is _dtype.bool
                                                  for i in row.bool_backward[0]):
             raising = row.bool_backward[2] if len(row.bool_backward) > 2 else range(n)
             if any(ctx.needs_input_grad[i] for i in raising):
                 ctx.bool_error = row.bool_backward[1]
-        dtype = result_type(*args[:n])
+        dtype = result_type(*operands)
         out_dtype = _float(dtype) if row.dtypes == "float" else dtype
+        for a in operands:
+            if not isinstance(a, Tensor):  # a number: a 0-d tensor of the result's dtype
+                ref = next(a for a in operands if isinstance(a, Tensor))
+                if isinstance(ctx, Node):  # saved for backward: a tensor of its own
+                    operands = [as_operand(a, ref, dtype) for a in operands]
+                else:
+                    operands = [a if isinstance(a, Tensor) else constant(a, dtype, ref._data.device) for a in operands]
+                break
         # the kernel keeps bool operands bool (masks): a formula on numbers needs them cast first
-        operands = [as_operand(a, ref, dtype) for a in args[:n]]
-        if not row.keep_bools:
-            operands = [a.to(out_dtype) if a.dtype is _dtype.bool and out_dtype is not _dtype.bool else a
-                        for a in operands]
+        if not row.keep_bools and out_dtype is not _dtype.bool:
+            operands = [a.to(out_dtype) if a.dtype is _dtype.bool else a for a in operands]
         check_runnable(*operands)
-        ctx.params = args[n:] + row.node_constants.get(cls.node_name, row.constants)
+        params = args[n:]
+        ctx.params = params + cls.constants
         if row.bool_forward is not None and out_dtype is _dtype.bool:
             y = fused(row.bool_forward, operands, out_dtype)
-        elif row.plain is not None and all(v == d for v, (_, d) in zip(args[n:], row.params)):
+        elif row.plain is not None and (not params or all(v == d for v, (_, d) in zip(params, row.params))):
             y = fused(row.plain, operands, out_dtype)
         else:
             y = fused(row.forward, operands, out_dtype, ctx.params)
         ctx.same = row.same_operand is not None and args[0] is args[1]
-        if row.derivative is not None:
-            saved = operands + [y] if row.saves == "xy" else operands if row.saves == "x" else \
+        if row.derivative is not None and isinstance(ctx, Node):  # only a recorded call's node keeps them
+            saved = list(operands) + [y] if row.saves == "xy" else operands if row.saves == "x" else \
                 [y] if row.saves == "y" else []
             if row.reads is not None and row.saves in ("x", "xy"):  # only what a needed gradient reads
                 read = {k for i, need in enumerate(ctx.needs_input_grad[:n]) if need for k in row.reads[i]}
@@ -112,13 +120,18 @@ class RowFunction(BuiltinFunction):
 FUNCTIONS = {}  # (row name, node name) -> Function class
 
 
+def _row_attrs(row, node):
+    """What a row's Function for ``node`` reads on every call, worked out once."""
+    return {"n_operands": 1 + len(row.operands), "constants": row.node_constants.get(node, row.constants)}
+
+
 def function_class(row, node=None):
     """The Function of ``row`` that shows ``node`` (its default node when None)."""
     node = node or row.node
     cls = FUNCTIONS.get((row.name, node))
     if cls is None:
         name = node[: -len("Backward0")] if node[-1].isdigit() else node
-        attrs = {"node_name": node, "row": row, "__module__": __name__}
+        attrs = {"node_name": node, "row": row, "__module__": __name__, **_row_attrs(row, node)}
         if row.number_edges:  # a number operand shows (None, 0), as PyTorch's wrapped number
             attrs["edge_args"] = tuple(range(1 + len(row.operands)))
         cls = FUNCTIONS[(row.name, node)] = type(name, (RowFunction,), attrs)
@@ -141,7 +154,8 @@ def _inplace_class(row):
     key = (row.name, row.inplace_node)
     if key not in FUNCTIONS:
         FUNCTIONS[key] = type(row.inplace_node[:-1], (_NoDerivative,), {"node_name": row.inplace_node, "row": row,
-                                                                      "__module__": __name__})
+                                                                      "__module__": __name__,
+                                                                      **_row_attrs(row, row.inplace_node)})
     return FUNCTIONS[key]
 
 
@@ -252,7 +266,7 @@ def make_inplace(row, op):
         if row.inplace_node is not None and cls is function_class(row):
             cls = _inplace_class(row)
         return write_inplace(self, lambda t, *o: cls.apply(t, *o, *params), *others, formula=row.forward,
-                             params=tuple(params) + row.node_constants.get(cls.node_name, row.constants))
+                             params=tuple(params) + cls.constants)
 
     op_.__name__ = op_.__qualname__ = row.name + "_"
     return op_

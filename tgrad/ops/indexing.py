@@ -74,20 +74,30 @@ def as_index(index):
 
 
 def getitem(x: Tensor, index):
+    if type(index) is slice or type(index) is int:  # one basic index (the common x[i], x[a:b]): as it is
+        if x._data.dim() == 0:
+            _refuse_0d(index)
+        return _basic_getitem(x, (index,), False)
     index = as_index(index)
     is_tuple = isinstance(index, tuple)
     items = tuple(_as_int(i) for i in (index if is_tuple else (index,)))
     if all(_is_basic(i) for i in items):
-        if x.ndim == 0 and not is_tuple and isinstance(items[0], int):
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
-                             "C++ to convert a 0-dim tensor to a number")
-        if x.ndim == 0 and not is_tuple and isinstance(items[0], slice):
-            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+        if x.ndim == 0 and not is_tuple:
+            _refuse_0d(items[0])
         return _basic_getitem(x, items, is_tuple)
     plan, basic = advanced.resolve(x, items)
     if plan is None:
         return _basic_getitem(x, basic, True)
     return advanced.advanced_getitem(x, plan)
+
+
+def _refuse_0d(item):
+    """PyTorch's errors for a lone int or slice indexing a 0-d tensor."""
+    if isinstance(item, int):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                         "C++ to convert a 0-dim tensor to a number")
+    if isinstance(item, slice):
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
 
 
 def _basic_getitem(x: Tensor, items, is_tuple):

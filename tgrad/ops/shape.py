@@ -34,7 +34,9 @@ def _infer_shape(x: Tensor, shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = tuple(shape[0])
     shape = _ints(shape)
-    n = x.numel()
+    n = x._data.numel()
+    if -1 not in shape and math.prod(shape) == n and min(shape, default=0) >= 0:  # the common case: all given
+        return tuple(shape)
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     for i, s in enumerate(shape):
@@ -67,13 +69,13 @@ def view(x, *shape):
 @op("reshape")
 def reshape(x, *shape):
     shape = _infer_shape(x, shape)
-    if tuple(shape) == tuple(x.shape) and x.is_contiguous():
+    if x._data.is_contiguous():  # any shape of as many elements views a contiguous tensor
         return V.View.apply(x, shape)
     try:
         x._data.view(shape)
     except RuntimeError:  # not expressible as a view: copy (in a kernel), then view the copy
         return V.UnsafeView.apply(P.Clone.apply(x, True), shape)
-    return (V.View if x.is_contiguous() else V.ReshapeAlias).apply(x, shape)
+    return V.ReshapeAlias.apply(x, shape)
 
 
 def _perm(x, dims):

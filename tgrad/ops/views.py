@@ -22,9 +22,10 @@ from .pointwise import Where
 def make_view(x: Tensor, data: torch.Tensor, multi_output: bool = False) -> Tensor:
     """A view of ``x`` over ``data``. ``multi_output``: one of several views one op returns (split,
     unbind), which, like every view of it, may not be modified in place while it requires grad."""
-    t = Tensor._wrap(data, version=x._version, base=x._base if x._base is not None else x)
-    t._view_version = x._version.value  # the version its history describes (see refresh_view)
-    t._multi_output = multi_output or x._multi_output
+    t = Tensor._wrap(data, version=x._vc, base=x._base if x._base is not None else x)
+    t._view_version = x._vc.value  # the version its history describes (see refresh_view)
+    if multi_output or x._multi_output:
+        t._multi_output = True
     return t
 
 
@@ -72,15 +73,21 @@ def normalize_basic(x: Tensor, index):
     """Check a basic index against ``x``'s shape and return it as a tuple torch can apply as a view."""
     if not isinstance(index, tuple):
         index = (index,)
-    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
-    if sum(1 for i in index if i is Ellipsis) > 1:
+    n_real = n_ellipsis = 0
+    for i in index:
+        if i is Ellipsis:
+            n_ellipsis += 1
+        elif i is not None:
+            n_real += 1
+    if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    if n_real > x.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    ndim = x._data.dim()
+    if n_real > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
     out, dim = [], 0
     for i in index:
         if i is Ellipsis:
-            dim += x.ndim - n_real
+            dim += ndim - n_real
             out.append(i)
         elif i is None:
             out.append(i)
@@ -90,13 +97,12 @@ def normalize_basic(x: Tensor, index):
             out.append(i)
             dim += 1
         else:
-            size = x.shape[dim]
+            size = x._data.shape[dim]
             if not -size <= i < size:
                 raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
             out.append(i % size)
             dim += 1
     return tuple(out)
-
 
 
 def _zeros(shape, like: Tensor) -> Tensor:
@@ -115,7 +121,8 @@ class View(BuiltinFunction):
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.in_shape = x.shape
+        if isinstance(ctx, Node):  # what backward reads, for a recorded call only
+            ctx.in_shape = x.shape
         return make_view(x, x._data.view(shape))
 
     @staticmethod
@@ -228,9 +235,10 @@ class Slice(BuiltinFunction):
 
     @staticmethod
     def forward(ctx, x, index):
-        ctx.in_shape, ctx.index = x.shape, index
         out = x._data[index]
-        ctx.whole = out.numel() == x.numel()
+        if isinstance(ctx, Node):  # what backward reads, for a recorded call only
+            ctx.in_shape, ctx.index = x.shape, index
+            ctx.whole = out.numel() == x.numel()
         return make_view(x, out)
 
     @staticmethod
