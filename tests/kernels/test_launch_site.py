@@ -141,3 +141,33 @@ def test_verify_mode_catches_a_plan_that_binding_disagrees_with():
             x + y
     finally:
         K.clear_replay_cache()
+
+
+def test_a_planned_site_whose_trace_left_the_cache_binds_again():
+    a, b = torch.randn(6, 4, dtype=torch.float64), torch.randn(6, 4, dtype=torch.float64)
+    ta, tb = _t(a), _t(b)
+    for _ in range(4):
+        ta + tb  # plans the site
+    state = pointwise_kernel.__dict__["_tgrad_replay"]
+    assert state.sites
+    state.entries.clear()  # evicted (the plan still names the old entry)
+    with K.count_replays() as counts:
+        got = ta + tb
+    assert torch.equal(torch.from_numpy(got.numpy()), a + b)
+    assert counts["replayed"] == 0 and not state.sites  # the stale plan is dropped, the launch bound
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "permuted", "broadcast", "sliced"])
+def test_fresh_outputs_of_a_planned_site_have_pytorchs_layout(layout):
+    make = {"contiguous": lambda x: x, "transposed": lambda x: x.transpose(0, 2),
+            "permuted": lambda x: x.permute(1, 2, 0), "broadcast": lambda x: x[:1],
+            "sliced": lambda x: x[:, ::2]}[layout]
+    for _ in range(4):  # the first calls decide the site, the later ones allocate from its plan
+        a = make(torch.randn(3, 4, 5, dtype=torch.float64))
+        b = make(torch.randn(3, 4, 5, dtype=torch.float64))
+        ta, tb = tgrad.from_torch(a), tgrad.from_torch(b)  # the same layouts
+        got, want = ta * tb, a * b
+        assert got.stride() == want.stride() and torch.equal(torch.from_numpy(got.numpy()), want)
+        got, want = ta.exp(), a.exp()
+        assert got.stride() == want.stride()
+        torch.testing.assert_close(torch.from_numpy(got.numpy()), want)
