@@ -7,11 +7,20 @@ import functools
 import threading
 import warnings
 
-_state = threading.local()
+class _State(threading.local):
+    """Each thread's modes; the class holds a fresh thread's defaults, read without a miss (asked
+    on every op and every new tensor)."""
+    enabled = True
+    inference = False
+    anomaly = False
+    check_nan = True
+
+
+_state = _State()
 
 
 def is_grad_enabled() -> bool:
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set(enabled: bool):
@@ -72,7 +81,7 @@ class set_grad_enabled(_GradMode):
 
 
 def _inference_mode_enabled() -> bool:
-    return getattr(_state, "inference", False)
+    return _state.inference
 
 
 def is_inference_mode_enabled() -> bool:
@@ -111,11 +120,11 @@ class inference_mode(_GradMode):
 
 
 def is_anomaly_enabled() -> bool:
-    return getattr(_state, "anomaly", False)
+    return _state.anomaly
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    return getattr(_state, "check_nan", True)
+    return _state.check_nan
 
 
 def _set_anomaly(enabled: bool, check_nan: bool):

@@ -69,7 +69,8 @@ class AccumulateGrad(Node):
         # sequence number is the largest): a backward that raises later has already filled .grad
         self._seq = _LAST
         self.variable = variable
-        self._input_meta = ((variable.shape, variable.dtype, variable.device),)
+        data = variable._data
+        self._input_meta = ((data.shape, _BY_TORCH[data.dtype], data.device),)
 
     def name(self):
         return "torch::autograd::AccumulateGrad"
@@ -125,11 +126,11 @@ class _Saved:
     __slots__ = ("tensor", "version", "producer")
 
     def __init__(self, tensor, producer=None):
-        self.tensor, self.version, self.producer = tensor, tensor._version.value, producer
+        self.tensor, self.version, self.producer = tensor, tensor._vc.value, producer
 
     def unpack(self):
         t = self.tensor
-        if t._version.value != self.version:
+        if t._vc.value != self.version:
             if self.producer is not None:
                 where = f", which is output {t._output_nr} of {self.producer},"
             elif t._grad_fn is not None:
@@ -346,14 +347,14 @@ class Function(metaclass=_FunctionMeta):
                         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                                            "operation.")  # PyTorch's wording for a dirty leaf
                     check_inplace(o)
-                if id(outs[i]) in non_diff or not o.dtype.is_floating_point:
+                if id(outs[i]) in non_diff or not o._data.dtype.is_floating_point:
                     o._requires_grad = False  # integer results (argmax, .long()) are never differentiable
                 else:
                     o._grad_fn, o._output_nr, o._requires_grad = ctx, i, True
             new_outs.append(o)
         ctx._num_outputs = len(outs)
-        ctx._output_meta = tuple((o.shape, o.dtype, o.device, id(outs[i]) in non_diff)
-                                 if isinstance(o, Tensor) else None for i, o in enumerate(new_outs))
+        ctx._output_meta = tuple([(o._data.shape, _BY_TORCH[o._data.dtype], o._data.device, id(outs[i]) in non_diff)
+                                  if isinstance(o, Tensor) else None for i, o in enumerate(new_outs)])
         out_ids = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
         to_save = marks.get("_to_save")
         if to_save is not None:
