@@ -143,7 +143,7 @@ class Size(tuple):
 
     def __getitem__(self, item):
         r = super().__getitem__(item)
-        return Size(r) if isinstance(item, slice) else r
+        return tuple.__new__(Size, r) if isinstance(item, slice) else r  # a slice of ints: ints already
 
 
 def _size(dims):

@@ -38,13 +38,14 @@ class Matmul(BuiltinFunction):
         if a.dtype is not b.dtype:
             raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype.c_type} != "
                                f"{b.dtype.c_type}")
-        if a.shape[-1] != b.shape[-2]:
+        sa, sb = a._data.shape, b._data.shape
+        if sa[-1] != sb[-2]:
             raise _mismatch(a, b)
         if not a.dtype.is_floating_point:
             return _exact(a, b, "addmm_impl_cpu_" if a.ndim <= 2 and b.ndim <= 2 else "bmm")
-        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        ad = a._data.expand(batch + tuple(a.shape[-2:]))
-        bd = b._data.expand(batch + tuple(b.shape[-2:]))
+        batch = broadcast_shapes(sa[:-2], sb[:-2])
+        ad = a._data.expand(batch + tuple(sa[-2:]))
+        bd = b._data.expand(batch + tuple(sb[-2:]))
         ctx.save_for_backward(a, b)
         return wrap(K.matmul(ad, bd, allow_tf32=_allow_tf32(a)))
 

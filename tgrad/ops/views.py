@@ -56,7 +56,7 @@ def refresh_view(t: Tensor):
     current history (``AsStridedBackward0``), as PyTorch regenerates it. Without this the view
     would keep pointing at the base's old history and miss the in-place write's gradient."""
     recorded = t.__dict__.get("_view_version")
-    if recorded is None or recorded == t._version.value:
+    if recorded is None or recorded == t._vc.value:
         return
     base = t._base
     if t._grad_fn is None and base._grad_fn is None:  # no history then, none now (a leaf's view)
