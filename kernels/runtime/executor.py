@@ -347,12 +347,11 @@ def _replay_site(kernel, site, tensors) -> bool:
     if A is None or builder_instrumented():
         return False
     entry = plan[4]  # the plan's entry, while the cache holds it (refreshed as the least recently used)
-    with _lock:
-        try:
-            state.entries.move_to_end(key)
-        except KeyError:  # evicted or cleared since: the site binds and plans again
-            state.sites.pop(site, None)
-            return False
+    try:
+        state.entries.move_to_end(key)  # one call, atomic: no lock (an eviction in between raises here)
+    except KeyError:  # evicted or cleared since: the site binds and plans again
+        state.sites.pop(site, None)
+        return False
     if not entry.variants or entry.variants[0].guards is not None:
         return False
     replay_counts["replayed"] += 1
