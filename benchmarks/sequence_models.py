@@ -19,7 +19,9 @@ results); the LSTM runs the issue's size on both.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -142,14 +144,33 @@ def graph_bytes(root):
     return total
 
 
+def cpu_ms(fn, repeats):
+    """Median CPU time of ``fn()`` in ms (this process's): on a shared machine other jobs inflate
+    wall time, not this."""
+    samples = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        fn()
+        samples.append((time.process_time() - t0) * 1e3)
+    return statistics.median(samples)
+
+
 def measure(make, device, repeats):
+    """(launches, tgrad ms, torch ms) wall, plus on the CPU (tgrad, torch) CPU ms."""
     tstep, pstep = make(tgrad), make(torch)
     tstep()
     with tgrad.count_launches() as counts:
         tstep()
     t = time_ms(tstep, device, repeats, warmup=1)
     p = time_ms(pstep, device, repeats, warmup=1)
-    return sum(counts.values()), t, p
+    cpu = (cpu_ms(tstep, repeats), cpu_ms(pstep, repeats)) if device == "cpu" else None
+    return sum(counts.values()), t, p, cpu
+
+
+def _row(name, measured, steps=None):
+    n, t, p, cpu = measured
+    row = [name, n, f"{n / steps:.1f}" if steps else "-", f"{t:.2f}", f"{p:.2f}", f"{t / p:.1f}"]
+    return row + ([f"{cpu[0]:.2f}", f"{cpu[1]:.2f}", f"{cpu[0] / cpu[1]:.1f}"] if cpu else ["-", "-", "-"])
 
 
 def bench(dev, repeats, only=("lstm", "sdpa", "block", "gru"), memory=True):
@@ -158,27 +179,24 @@ def bench(dev, repeats, only=("lstm", "sdpa", "block", "gru"), memory=True):
     rows = []
     if "lstm" in only:
         lstm = dict(vocab=65, hidden=128, seq=64, batch=32)  # the issue's character-level model, on both
-        n, t, p = measure(lambda lib: lstm_step(lib, dev, **lstm), dev, repeats)
-        rows.append([f"LSTM step (hidden {lstm['hidden']}, seq {lstm['seq']}, batch {lstm['batch']})", n,
-                     f"{n / lstm['seq']:.1f}", f"{t:.2f}", f"{p:.2f}", f"{t / p:.1f}"])
+        rows.append(_row(f"LSTM step (hidden {lstm['hidden']}, seq {lstm['seq']}, batch {lstm['batch']})",
+                         measure(lambda lib: lstm_step(lib, dev, **lstm), dev, repeats), lstm["seq"]))
     if "sdpa" in only:
         att = dict(B=4, H=8, L=1024, E=64) if cuda else dict(B=2, H=2, L=64, E=16)
-        n, t, p = measure(lambda lib: attention_step(lib, dev, **att)[0], dev, repeats)
-        rows.append([f"SDPA fwd+bwd causal (B {att['B']}, H {att['H']}, L=S {att['L']}, E {att['E']})", n, "-",
-                     f"{t:.2f}", f"{p:.2f}", f"{t / p:.1f}"])
+        rows.append(_row(f"SDPA fwd+bwd causal (B {att['B']}, H {att['H']}, L=S {att['L']}, E {att['E']})",
+                         measure(lambda lib: attention_step(lib, dev, **att)[0], dev, repeats)))
     if "block" in only:
         blk = dict(d=256, heads=8, ff=1024, seq=128, batch=16) if cuda else dict(d=32, heads=2, ff=64, seq=16,
                                                                                    batch=4)
-        n, t, p = measure(lambda lib: block_step(lib, dev, **blk), dev, repeats)
-        rows.append([f"Transformer block step (d {blk['d']}, heads {blk['heads']}, seq {blk['seq']}, "
-                     f"batch {blk['batch']})", n, "-", f"{t:.2f}", f"{p:.2f}", f"{t / p:.1f}"])
+        rows.append(_row(f"Transformer block step (d {blk['d']}, heads {blk['heads']}, seq {blk['seq']}, "
+                         f"batch {blk['batch']})", measure(lambda lib: block_step(lib, dev, **blk), dev, repeats)))
     if "gru" in only:
         gru = dict(vocab=65, hidden=128, seq=64, batch=32, classes=10)
-        n, t, p = measure(lambda lib: gru_step(lib, dev, **gru), dev, repeats)
-        rows.append([f"GRU classifier step (hidden {gru['hidden']}, seq {gru['seq']}, batch {gru['batch']}, "
-                     f"{gru['classes']} classes)", n, f"{n / gru['seq']:.1f}", f"{t:.2f}", f"{p:.2f}",
-                     f"{t / p:.1f}"])
-    header = ["step", "tgrad launches", "launches per time step", "tgrad ms", "torch ms", "tgrad / torch"]
+        rows.append(_row(f"GRU classifier step (hidden {gru['hidden']}, seq {gru['seq']}, batch {gru['batch']}, "
+                         f"{gru['classes']} classes)", measure(lambda lib: gru_step(lib, dev, **gru), dev, repeats),
+                         gru["seq"]))
+    header = ["step", "tgrad launches", "launches per time step", "tgrad ms", "torch ms", "tgrad / torch",
+              "tgrad CPU ms", "torch CPU ms", "CPU ratio"]
 
     mem = dict(B=1, H=4, L=4096, E=64) if cuda else dict(B=1, H=2, L=512, E=16)
     mem_rows = []
