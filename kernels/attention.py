@@ -36,7 +36,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .attention_whole import fits, masked, whole_backward, whole_forward
+from .attention_whole import dense_like, fits, masked, whole_backward, whole_forward
 from .factories import as_i64
 from .runtime.launch import launch
 from .helpers.layout import cdiv, next_pow2
@@ -391,6 +391,9 @@ def attention_backward(q, k, v, o, lse, do, mask, mask_kind, causal, scale, p=0.
     m, ms = _mask_args(mask, q)
     seed, offset, st, threshold, keep = _dropout_args(p, seed, offset, state)
     if target(q.device) == "cpu" and fits(B * HQ, HQ, HK, L, S, E, EV):
+        # each gradient in its input's memory order: heads split from a (L, N, E) projection get
+        # gradients whose merge back to (L, N, E) is a view, not a copy
+        dq, dk, dv = (None if t is None else dense_like(t, u) for t, u in ((dq, q), (dk, k), (dv, v)))
         whole_backward(q, k, v, m, ms, o, lse, do, dq, dk, dv, (seed, offset, o if st is None else st, threshold,
                                                                 keep, p > 0, st is not None),
                        f64_bits(scale), mask_kind, causal, _acc(q.dtype))

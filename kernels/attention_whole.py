@@ -11,6 +11,7 @@ and dv together (P and dS are in the tile for both). Used on the CPU when the ti
 """
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
@@ -20,7 +21,7 @@ from .helpers.scalars import as_f64
 from .random.philox import philox_key_and_base
 from .runtime.launch import launch
 
-__all__ = ["fits", "masked", "whole_forward", "whole_backward"]
+__all__ = ["fits", "masked", "dense_like", "whole_forward", "whole_backward"]
 
 _TILE = 1 << 16  # elements of the largest 3-d tile one program holds
 
@@ -37,10 +38,25 @@ def fits(NBH, HQ, HK, L, S, E, EV) -> bool:
     return HQ == HK and bh * max(bl, bs) * max(bl, bs, be, bev) <= _TILE
 
 
+def dense_like(empty: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A tensor of ``empty``'s shape and dtype, dense, whose dims lie in memory in the order of
+    ``like``'s strides (``empty`` itself when that order is row-major)."""
+    order = sorted(range(like.dim()), key=lambda d: -like.stride(d))  # stable: ties keep their order
+    if order == list(range(like.dim())):
+        return empty
+    inverse = [order.index(d) for d in range(like.dim())]
+    return torch.empty([empty.shape[d] for d in order], dtype=empty.dtype, device=empty.device).permute(inverse)
+
+
+@triton.jit
+def _at3(ptr, bh, HQ, rows, n, s0, s1, s2, s3):
+    """Addresses of elements (bh, rows, n) of a (B, H, rows, n) tensor of any strides (bh = b H + h)."""
+    return ptr + (bh // HQ) * s0 + (bh % HQ) * s1 + rows * s2 + n * s3
+
+
 @triton.jit
 def _load3(ptr, bh, HQ, rows, n, s0, s1, s2, s3, mask, ACC: tl.constexpr):
-    """Elements (bh, rows, n) of a (B, H, rows, n) tensor of any strides (bh = b H + h)."""
-    return tl.load(ptr + (bh // HQ) * s0 + (bh % HQ) * s1 + rows * s2 + n * s3, mask=mask, other=0).to(ACC)
+    return tl.load(_at3(ptr, bh, HQ, rows, n, s0, s1, s2, s3), mask=mask, other=0).to(ACC)
 
 
 @triton.jit
@@ -116,7 +132,8 @@ def attn_whole_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, seed, o
 def attn_whole_bwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, do_ptr, dq_ptr, dk_ptr, dv_ptr, seed,
                           offset, state, threshold, scale_bits, keep_bits, NBH, L, S, E, EV, HQ,
                           sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3, sm0, sm1, sm2, sm3,
-                          sd0, sd1, sd2, sd3, MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr,
+                          sd0, sd1, sd2, sd3, sdq0, sdq1, sdq2, sdq3, sdk0, sdk1, sdk2, sdk3, sdv0, sdv1, sdv2, sdv3,
+                          MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr,
                           FROM_STATE: tl.constexpr, NEED_DQ: tl.constexpr, NEED_DKV: tl.constexpr,
                           ACC: tl.constexpr, BH: tl.constexpr, BL: tl.constexpr, BS: tl.constexpr,
                           BE: tl.constexpr, BEV: tl.constexpr):
@@ -145,15 +162,16 @@ def attn_whole_bwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, do_ptr,
     ds = p * (dp - delta[:, :, None])
     if NEED_DQ:
         dq = tl.dot(ds, tl.permute(kt, (0, 2, 1)), input_precision="ieee", out_dtype=ACC) * scale
-        tl.store(dq_ptr + r * E + e[None, None, :], dq.to(dq_ptr.dtype.element_ty), mask=rows & (e[None, None, :] < E))
+        tl.store(_at3(dq_ptr, bh, HQ, i, e[None, None, :], sdq0, sdq1, sdq2, sdq3), dq.to(dq_ptr.dtype.element_ty),
+                 mask=rows & (e[None, None, :] < E))
     if NEED_DKV:
-        ks = tl.arange(0, BS).to(tl.int64)[None, :, None]
-        c = bh * S + ks  # (BH, BS, 1): key rows of dk and dv
+        ks = tl.arange(0, BS).to(tl.int64)[None, :, None]  # (1, BS, 1): key rows of dk and dv
         cmask = heads & (ks < S)
         dk = tl.dot(tl.permute(ds, (0, 2, 1)), q, input_precision="ieee", out_dtype=ACC) * scale
-        tl.store(dk_ptr + c * E + e[None, None, :], dk.to(dk_ptr.dtype.element_ty), mask=cmask & (e[None, None, :] < E))
+        tl.store(_at3(dk_ptr, bh, HQ, ks, e[None, None, :], sdk0, sdk1, sdk2, sdk3), dk.to(dk_ptr.dtype.element_ty),
+                 mask=cmask & (e[None, None, :] < E))
         dv = tl.dot(tl.permute(pz, (0, 2, 1)), do, input_precision="ieee", out_dtype=ACC)
-        tl.store(dv_ptr + c * EV + ev[None, None, :], dv.to(dv_ptr.dtype.element_ty),
+        tl.store(_at3(dv_ptr, bh, HQ, ks, ev[None, None, :], sdv0, sdv1, sdv2, sdv3), dv.to(dv_ptr.dtype.element_ty),
                  mask=cmask & (ev[None, None, :] < EV))
 
 
@@ -169,13 +187,14 @@ def whole_forward(q, k, v, m, ms, o, lse, dropout, scale_bits, mask_kind, causal
 
 
 def whole_backward(q, k, v, m, ms, o, lse, do, dq, dk, dv, dropout, scale_bits, mask_kind, causal, acc):
-    """Launch the backward: dq (unless None), dk and dv (unless None) in one launch."""
+    """Launch the backward: dq (unless None), dk and dv (unless None), any strides, in one launch."""
     B, HQ, L, E = q.shape
     S, EV = k.shape[2], v.shape[3]
     bh, bl, bs, be, bev = _blocks(B * HQ, L, S, E, EV)
     seed, offset, state, threshold, keep, drop, from_state = dropout
     launch(attn_whole_bwd_kernel, (1,), q, k, v, m, o, lse, do, q if dq is None else dq, q if dk is None else dk,
            q if dv is None else dv, seed, offset, state, threshold, scale_bits, keep, B * HQ, L, S, E, EV, HQ,
-           *q.stride(), *k.stride(), *v.stride(), *ms, *do.stride(), MASK_KIND=mask_kind, CAUSAL=causal,
+           *q.stride(), *k.stride(), *v.stride(), *ms, *do.stride(), *(q if dq is None else dq).stride(),
+           *(k if dk is None else dk).stride(), *(v if dv is None else dv).stride(), MASK_KIND=mask_kind, CAUSAL=causal,
            DROPOUT=drop, FROM_STATE=from_state, NEED_DQ=dq is not None, NEED_DKV=dk is not None, ACC=acc, BH=bh,
            BL=bl, BS=bs, BE=be, BEV=bev)

@@ -293,3 +293,20 @@ def test_sdpa_dropout_same_in_both_layouts(monkeypatch):
     for other in results[1:]:
         for a, b in zip(results[0], other):
             assert_close(a, b.torch().double())
+
+
+def test_sdpa_gradients_keep_the_inputs_memory_order():
+    """Heads split from a (B, L, H, E) tensor get gradients laid out as it is, so merging the heads
+    back is a view (one launch fewer per input in a transformer's backward), with torch's values."""
+    base, base_r = make_pair((2, 5, 2, 4), tgrad.float64, seed=1)
+    kv, kv_r = make_pair((2, 7, 2, 4), tgrad.float64, seed=2)
+    q, k = base.permute(0, 2, 1, 3), kv.permute(0, 2, 1, 3)
+    out = F.scaled_dot_product_attention(q, k, k, is_causal=True)
+    g = tgrad.from_torch(uniform64(tuple(out.shape), -1, 1, 3))
+    dq, dk = tgrad.autograd.grad(out, [q, k], g)
+    assert dq.stride() == q.stride() and dk.stride() == k.stride()
+    ref = TF.scaled_dot_product_attention(base_r.permute(0, 2, 1, 3), kv_r.permute(0, 2, 1, 3),
+                                          kv_r.permute(0, 2, 1, 3), is_causal=True)
+    ref_dq, ref_dk = torch.autograd.grad(ref, [base_r, kv_r], g.torch())
+    assert_close(dq.permute(0, 2, 1, 3), ref_dq)
+    assert_close(dk.permute(0, 2, 1, 3), ref_dk)
