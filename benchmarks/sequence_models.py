@@ -19,7 +19,6 @@ results); the LSTM runs the issue's size on both.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -144,17 +143,6 @@ def graph_bytes(root):
     return total
 
 
-def cpu_ms(fn, repeats):
-    """Median CPU time of ``fn()`` in ms (this process's): on a shared machine other jobs inflate
-    wall time, not this."""
-    samples = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        samples.append((time.process_time() - t0) * 1e3)
-    return statistics.median(samples)
-
-
 def measure(make, device, repeats):
     """(launches, tgrad ms, torch ms) wall, plus on the CPU (tgrad, torch) CPU ms."""
     tstep, pstep = make(tgrad), make(torch)
@@ -163,7 +151,8 @@ def measure(make, device, repeats):
         tstep()
     t = time_ms(tstep, device, repeats, warmup=1)
     p = time_ms(pstep, device, repeats, warmup=1)
-    cpu = (cpu_ms(tstep, repeats), cpu_ms(pstep, repeats)) if device == "cpu" else None
+    cpu = tuple(time_ms(f, device, repeats, warmup=0, clock=time.process_time) for f in (tstep, pstep)) \
+        if device == "cpu" else None
     return sum(counts.values()), t, p, cpu
 
 
