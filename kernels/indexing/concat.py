@@ -23,11 +23,13 @@ import triton.language as tl
 
 from ..helpers.layout import block_for, cdiv, next_pow2
 from ..optim.tables import upload
+from ..runtime.capture import is_capturing
 from ..runtime.launch import launch
 
 __all__ = ["MAX_KINDS", "cat_into"]
 
 MAX_KINDS = 4  # source dtypes one launch reads (the like0..like3 arguments)
+_CAPTURED_TABLES: list = []  # (device table, host table) of the joins captured into CUDA graphs
 _NO_START = 1 << 62  # the padding rows' start: above every index
 
 
@@ -138,7 +140,10 @@ def cat_into(out: torch.Tensor, inputs: list, dim: int, stacked: bool = False) -
         log_n = np2.bit_length() - 1
     for t, st in zip(inputs, strides):
         rows += [t.data_ptr(), kind_of[t.dtype], *st]
-    table, _ = upload(rows, out.device)
+    capturing = out.is_cuda and is_capturing()
+    table, host = upload(rows, out.device, capturing)
+    if capturing:  # the graph's copy node re-reads the host table at every replay: keep both for good
+        _CAPTURED_TABLES.append((table, host))
     numel = out.numel()
     block = block_for(numel, out.device)
     pad = likes + [likes[0]] * (MAX_KINDS - len(likes))
