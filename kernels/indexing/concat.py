@@ -12,8 +12,9 @@ reads that input through its own strides. Everything per input lives in one int6
 
 N enters the signature only as log2(NP), so 17 inputs and 30 share a compiled kernel (and a CPU
 trace). Inputs of one size ``seg`` along the cat dim (every stack) need no search: input k starts
-at k * seg, and the starts region is one unused entry (LOG_N = 0). The shape is collapsed on the host first: size-1 dims dropped, neighbours merged where
-every input is contiguous across them, so a cat of contiguous tensors indexes 2 or 3 dims.
+at k * seg, and the starts region is one unused entry (LOG_N = 0). The shape is collapsed on the
+host first: size-1 dims dropped, neighbours merged where every input is contiguous across them,
+so a cat of contiguous tensors indexes 2 or 3 dims.
 """
 from __future__ import annotations
 
