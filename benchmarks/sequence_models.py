@@ -6,9 +6,12 @@ and the ratio tgrad / torch for
   - scaled_dot_product_attention forward + backward, and the memory the autograd graph keeps
     between them: the fused kernel's (B, H, L) statistics against the naive form's (B, H, L, S)
     weights, at a sequence length where those dominate (and, on CUDA, the peak allocated memory);
-  - a transformer block training step (nn.TransformerEncoderLayer, causal mask, AdamW).
+  - a transformer block training step (nn.TransformerEncoderLayer, causal mask, AdamW);
+  - a GRU classifier step (embedding, nn.GRU, linear head on the last hidden state, cross-entropy,
+    Adam).
 
     python benchmarks/sequence_models.py [--device cpu|cuda] [--repeats N] [--threads N]
+                                         [--only lstm,sdpa,block,gru] [--no-memory]
 
 On the CPU (Triton's interpreter) the attention and transformer sizes are smaller (printed with the
 results); the LSTM runs the issue's size on both.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,20 +42,39 @@ def _data(lib, *shape, device, integer=None):
     return tgrad.from_torch(t) if lib is tgrad else t
 
 
-def lstm_step(lib, device, vocab, hidden, seq, batch):
-    nn, F = lib.nn, lib.nn.functional
+def _recurrent_model(lib, device, cell, vocab, hidden, outputs):
+    """(embedding, recurrent layer, linear head, Adam over the three) on ``device``."""
+    nn = lib.nn
     lib.manual_seed(0)
-    emb, lstm, head = nn.Embedding(vocab, 64), nn.LSTM(64, hidden, batch_first=True), nn.Linear(hidden, vocab)
-    params = [p for m in (emb, lstm, head) for p in m.parameters()]
-    for m in (emb, lstm, head):
+    emb, rnn, head = nn.Embedding(vocab, 64), cell(64, hidden, batch_first=True), nn.Linear(hidden, outputs)
+    for m in (emb, rnn, head):
         m.to(device)
-    opt = lib.optim.Adam(params, lr=1e-3)
+    return emb, rnn, head, lib.optim.Adam([p for m in (emb, rnn, head) for p in m.parameters()], lr=1e-3)
+
+
+def lstm_step(lib, device, vocab, hidden, seq, batch):
+    emb, lstm, head, opt = _recurrent_model(lib, device, lib.nn.LSTM, vocab, hidden, vocab)
     x = _data(lib, batch, seq, device=device, integer=vocab)
     y = _data(lib, batch, seq, device=device, integer=vocab)
 
     def step():
         out, _ = lstm(emb(x))
-        loss = F.cross_entropy(head(out).reshape(-1, vocab), y.reshape(-1))
+        loss = lib.nn.functional.cross_entropy(head(out).reshape(-1, vocab), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return step
+
+
+def gru_step(lib, device, vocab, hidden, seq, batch, classes):
+    """A classifier: the head reads the GRU's last hidden state."""
+    emb, gru, head, opt = _recurrent_model(lib, device, lib.nn.GRU, vocab, hidden, classes)
+    x = _data(lib, batch, seq, device=device, integer=vocab)
+    y = _data(lib, batch, device=device, integer=classes)
+
+    def step():
+        _, h = gru(emb(x))
+        loss = lib.nn.functional.cross_entropy(head(h[-1]), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -121,36 +144,52 @@ def graph_bytes(root):
 
 
 def measure(make, device, repeats):
+    """(launches, tgrad ms, torch ms) wall, plus on the CPU (tgrad, torch) CPU ms."""
     tstep, pstep = make(tgrad), make(torch)
     tstep()
     with tgrad.count_launches() as counts:
         tstep()
     t = time_ms(tstep, device, repeats, warmup=1)
     p = time_ms(pstep, device, repeats, warmup=1)
-    return sum(counts.values()), t, p
+    cpu = tuple(time_ms(f, device, repeats, warmup=0, clock=time.process_time) for f in (tstep, pstep)) \
+        if device == "cpu" else None
+    return sum(counts.values()), t, p, cpu
 
 
-def bench(dev, repeats):
+def _row(name, measured, steps=None):
+    n, t, p, cpu = measured
+    row = [name, n, f"{n / steps:.1f}" if steps else "-", f"{t:.2f}", f"{p:.2f}", f"{t / p:.1f}"]
+    return row + ([f"{cpu[0]:.2f}", f"{cpu[1]:.2f}", f"{cpu[0] / cpu[1]:.1f}"] if cpu else ["-", "-", "-"])
+
+
+def bench(dev, repeats, only=("lstm", "sdpa", "block", "gru"), memory=True):
     """The step table and the attention-memory table: (rows, header, mem_rows, mem_header, mem_title)."""
     cuda = dev == "cuda"
     rows = []
-    lstm = dict(vocab=65, hidden=128, seq=64, batch=32)  # the issue's character-level model, on both
-    n, t, p = measure(lambda lib: lstm_step(lib, dev, **lstm), dev, repeats)
-    rows.append([f"LSTM step (hidden {lstm['hidden']}, seq {lstm['seq']}, batch {lstm['batch']})", n,
-                 f"{n / lstm['seq']:.1f}", f"{t:.2f}", f"{p:.2f}", f"{t / p:.1f}"])
-    att = dict(B=4, H=8, L=1024, E=64) if cuda else dict(B=2, H=2, L=64, E=16)
-    n, t, p = measure(lambda lib: attention_step(lib, dev, **att)[0], dev, repeats)
-    rows.append([f"SDPA fwd+bwd causal (B {att['B']}, H {att['H']}, L=S {att['L']}, E {att['E']})", n, "-",
-                 f"{t:.2f}", f"{p:.2f}", f"{t / p:.1f}"])
-    blk = dict(d=256, heads=8, ff=1024, seq=128, batch=16) if cuda else dict(d=32, heads=2, ff=64, seq=16, batch=4)
-    n, t, p = measure(lambda lib: block_step(lib, dev, **blk), dev, repeats)
-    rows.append([f"Transformer block step (d {blk['d']}, heads {blk['heads']}, seq {blk['seq']}, "
-                 f"batch {blk['batch']})", n, "-", f"{t:.2f}", f"{p:.2f}", f"{t / p:.1f}"])
-    header = ["step", "tgrad launches", "launches per time step", "tgrad ms", "torch ms", "tgrad / torch"]
+    if "lstm" in only:
+        lstm = dict(vocab=65, hidden=128, seq=64, batch=32)  # the issue's character-level model, on both
+        rows.append(_row(f"LSTM step (hidden {lstm['hidden']}, seq {lstm['seq']}, batch {lstm['batch']})",
+                         measure(lambda lib: lstm_step(lib, dev, **lstm), dev, repeats), lstm["seq"]))
+    if "sdpa" in only:
+        att = dict(B=4, H=8, L=1024, E=64) if cuda else dict(B=2, H=2, L=64, E=16)
+        rows.append(_row(f"SDPA fwd+bwd causal (B {att['B']}, H {att['H']}, L=S {att['L']}, E {att['E']})",
+                         measure(lambda lib: attention_step(lib, dev, **att)[0], dev, repeats)))
+    if "block" in only:
+        blk = dict(d=256, heads=8, ff=1024, seq=128, batch=16) if cuda else dict(d=32, heads=2, ff=64, seq=16,
+                                                                                   batch=4)
+        rows.append(_row(f"Transformer block step (d {blk['d']}, heads {blk['heads']}, seq {blk['seq']}, "
+                         f"batch {blk['batch']})", measure(lambda lib: block_step(lib, dev, **blk), dev, repeats)))
+    if "gru" in only:
+        gru = dict(vocab=65, hidden=128, seq=64, batch=32, classes=10)
+        rows.append(_row(f"GRU classifier step (hidden {gru['hidden']}, seq {gru['seq']}, batch {gru['batch']}, "
+                         f"{gru['classes']} classes)", measure(lambda lib: gru_step(lib, dev, **gru), dev, repeats),
+                         gru["seq"]))
+    header = ["step", "tgrad launches", "launches per time step", "tgrad ms", "torch ms", "tgrad / torch",
+              "tgrad CPU ms", "torch CPU ms", "CPU ratio"]
 
     mem = dict(B=1, H=4, L=4096, E=64) if cuda else dict(B=1, H=2, L=512, E=16)
     mem_rows = []
-    for composed in (False, True):
+    for composed in (False, True) if memory else ():
         _, forward = attention_step(tgrad, dev, **mem, composed=composed)
         if cuda:
             torch.cuda.synchronize()
@@ -177,15 +216,19 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads on the CPU (default 1: on a "
                     "busy machine idle OpenMP workers make small calls far slower)")
+    ap.add_argument("--only", default="lstm,sdpa,block,gru", help="the steps to time, comma-separated")
+    ap.add_argument("--no-memory", action="store_true", help="skip the attention-memory table")
     args = ap.parse_args(argv)
     dev, cuda = args.device, args.device == "cuda"
     if not cuda:
         torch.set_num_threads(args.threads)
     print(machine())
-    rows, header, mem_rows, mem_header, mem_title = bench(dev, args.repeats or (20 if cuda else 2))
+    rows, header, mem_rows, mem_header, mem_title = bench(dev, args.repeats or (20 if cuda else 2),
+                                                          args.only.split(","), not args.no_memory)
     print(table(rows, header))
-    print("\n" + mem_title)
-    print(table(mem_rows, mem_header))
+    if mem_rows:
+        print("\n" + mem_title)
+        print(table(mem_rows, mem_header))
 
 if __name__ == "__main__":
     main()

@@ -24,7 +24,8 @@ program costs per op whatever its tile size, rows of all heads are flattened int
 (b, h, i) and keys into (b, hk, j), and a program takes a block of many heads' rows against the
 keys of just those heads, pairs of different heads masked out: a few large tiles instead of
 B * H programs of small ones.
-Dropout's counter for (b, h, i, j) is offset + ((b Hq + h) L + i) S + j: element (b, h, i, j) of
+Interpreted problems small enough for one program of (B Hq, L, S) tiles run ``attention_whole.py``
+instead. Dropout's counter for (b, h, i, j) is offset + ((b Hq + h) L + i) S + j: element (b, h, i, j) of
 ``kernels.dropout`` over a (B, Hq, L, S) tensor draws the same keep.
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .attention_whole import dense_like, fits, masked, whole_backward, whole_forward
 from .factories import as_i64
 from .runtime.launch import launch
 from .helpers.layout import cdiv, next_pow2
@@ -80,13 +82,8 @@ def _logits(q, kt, r, i, rmask, kc, j, cmask, L, S, HQ, HK, GROUP, mask_ptr, sm0
         valid = valid & same
     if CAUSAL:
         valid = valid & (j[None, :] <= i[:, None])
-    if MASK_KIND != 0:
-        mp = mask_ptr + ((bh // HQ) * sm0 + (bh % HQ) * sm1 + i * sm2)[:, None] + j[None, :] * sm3
-        if MASK_KIND == 1:
-            valid = valid & (tl.load(mp, mask=valid, other=0) != 0)
-        else:
-            s = s + tl.load(mp, mask=valid, other=0).to(ACC)
-    return tl.where(valid, s, float("-inf"))
+    return masked(s, valid, mask_ptr + ((bh // HQ) * sm0 + (bh % HQ) * sm1 + i * sm2)[:, None] + j[None, :] * sm3,
+                  MASK_KIND, ACC)
 
 
 @triton.jit
@@ -361,9 +358,13 @@ def attention_forward(q, k, v, mask, mask_kind, causal, scale, p=0.0, seed=0, of
         return o, lse.fill_(0)
     if S == 0:  # no keys: every row is empty
         return o.fill_(0), lse.fill_(0)
-    packed, bm, bn, be, bev = _layout(B, HQ, HK, L, S, E, EV, q.dtype, q.device)
     m, ms = _mask_args(mask, q)
     seed, offset, st, threshold, keep = _dropout_args(p, seed, offset, state)
+    if target(q.device) == "cpu" and fits(B * HQ, HQ, HK, L, S, E, EV):
+        whole_forward(q, k, v, m, ms, o, lse, (seed, offset, o if st is None else st, threshold, keep, p > 0,
+                                               st is not None), f64_bits(scale), mask_kind, causal, _acc(q.dtype))
+        return o, lse
+    packed, bm, bn, be, bev = _layout(B, HQ, HK, L, S, E, EV, q.dtype, q.device)
     NR = B * HQ * L
     grid = (cdiv(NR, bm), 1) if packed else (B * HQ, cdiv(L, bm))
     launch(attn_fwd_kernel, grid, q, k, v, m, o, lse, seed, offset, o if st is None else st,
@@ -387,9 +388,17 @@ def attention_backward(q, k, v, o, lse, do, mask, mask_kind, causal, scale, p=0.
             if t is not None:
                 t.fill_(0)
         return dq, dk, dv
-    packed, bm, bn, be, bev = _layout(B, HQ, HK, L, S, E, EV, q.dtype, q.device)
     m, ms = _mask_args(mask, q)
     seed, offset, st, threshold, keep = _dropout_args(p, seed, offset, state)
+    if target(q.device) == "cpu" and fits(B * HQ, HQ, HK, L, S, E, EV):
+        # each gradient in its input's memory order: heads split from a (L, N, E) projection get
+        # gradients whose merge back to (L, N, E) is a view, not a copy
+        dq, dk, dv = (None if t is None else dense_like(t, u) for t, u in ((dq, q), (dk, k), (dv, v)))
+        whole_backward(q, k, v, m, ms, o, lse, do, dq, dk, dv, (seed, offset, o if st is None else st, threshold,
+                                                                keep, p > 0, st is not None),
+                       f64_bits(scale), mask_kind, causal, _acc(q.dtype))
+        return dq, dk, dv
+    packed, bm, bn, be, bev = _layout(B, HQ, HK, L, S, E, EV, q.dtype, q.device)
     meta = dict(MASK_KIND=mask_kind, CAUSAL=causal, DROPOUT=p > 0, FROM_STATE=st is not None, PACKED=packed,
                 ACC=_acc(q.dtype), BLOCK_M=bm, BLOCK_N=bn, BLOCK_E=be, BLOCK_EV=bev)
     st = o if st is None else st

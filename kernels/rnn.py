@@ -14,7 +14,7 @@ instead). Gate order is PyTorch's: LSTM (i, f, g, o), GRU (r, z, n).
 Backward, with dh = dL/dh_t (upstream output + what step t+1 sent back) and dc the cell's carry:
 
     RNN   dpre = dh (1 - h^2)  (tanh)  or  dh [h > 0]  (relu);       dxg = dhg = dpre
-    LSTM  tc = tanh(c);  dc += dh o (1 - tc^2);  d(pre i, f, g, o) = (dc g i(1-i), dc c_{t-1} f(1-f),
+    LSTM  tc = tanh(c) (saved);  dc += dh o (1 - tc^2);  d(pre i, f, g, o) = (dc g i(1-i), dc c_{t-1} f(1-f),
           dc i (1-g^2), dh tc o(1-o));  dc_{t-1} = dc f;                  dxg = dhg
     GRU   dz = dh (h_{t-1} - n);  dn = dh (1 - z) (1 - n^2);  dr = dn hg_n r(1-r);
           dxg = (dr, dz z(1-z), dn),  dhg = (dr, dz z(1-z), dn r);  direct dh_{t-1} = dh z
@@ -40,7 +40,9 @@ __all__ = ["MODES", "gate_count", "saved_gates", "step_forward", "step_backward"
 
 MODES = {"RNN_TANH": 0, "RNN_RELU": 1, "LSTM": 2, "GRU": 3}
 _GATES = {0: 1, 1: 1, 2: 4, 3: 3}
-_SAVED = {0: 0, 1: 0, 2: 4, 3: 4}  # per-step activations kept for the backward (GRU: r, z, n, hg_n)
+# per-step activations kept for the backward: LSTM i, f, g, o, tanh(c) (its backward then computes
+# no tanh, ~20 interpreted ops); GRU r, z, n, hg_n
+_SAVED = {0: 0, 1: 0, 2: 5, 3: 4}
 
 
 def gate_count(mode: int) -> int:
@@ -157,8 +159,11 @@ def rnn_step_fwd_kernel(xg_ptr, hg_ptr, w_ptr, bias_ptr, hp_ptr, cp_ptr, hn_ptr,
                               FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
         cp = tl.load(cp_ptr + lin, mask=mask, other=0).to(COMPUTE)
         c = gf * cp + gi * gg
-        h = go * tanh(c)
-        _store_gates(save_ptr + b * (4 * H) + j, H, gi, gf, gg, go, mask)
+        tc = tanh(c)
+        h = go * tc
+        row = save_ptr + b * (5 * H) + j
+        _store_gates(row, H, gi, gf, gg, go, mask)
+        tl.store(row + 4 * H, tc.to(save_ptr.dtype.element_ty), mask=mask)
     elif MODE == 3:
         r = _sig(_gate_input(xrow, 0, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
                              FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
@@ -211,9 +216,10 @@ def rnn_step_bwd_kernel(gout_ptr, mm_ptr, dn_ptr, w_ptr, direct_ptr, dc_ptr, sav
     drow = dxg_ptr + b * sdb + j
     ety = dxg_ptr.dtype.element_ty
     if MODE == 2:
-        gi, gf, gg, go = _load_gates(save_ptr + b * (4 * H) + j, H, mask, COMPUTE)
+        row = save_ptr + b * (5 * H) + j
+        gi, gf, gg, go = _load_gates(row, H, mask, COMPUTE)
         cp = tl.load(cp_ptr + lin, mask=mask, other=0).to(COMPUTE)
-        tc = tanh(tl.load(cn_ptr + lin, mask=mask, other=0).to(COMPUTE))
+        tc = tl.load(row + 4 * H, mask=mask, other=0).to(COMPUTE)  # tanh(c) of an active row
         dc_in = tl.load(dc_ptr + lin, mask=mask, other=0).to(COMPUTE)
         dc = dc_in + dh * go * (1.0 - tc * tc)
         di = tl.where(active, dc * gg * gi * (1.0 - gi), 0.0)

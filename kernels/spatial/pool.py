@@ -51,19 +51,29 @@ def max_pool_fwd_kernel(x_ptr, y_ptr, idx_ptr, TOTAL, C, H, W, OH, OW, sxn, sxc,
 
 @triton.jit
 def max_pool_bwd_kernel(g_ptr, idx_ptr, dx_ptr, TOTAL, C, H, W, OH, OW, sgn, sgc, sgh, sgw,
-                        KH, KW, SH, SW, PH, PW, DH, DW, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
-    """dx[n, c, ih, iw] = sum of g over the output pixels whose argmax (idx) is ih*W + iw."""
+                        KH, KW, SH, SW, PH, PW, DH, DW, TILED: tl.constexpr, COMPUTE: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    """dx[n, c, ih, iw] = sum of g over the output pixels whose argmax (idx) is ih*W + iw.
+    ``TILED`` (stride = kernel, no padding, dilation 1): the windows tile the input, so an input
+    element lies in at most one, (ih // SH, iw // SW): one tap instead of KH x KW."""
     lin, mask, ih, iw, nc, g_base = plane_block(TOTAL, C, H, W, sgn, sgc, BLOCK)
     idx_base = nc * (OH * OW)
     me = ih * W + iw
-    acc = tl.zeros([BLOCK], COMPUTE)
-    for kh in range(KH):
-        oh, row_ok = window_source(ih, kh, SH, PH, DH, OH, mask)
-        for kw in range(KW):
-            ow, ok = window_source(iw, kw, SW, PW, DW, OW, row_ok)
-            won = tl.load(idx_ptr + (idx_base + oh * OW + ow), mask=ok, other=-1) == me
-            g = tl.load(g_ptr + (g_base + oh * sgh + ow * sgw), mask=ok & won, other=0.0)
-            acc += g.to(COMPUTE)
+    if TILED:
+        oh = ih // SH
+        ow = iw // SW
+        ok = mask & (oh < OH) & (ow < OW)
+        won = tl.load(idx_ptr + (idx_base + oh * OW + ow), mask=ok, other=-1) == me
+        acc = tl.load(g_ptr + (g_base + oh * sgh + ow * sgw), mask=ok & won, other=0.0).to(COMPUTE)
+    else:
+        acc = tl.zeros([BLOCK], COMPUTE)
+        for kh in range(KH):
+            oh, row_ok = window_source(ih, kh, SH, PH, DH, OH, mask)
+            for kw in range(KW):
+                ow, ok = window_source(iw, kw, SW, PW, DW, OW, row_ok)
+                won = tl.load(idx_ptr + (idx_base + oh * OW + ow), mask=ok, other=-1) == me
+                g = tl.load(g_ptr + (g_base + oh * sgh + ow * sgw), mask=ok & won, other=0.0)
+                acc += g.to(COMPUTE)
     tl.store(dx_ptr + lin, acc.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
@@ -146,8 +156,9 @@ def max_pool2d_backward(g, idx, x_shape, kernel, stride, padding, dilation):
     total = dx.numel()
     if total:
         block = _block(total, g.device)
+        tiled = tuple(stride) == tuple(kernel) and tuple(padding) == (0, 0) and tuple(dilation) == (1, 1)
         launch(max_pool_bwd_kernel, (cdiv(total, block),), g, idx.contiguous(), dx, total, C, H, W,
-               OH, OW, *g.stride(), *kernel, *stride, *padding, *dilation,
+               OH, OW, *g.stride(), *kernel, *stride, *padding, *dilation, TILED=tiled,
                COMPUTE=_compute(g.dtype), BLOCK=block, num_warps=4)
     return dx
 

@@ -20,6 +20,7 @@ import tgrad.nn.functional as F
 from support.launches import arg_type
 from support.workloads import core_workload, resample_workload, sequence_workload
 from tgrad.kernels import attention as KA
+from tgrad.kernels import attention_whole as KW
 from tgrad.kernels.runtime import cuda_compile
 from tgrad.kernels.runtime.cuda_compile import compile_launch, resource_usage
 from tgrad.kernels.runtime.launch import launch, launch_observers
@@ -85,6 +86,13 @@ def _training_workload():
     with tgrad.graphs.graph(graph):
         step()
     graph.replay()
+    # the interpreter's whole-problem attention, launched directly: configured as a GPU, SDPA takes the blocks
+    q, k, v, do = (torch.randn(2, 2, 5, 4) for _ in range(4))
+    o, lse, dq, dk, dv = torch.empty(2, 2, 5, 4), torch.empty(2, 2, 5), *(torch.empty(2, 2, 5, 4) for _ in range(3))
+    no_dropout = (0, 0, o, 0, 0, False, False)
+    KW.whole_forward(q, k, v, q, (0, 0, 0, 0), o, lse, no_dropout, 0, KA.MASK_NONE, True, triton.language.float32)
+    KW.whole_backward(q, k, v, q, (0, 0, 0, 0), o, lse, do, dq, dk, dv, no_dropout, 0, KA.MASK_NONE, True,
+                      triton.language.float32)
 
 
 def test_every_kernel_compiles_for_sm90_and_sm80_as_a_gpu_launches_it():

@@ -165,3 +165,33 @@ def test_cuda_configurations_of_cpu_shortcuts_compile_for_sm90():
                 failures.append(f"{name} {consts}: {type(e).__name__}: {str(e)[:300]}")
     assert len(seen) > 10
     assert not failures, "\n".join(failures)
+
+
+def test_cat_and_stack_of_n_inputs_are_one_launch_and_compile_for_sm90():
+    """cat/stack read every input through a pointer table (kernels/indexing/concat.py): one launch for
+    32 inputs, and the configurations (equal sizes, a binary search over starts, mixed dtypes)
+    compile for a GPU."""
+    d = tgrad.randn(64)
+    ref = d.torch()
+    rows = [d[i:i + 8] for i in range(32)]
+    pieces = [d[:i % 5].double() if i % 3 else d[:i % 5] for i in range(32)]  # some empty, two dtypes
+    mixed = [d[:3].half(), d[:2].int(), d[:4].t()]
+    launches = {}
+    observer = record_launches(launches)
+    launch_observers.append(observer)
+    try:
+        with tgrad.count_launches() as counts:
+            outs = tgrad.stack(rows), tgrad.cat(pieces), tgrad.cat(mixed)
+    finally:
+        launch_observers.remove(observer)
+    assert counts == {"cat_kernel": 3}
+    assert torch.equal(outs[0].torch(), torch.stack([ref[i:i + 8] for i in range(32)]))
+    assert torch.equal(outs[1].torch(), torch.cat([p.torch() for p in pieces]))
+    assert torch.equal(outs[2].torch(), torch.cat([ref[:3].half(), ref[:2].int(), ref[:4]]))
+    target = GPUTarget("cuda", 90, 32)
+    compiled = 0
+    for (name, _, _), (kernel, signature, constants, options) in launches.items():
+        if name == "cat_kernel":
+            assert triton.compile(ASTSource(kernel, signature, constants), target=target, options=options).asm["cubin"]
+            compiled += 1
+    assert compiled == 3

@@ -32,9 +32,14 @@ SDPA_CASES = [
 ]
 
 
+@pytest.mark.parametrize("whole", [True, False], ids=["whole", "blocks"])
 @pytest.mark.parametrize("case", SDPA_CASES)
 @pytest.mark.parametrize("dtype", [tgrad.float64, tgrad.float32])
-def test_sdpa_matches_torch(case, dtype):
+def test_sdpa_matches_torch(case, dtype, whole, monkeypatch):
+    """Both CPU paths: every head's whole problem in one program (kernels/attention_whole.py; GQA
+    takes the blocks), and the packed blocks of kernels/attention.py."""
+    if not whole:
+        monkeypatch.setattr(KA, "fits", lambda *a: False)
     batch = case.get("batch", (2, 3))
     L, S, E, EV = 5, 7, 4, 6
     hk = (1,) if case.get("gqa") else batch[-1:]
@@ -64,6 +69,7 @@ def test_sdpa_several_blocks(monkeypatch, causal, packed):
     bounds, and both layouts -- one head per program (compiled) and heads packed into shared tiles
     whose blocks straddle heads (interpreted)."""
     monkeypatch.setattr(KA, "_layout", lambda *a: (packed, 16, 16, 16, 16))
+    monkeypatch.setattr(KA, "fits", lambda *a: False)
     for L, S, mask in ((37, 29, None), (29, 37, "bool"), (7, 5, "add")):
         q, qr = make_pair((2, 2, L, 5), tgrad.float64, seed=L)
         k, kr = make_pair((2, 1, S, 5), tgrad.float64, seed=S)
@@ -81,16 +87,23 @@ def test_sdpa_several_blocks(monkeypatch, causal, packed):
             assert_close(a.grad, b.grad)
 
 
-def test_sdpa_launches_and_no_weights_matrix():
+@pytest.mark.parametrize("whole", [True, False], ids=["whole", "blocks"])
+def test_sdpa_launches_and_no_weights_matrix(whole, monkeypatch):
+    """One launch forward; backward one (whole) or two (blocks: dq, then dk and dv)."""
+    if not whole:
+        monkeypatch.setattr(KA, "fits", lambda *a: False)
     q = tgrad.randn(1, 2, 9, 4, requires_grad=True)
     k = tgrad.randn(1, 2, 11, 4, requires_grad=True)
     v = tgrad.randn(1, 2, 11, 4, requires_grad=True)
     with count_launches() as c:
         out = F.scaled_dot_product_attention(q, k, v)
-    assert dict(c) == {"attn_fwd_kernel": 1}
+    assert dict(c) == ({"attn_whole_fwd_kernel": 1} if whole else {"attn_fwd_kernel": 1})
     with count_launches() as c:
         out.sum().backward()
-    assert c["attn_bwd_dq_kernel"] == 1 and c["attn_bwd_dkv_kernel"] == 1
+    if whole:
+        assert c["attn_whole_bwd_kernel"] == 1 and "attn_bwd_dq_kernel" not in c
+    else:
+        assert c["attn_bwd_dq_kernel"] == 1 and c["attn_bwd_dkv_kernel"] == 1
     node = out.grad_fn
     assert all(t is None or t.shape[-1] != 11 or t.shape[-2] != 9 for t in node.saved_tensors)
 
@@ -264,16 +277,36 @@ def test_torch_computes_nothing():
 
 def test_sdpa_dropout_same_in_both_layouts(monkeypatch):
     """The dropout mask is a function of (b, h, i, j) only: the compiled layout (one head per
-    program, 16-wide blocks) draws what the packed one does."""
+    program, 16-wide blocks) and the packed one draw what the whole-problem program does."""
     q, _ = make_pair((2, 2, 19, 4), tgrad.float64, seed=1)
     k, _ = make_pair((2, 2, 23, 4), tgrad.float64, seed=2)
     v, _ = make_pair((2, 2, 23, 3), tgrad.float64, seed=3)
     results = []
-    for layout in (None, (False, 16, 16, 16, 16)):
+    for layout in (None, "packed", (False, 16, 16, 16, 16)):  # whole, then the two block layouts
         if layout is not None:
+            monkeypatch.setattr(KA, "fits", lambda *a: False)
+        if isinstance(layout, tuple):
             monkeypatch.setattr(KA, "_layout", lambda *a: layout)
         tgrad.manual_seed(5)
         out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
         results.append([out] + list(tgrad.autograd.grad(out, [q, k, v], tgrad.ones_like(out))))
-    for a, b in zip(*results):
-        assert_close(a, b.torch().double())
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert_close(a, b.torch().double())
+
+
+def test_sdpa_gradients_keep_the_inputs_memory_order():
+    """Heads split from a (B, L, H, E) tensor get gradients laid out as it is, so merging the heads
+    back is a view (one launch fewer per input in a transformer's backward), with torch's values."""
+    base, base_r = make_pair((2, 5, 2, 4), tgrad.float64, seed=1)
+    kv, kv_r = make_pair((2, 7, 2, 4), tgrad.float64, seed=2)
+    q, k = base.permute(0, 2, 1, 3), kv.permute(0, 2, 1, 3)
+    out = F.scaled_dot_product_attention(q, k, k, is_causal=True)
+    g = tgrad.from_torch(uniform64(tuple(out.shape), -1, 1, 3))
+    dq, dk = tgrad.autograd.grad(out, [q, k], g)
+    assert dq.stride() == q.stride() and dk.stride() == k.stride()
+    ref = TF.scaled_dot_product_attention(base_r.permute(0, 2, 1, 3), kv_r.permute(0, 2, 1, 3),
+                                          kv_r.permute(0, 2, 1, 3), is_causal=True)
+    ref_dq, ref_dk = torch.autograd.grad(ref, [base_r, kv_r], g.torch())
+    assert_close(dq.permute(0, 2, 1, 3), ref_dq)
+    assert_close(dk.permute(0, 2, 1, 3), ref_dk)

@@ -129,7 +129,9 @@ MAX_CASES = {  # name: (input shape, kwargs)
     "stride1_rect": ((2, 2, 6, 7), dict(kernel_size=(3, 2), stride=1)),
     "ceil_mode": ((1, 3, 8, 7), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
     "dilation": ((2, 2, 9, 9), dict(kernel_size=2, stride=(2, 1), dilation=(2, 3), padding=1)),
-    "default_stride": ((2, 3, 7, 9), dict(kernel_size=2)),
+    "default_stride": ((2, 3, 7, 9), dict(kernel_size=2)),  # windows tile the input: the one-tap backward
+    "tiled_rect_ceil": ((2, 3, 7, 8), dict(kernel_size=(2, 3), ceil_mode=True)),  # clipped last windows
+    "tiled_explicit": ((1, 2, 8, 9), dict(kernel_size=(2, 3), stride=(2, 3), padding=0, dilation=1)),
 }
 
 
