@@ -3,7 +3,8 @@
 Without it every process pays each launch signature's first sightings again: interpreted once,
 recorded the second time (``runtime/executor.py``). With it, the executor looks a signature up here
 on its first sighting in a process: a stored trace replays at once, a signature some earlier run
-saw once is recorded now (its second sighting), anything else interprets and is noted as seen.
+saw once is recorded now (its second sighting), as is one of a static signature an earlier run
+found varying; anything else interprets and is noted as seen.
 Each recorded trace (or refusal) is stored, and so is which scalar positions of a static signature
 vary (``runtime/signature.py``), so a later run keys its launches as the run that recorded them did.
 Only first sightings and recordings touch the disk; replays never do.
@@ -123,6 +124,7 @@ class _KernelFiles:
         self.root, self.path = root, path
         self.seen = None  # signature hashes an earlier run saw
         self.varying: dict = {}  # static hash -> positions written or read
+        self.learned: set = set()  # static hashes an earlier run found varying
 
 
 def _files(kernel, state):
@@ -246,7 +248,7 @@ def first_sighting(kernel, state, key):
         log = _read(os.path.join(files.path, "seen"))
         files.seen = set(line for line in log.decode("ascii", "replace").split("\n") if _HASH.match(line)) \
             if log else set()
-    if name in files.seen:
+    if name in files.seen or _learned(files, state, key[0]):
         trace_cache_counts["seen"] += 1
         return SEEN
     files.seen.add(name)
@@ -340,7 +342,19 @@ def learned_varying(kernel, state, static):
     varying = _read_varying(files, name, text)
     if varying:
         files.varying[name] = varying | files.varying.get(name, frozenset())
+        files.learned.add(name)
     return varying
+
+
+def _learned(files, state, static) -> bool:
+    """An earlier run found scalars of this static signature varying: a call site launched again
+    and again, so a signature of it not seen yet (a varying scalar of another width) records now."""
+    if not files.learned:
+        return False
+    try:
+        return _digest(static_text(state, static))[:32] in files.learned
+    except NotStorable:
+        return False
 
 
 # -- the whole cache: size, trimming, clearing

@@ -128,6 +128,9 @@ def test_a_scalar_found_varying_is_keyed_so_from_the_first_sighting_of_a_new_pro
     with K.count_replays() as counts:
         assert torch.allclose(_run(x, 1, n=7).double(), _want(x, 1, n=7), atol=1e-5)
     assert counts["replayed"] == 1 and counts["interpreted"] == 0
+    with K.count_replays() as counts:  # a value of another width: another signature of a site known to vary
+        assert torch.allclose(_run(x, 1, n=2**40).double(), _want(x, 1, n=8), atol=1e-5)
+    assert counts["recorded"] == 1 and counts["interpreted"] == 0
 
 
 def test_a_signature_seen_once_by_an_earlier_run_records_at_its_first_sighting():
