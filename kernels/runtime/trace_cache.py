@@ -13,7 +13,8 @@ Layout: ``<dir>/<environment>/<kernel>-<hash>/``, where the environment hashes t
 tgrad, Triton, NumPy and Python and the executor's own source, and the kernel directory its name and
 Triton cache key (its source and every jit function it calls). In a kernel's directory
 ``<signature hash>.trace`` holds one signature's traces (``runtime/trace_codec.py``: JSON plus raw
-array bytes, checked by a SHA-256 of the entry's name, environment and content), ``<static
+array bytes, zlib-compressed when large, checked by a SHA-256 of the entry's name, environment and
+content), ``<static
 hash>.vary`` the scalar positions found varying, ``seen`` one signature hash per line.
 
 Entries are written to a temporary file and renamed over (atomic: a reader sees an old or a new
@@ -40,6 +41,7 @@ import struct
 import sys
 import tempfile
 import time
+import zlib
 from collections import Counter
 
 import numpy as np
@@ -52,6 +54,7 @@ __all__ = ["set_trace_cache", "trace_cache_dir", "trace_cache_counts", "first_si
 
 MAGIC = b"tgrad trace 1\n"
 SEEN = "seen"  # first_sighting: an earlier run saw this signature once (record it now)
+COMPRESS_FROM = 64 << 10  # arrays of an entry this large are stored zlib-compressed (offsets compress ~10x)
 _HASH = re.compile(r"^[0-9a-f]{32}$")
 _ENV = re.compile(r"^[0-9a-f]{16}$")
 
@@ -125,6 +128,17 @@ class _KernelFiles:
         self.seen = None  # signature hashes an earlier run saw
         self.varying: dict = {}  # static hash -> positions written or read
         self.learned: set = set()  # static hashes an earlier run found varying
+        self.texts: dict = {}  # signature or static part -> (its stable text, that text's hash)
+
+    def text(self, state, part, static=False):
+        """(stable text, hash) of a signature or of its static part; NotStorable when it has none."""
+        known = self.texts.get((static, part))
+        if known is None:
+            if len(self.texts) > 4 * 4096:
+                self.texts.clear()
+            text = static_text(state, part) if static else signature_text(state, part)
+            known = self.texts[(static, part)] = (text, _digest(text)[:32])
+        return known
 
 
 def _files(kernel, state):
@@ -172,11 +186,28 @@ def _read(path):
         return None
 
 
+_made: set = set()  # directories this process made or found
+
+
+def _make_dirs(kernel_dir):
+    """The kernel's directory, and the cache's and environment's above it, each this user's only."""
+    if kernel_dir in _made and os.path.isdir(kernel_dir):
+        return
+    env_dir = os.path.dirname(kernel_dir)
+    os.makedirs(os.path.dirname(os.path.dirname(env_dir)), exist_ok=True)
+    for d in (os.path.dirname(env_dir), env_dir, kernel_dir):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            pass
+    _made.add(kernel_dir)
+
+
 def _write(path, data: bytes):
     """Atomically: a temporary file in the same directory, renamed over ``path``."""
     directory = os.path.dirname(path)
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        _make_dirs(directory)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
     except OSError:
         return
@@ -194,6 +225,10 @@ def _write(path, data: bytes):
 
 
 def _pack(name, header, blob) -> bytes:
+    header = dict(header)
+    header.pop("zlib", None)
+    if len(blob) >= COMPRESS_FROM:
+        header["zlib"], blob = len(blob), zlib.compress(blob, 1)
     head = json.dumps(header, separators=(",", ":")).encode()
     check = hashlib.sha256(MAGIC + name.encode() + environment().encode() + head + blob).digest()
     return MAGIC + struct.pack("<Q", len(head)) + head + check + blob
@@ -210,8 +245,13 @@ def _unpack(name, data):
     if len(head) != n or hashlib.sha256(MAGIC + name.encode() + environment().encode() + head + blob).digest() != check:
         raise Corrupt("a checksum that does not match")
     try:
-        return json.loads(head), blob
-    except ValueError as e:
+        header = json.loads(head)
+        if header.get("zlib") is not None:
+            blob = bytearray(zlib.decompress(blob))
+            if len(blob) != header["zlib"]:
+                raise ValueError("a blob of another size")
+        return header, blob
+    except (ValueError, zlib.error, TypeError, AttributeError) as e:
         raise Corrupt(f"its header: {e}") from None
 
 
@@ -222,11 +262,10 @@ def first_sighting(kernel, state, key):
     if files is None or files.path is None:
         return None
     try:
-        text = signature_text(state, key)
+        text, name = files.text(state, key)
     except NotStorable as e:
         trace_cache_counts[f"not stored: {e}"] += 1
         return None
-    name = _digest(text)[:32]
     path = os.path.join(files.path, name + ".trace")
     data = _read(path)
     if data is not None:
@@ -254,7 +293,7 @@ def first_sighting(kernel, state, key):
     files.seen.add(name)
     _note_varying(files, state, key)
     try:
-        os.makedirs(files.path, mode=0o700, exist_ok=True)
+        _make_dirs(files.path)
         fd = os.open(os.path.join(files.path, "seen"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, (name + "\n").encode())
@@ -272,13 +311,12 @@ def store(kernel, state, key, variants, refused):
     if files is None or files.path is None:
         return
     try:
-        text = signature_text(state, key)
+        text, name = files.text(state, key)
         header, blob = encode_entry(variants, refused)
     except NotStorable as e:
         trace_cache_counts[f"not stored: {e}"] += 1
         return
     header["signature"] = text
-    name = _digest(text)[:32]
     _write(os.path.join(files.path, name + ".trace"), _pack(name, header, blob))
     trace_cache_counts["stored"] += 1
     _note_varying(files, state, key)
@@ -295,10 +333,9 @@ def _note_varying(files, state, key):
     if not varying:
         return
     try:
-        text = static_text(state, key[0])
+        text, name = files.text(state, key[0], static=True)
     except NotStorable:
         return
-    name = _digest(text)[:32]
     known = files.varying.get(name, frozenset())
     if varying <= known:
         return
@@ -335,10 +372,9 @@ def learned_varying(kernel, state, static):
     if files is None or files.path is None:
         return ()
     try:
-        text = static_text(state, static)
+        text, name = files.text(state, static, static=True)
     except NotStorable:
         return ()
-    name = _digest(text)[:32]
     varying = _read_varying(files, name, text)
     if varying:
         files.varying[name] = varying | files.varying.get(name, frozenset())
@@ -352,7 +388,7 @@ def _learned(files, state, static) -> bool:
     if not files.learned:
         return False
     try:
-        return _digest(static_text(state, static))[:32] in files.learned
+        return files.text(state, static, static=True)[1] in files.learned
     except NotStorable:
         return False
 

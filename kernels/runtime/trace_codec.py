@@ -49,6 +49,8 @@ def _stable(part, refs):
             if fn is None or not isinstance(key, str):
                 raise NotStorable(f"a constexpr {type(obj).__name__} with no cache key")
             return ("jit", f"{fn.__module__}.{fn.__qualname__}", key)
+        if not any(type(p) is tuple for p in part):  # no constexpr key inside
+            return part
         return tuple(_stable(p, refs) for p in part)
     return part
 
