@@ -37,24 +37,21 @@ import json
 import os
 import re
 import shutil
-import struct
 import sys
 import tempfile
 import time
-import zlib
 from collections import Counter
 
 import numpy as np
 import triton
 
-from .trace_codec import Corrupt, NotStorable, decode_entry, encode_entry, signature_text, static_text
+from .trace_codec import (Corrupt, NotStorable, decode_entry, encode_entry, pack_entry, signature_text, static_text,
+                          unpack_entry)
 
 __all__ = ["set_trace_cache", "trace_cache_dir", "trace_cache_counts", "first_sighting", "store", "learned_varying",
            "clear", "info", "trim", "forget", "SEEN", "default_dir"]
 
-MAGIC = b"tgrad trace 1\n"
 SEEN = "seen"  # first_sighting: an earlier run saw this signature once (record it now)
-COMPRESS_FROM = 64 << 10  # arrays of an entry this large are stored zlib-compressed (offsets compress ~10x)
 _HASH = re.compile(r"^[0-9a-f]{32}$")
 _ENV = re.compile(r"^[0-9a-f]{16}$")
 
@@ -224,37 +221,6 @@ def _write(path, data: bytes):
     _account(len(data))
 
 
-def _pack(name, header, blob) -> bytes:
-    header = dict(header)
-    header.pop("zlib", None)
-    if len(blob) >= COMPRESS_FROM:
-        header["zlib"], blob = len(blob), zlib.compress(blob, 1)
-    head = json.dumps(header, separators=(",", ":")).encode()
-    check = hashlib.sha256(MAGIC + name.encode() + environment().encode() + head + blob).digest()
-    return MAGIC + struct.pack("<Q", len(head)) + head + check + blob
-
-
-def _unpack(name, data):
-    if data is None or not data.startswith(MAGIC) or len(data) < len(MAGIC) + 8 + 32:
-        raise Corrupt("not a trace entry")
-    at = len(MAGIC)
-    (n,) = struct.unpack_from("<Q", data, at)
-    head = data[at + 8:at + 8 + n]
-    check = data[at + 8 + n:at + 8 + n + 32]
-    blob = bytearray(data[at + 8 + n + 32:])  # writable: the arrays are views of it
-    if len(head) != n or hashlib.sha256(MAGIC + name.encode() + environment().encode() + head + blob).digest() != check:
-        raise Corrupt("a checksum that does not match")
-    try:
-        header = json.loads(head)
-        if header.get("zlib") is not None:
-            blob = bytearray(zlib.decompress(blob))
-            if len(blob) != header["zlib"]:
-                raise ValueError("a blob of another size")
-        return header, blob
-    except (ValueError, zlib.error, TypeError, AttributeError) as e:
-        raise Corrupt(f"its header: {e}") from None
-
-
 def first_sighting(kernel, state, key):
     """A signature's first sighting in this process: (variants, refusal) stored for it, ``SEEN``
     when an earlier run saw it once, else None (it interprets; noted as seen)."""
@@ -270,7 +236,7 @@ def first_sighting(kernel, state, key):
     data = _read(path)
     if data is not None:
         try:
-            header, blob = _unpack(name, data)
+            header, blob = unpack_entry(name, environment(), data)
             if header.get("signature") != text:
                 raise Corrupt("another signature's entry")
             found = decode_entry(header, blob)
@@ -317,7 +283,7 @@ def store(kernel, state, key, variants, refused):
         trace_cache_counts[f"not stored: {e}"] += 1
         return
     header["signature"] = text
-    _write(os.path.join(files.path, name + ".trace"), _pack(name, header, blob))
+    _write(os.path.join(files.path, name + ".trace"), pack_entry(name, environment(), header, blob))
     trace_cache_counts["stored"] += 1
     _note_varying(files, state, key)
 

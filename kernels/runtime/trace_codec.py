@@ -14,7 +14,11 @@ and everything they call), the interpreter's builder by its options, not by ``id
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import struct
+import zlib
 
 import numpy as np
 import triton.language as tl
@@ -26,9 +30,12 @@ from .recorder import _Arg, numpy_step
 from .trace import CompiledLaunch
 from .triton_private import InterpreterBuilder, interpreter_builder
 
-__all__ = ["NotStorable", "Corrupt", "signature_text", "static_text", "encode_entry", "decode_entry"]
+__all__ = ["NotStorable", "Corrupt", "signature_text", "static_text", "encode_entry", "decode_entry", "pack_entry",
+           "unpack_entry"]
 
 ALIGN = 64  # each stored array starts at a multiple of this in the blob
+MAGIC = b"tgrad trace 1\n"
+COMPRESS_FROM = 64 << 10  # an entry's arrays this large are stored zlib-compressed (offsets compress ~10x)
 
 
 class NotStorable(Exception):
@@ -260,3 +267,38 @@ def decode_entry(header, blob):
         raise
     except Exception as e:  # anything a damaged entry raises while decoding or compiling
         raise Corrupt(f"{type(e).__name__}: {e}") from None
+
+
+def pack_entry(name, environment, header, blob) -> bytes:
+    """A stored entry's bytes: magic, header length, JSON header, SHA-256 of the entry's name,
+    environment and content, then the arrays (zlib-compressed when large)."""
+    header = dict(header)
+    header.pop("zlib", None)
+    if len(blob) >= COMPRESS_FROM:
+        header["zlib"], blob = len(blob), zlib.compress(blob, 1)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    check = hashlib.sha256(MAGIC + name.encode() + environment.encode() + head + blob).digest()
+    return MAGIC + struct.pack("<Q", len(head)) + head + check + blob
+
+
+def unpack_entry(name, environment, data):
+    """(header, writable blob) of ``pack_entry``'s bytes; ``Corrupt`` unless intact and for this
+    name and environment."""
+    if data is None or not data.startswith(MAGIC) or len(data) < len(MAGIC) + 8 + 32:
+        raise Corrupt("not a trace entry")
+    at = len(MAGIC)
+    (n,) = struct.unpack_from("<Q", data, at)
+    head = data[at + 8:at + 8 + n]
+    check = data[at + 8 + n:at + 8 + n + 32]
+    blob = bytearray(data[at + 8 + n + 32:])  # writable: the arrays are views of it
+    if len(head) != n or hashlib.sha256(MAGIC + name.encode() + environment.encode() + head + blob).digest() != check:
+        raise Corrupt("a checksum that does not match")
+    try:
+        header = json.loads(head)
+        if header.get("zlib") is not None:
+            blob = bytearray(zlib.decompress(blob))
+            if len(blob) != header["zlib"]:
+                raise ValueError("a blob of another size")
+        return header, blob
+    except (ValueError, zlib.error, TypeError, AttributeError) as e:
+        raise Corrupt(f"its header: {e}") from None

@@ -17,7 +17,7 @@ import triton.language as tl
 
 import tgrad
 import tgrad.kernels as K
-from tgrad.kernels.runtime import trace_cache
+from tgrad.kernels.runtime import trace_cache, trace_codec
 from tgrad.kernels.runtime.launch import launch
 
 
@@ -151,13 +151,9 @@ def _damage(path, how, other):
         data[len(data) // 2] ^= 0x10
         data = bytes(data)
     elif how == "another environment":
-        header, blob = trace_cache._unpack(os.path.basename(path)[:-6], data)
-        saved = list(trace_cache._env)
-        trace_cache._env[:] = ["0" * 16]
-        try:
-            data = trace_cache._pack(os.path.basename(path)[:-6], header, bytes(blob))
-        finally:
-            trace_cache._env[:] = saved
+        name = os.path.basename(path)[:-6]
+        header, blob = trace_codec.unpack_entry(name, trace_cache.environment(), data)
+        data = trace_codec.pack_entry(name, "0" * 16, header, bytes(blob))
     elif how == "another signature's entry":
         data = open(other, "rb").read()
     elif how == "a foreign file":
@@ -199,10 +195,10 @@ def test_verify_mode_checks_a_loaded_trace_against_the_interpreter(cache):
         _run(x, 1)
     (path,) = _traces(cache)
     name = os.path.basename(path)[:-6]
-    header, blob = trace_cache._unpack(name, open(path, "rb").read())
+    header, blob = trace_codec.unpack_entry(name, trace_cache.environment(), open(path, "rb").read())
     header["variants"][0]["source"] = "def _run(A):\n    return None\n"  # intact, but computes nothing
     with open(path, "wb") as f:
-        f.write(trace_cache._pack(name, header, bytes(blob)))
+        f.write(trace_codec.pack_entry(name, trace_cache.environment(), header, bytes(blob)))
     _new_process()
     with pytest.raises(K.ReplayMismatch, match="_scaled_sums"):
         _run(x, 1)
