@@ -291,3 +291,21 @@ def test_info_and_clear_commands(cache):
     assert cleared.returncode == 0 and "cleared" in cleared.stdout, cleared.stderr
     assert _traces(cache) == [] and os.path.exists(keep)
     assert json.loads(json.dumps(trace_cache.info(cache)))["environments"] == {}
+
+
+def test_replays_never_touch_the_disk(monkeypatch):
+    K.set_replay(verify=False)
+    x = torch.randn(8)
+    for _ in range(2):
+        _run(x, 1)
+    calls = []
+    for name in ("first_sighting", "store", "learned_varying", "_read", "_write"):
+        original = getattr(trace_cache, name)
+        monkeypatch.setattr(trace_cache, name, lambda *a, _f=original, _n=name: calls.append(_n) or _f(*a))
+    with K.count_replays() as counts:
+        for _ in range(20):
+            _run(x, 1)
+    assert counts["replayed"] == 20 and calls == []
+    _new_process()
+    _run(x, 1)  # a first sighting in this process: looked up on disk
+    assert "first_sighting" in calls and "_read" in calls
