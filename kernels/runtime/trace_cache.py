@@ -4,18 +4,18 @@ Without it every process pays each launch signature's first sightings again: int
 recorded the second time (``runtime/executor.py``). With it, the executor looks a signature up here
 on its first sighting in a process: a stored trace replays at once, a signature some earlier run
 saw once is recorded now (its second sighting), as is one of a static signature an earlier run
-found varying; anything else interprets and is noted as seen.
-Each recorded trace (or refusal) is stored, and so is which scalar positions of a static signature
-vary (``runtime/signature.py``), so a later run keys its launches as the run that recorded them did.
-Only first sightings and recordings touch the disk; replays never do.
+found varying; anything else interprets and is noted as seen. Each recorded trace (or refusal) is
+stored, and so is which scalar positions of a static signature vary (``runtime/signature.py``), so
+a later run keys its launches as the run that recorded them did. Only first sightings and
+recordings touch the disk; replays never do.
 
 Layout: ``<dir>/<environment>/<kernel>-<hash>/``, where the environment hashes the versions of
 tgrad, Triton, NumPy and Python and the executor's own source, and the kernel directory its name and
 Triton cache key (its source and every jit function it calls). In a kernel's directory
 ``<signature hash>.trace`` holds one signature's traces (``runtime/trace_codec.py``: JSON plus raw
 array bytes, zlib-compressed when large, checked by a SHA-256 of the entry's name, environment and
-content), ``<static
-hash>.vary`` the scalar positions found varying, ``seen`` one signature hash per line.
+content), ``<static hash>.vary`` the scalar positions found varying, ``seen`` one signature hash
+per line.
 
 Entries are written to a temporary file and renamed over (atomic: a reader sees an old or a new
 entry, never half of one; concurrent writers of one entry write the same thing), the seen log is
