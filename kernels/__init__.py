@@ -23,8 +23,9 @@ Layout
   ``factories.py``. Each kernel file's docstring states its math.
 
 The executor's switches and counters are reached from here (``replay_counts``,
-``fallback_reasons``, ``count_replays``, ``set_replay``, ``replay_disabled``, ...), loaded on
-first use.
+``fallback_reasons``, ``count_replays``, ``set_replay``, ``replay_disabled``, ...), and the trace
+cache's (``set_trace_cache``, ``trace_cache_dir``, ``trace_cache_counts``; ``python -m
+tgrad.kernels.cache info|clear``), loaded on first use.
 
 One dialect
 -----------
@@ -49,6 +50,7 @@ from .runtime.launch import count_launches, launch_counts  # noqa: F401
 
 _REPLAY_NAMES = ("replay_counts", "fallback_reasons", "count_replays", "set_replay", "replay_enabled",
                  "replay_verify", "replay_disabled", "ReplayMismatch", "clear_replay_cache")
+_CACHE_NAMES = ("set_trace_cache", "trace_cache_dir", "trace_cache_counts")  # runtime/trace_cache.py
 
 
 def __getattr__(name):
@@ -57,4 +59,7 @@ def __getattr__(name):
     if name in _REPLAY_NAMES:
         from .runtime import executor
         return getattr(executor, name)
+    if name in _CACHE_NAMES:
+        from .runtime import trace_cache
+        return getattr(trace_cache, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

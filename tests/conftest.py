@@ -2,6 +2,8 @@
 options that configure and compile launches as a GPU would (--as-cuda, --compile-for)."""
 import json
 import os
+import shutil
+import tempfile
 from contextlib import nullcontext
 
 import pytest
@@ -19,9 +21,21 @@ def device(request):
 
 
 @pytest.fixture
-def replay_verify_mode():
+def empty_trace_cache(tmp_path):
+    """The CPU trace cache (kernels/runtime/trace_cache.py) in an empty directory of this test's,
+    when it is on: nothing an earlier test recorded is found on disk."""
+    cache_dir = tgrad.kernels.trace_cache_dir()
+    if cache_dir is not None:
+        tgrad.kernels.set_trace_cache(directory=str(tmp_path / "trace-cache"))
+    yield
+    if cache_dir is not None:
+        tgrad.kernels.set_trace_cache(directory=cache_dir)
+
+
+@pytest.fixture
+def replay_verify_mode(empty_trace_cache):
     """The CPU executor on, in verify mode (each replay also interpreted and the bytes compared),
-    with an empty cache: a test's launches interpret, then record, then replay."""
+    with an empty cache in memory and on disk: a test's launches interpret, then record, then replay."""
     enabled, verify = tgrad.kernels.replay_enabled(), tgrad.kernels.replay_verify()
     tgrad.kernels.set_replay(True, verify=True)
     tgrad.kernels.clear_replay_cache()
@@ -33,6 +47,9 @@ def pytest_addoption(parser):
     parser.addoption("--replay-verify", action="store_true",
                      help="run every CPU launch in the CPU executor's verify mode: each replay is also interpreted "
                           "from the same memory snapshot and the bytes compared (kernels/replay.py); CI runs this")
+    parser.addoption("--trace-cache", default=None, metavar="DIR",
+                     help="keep the CPU trace cache (kernels/runtime/trace_cache.py) in DIR across runs (a warm "
+                          "suite); by default each run starts from an empty temporary one, never the user's")
     parser.addoption("--as-cuda", action="store_true",
                      help="configure every CPU launch as a GPU run would (kernels/target.py) and interpret that")
     parser.addoption("--compile-for", default=None, metavar="ARCHS",
@@ -68,6 +85,17 @@ def pytest_configure(config):
         launch_observers.append(config._compile_observer)
     if config.getoption("--replay-verify", default=False):
         tgrad.kernels.set_replay(True, verify=True)
+    cache_dir = config.getoption("--trace-cache", default=None)
+    if cache_dir is None:
+        cache_dir = config._trace_cache_tmp = tempfile.mkdtemp(prefix="tgrad-trace-cache-")
+    os.environ["TGRAD_CACHE_DIR"] = cache_dir  # subprocesses of the tests too
+    tgrad.kernels.set_trace_cache(directory=cache_dir)
+
+
+def pytest_unconfigure(config):
+    tmp = getattr(config, "_trace_cache_tmp", None)
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -66,6 +66,7 @@ class Stopwatch:
 
     def __init__(self, device):
         self.device, self.seconds, self.steps = device, 0.0, 0
+        self.first_step = None  # seconds: on the CPU, the launches seen first (interpreted, or from the trace cache)
         self.launches: dict = {}
         self._counter = self._t0 = None
 
@@ -78,7 +79,10 @@ class Stopwatch:
     def __exit__(self, *exc):
         if self.device == "cuda":
             tgrad.cuda.synchronize()
-        self.seconds += time.perf_counter() - self._t0
+        elapsed = time.perf_counter() - self._t0
+        self.seconds += elapsed
+        if self.first_step is None:
+            self.first_step = elapsed
         self._counter.__exit__(*exc)
         for k, v in self._counts.items():
             self.launches[k] = self.launches.get(k, 0) + v
@@ -128,5 +132,6 @@ def report(watch, lines, png, ckpt):
     for line in lines:
         print(line)
     print(f"{watch.steps} steps in {watch.seconds:.1f} s: {watch.ms_per_step:.1f} ms/step, "
-          f"{watch.launches_per_step:.0f} kernel launches/step ({watch.device})")
+          f"{watch.launches_per_step:.0f} kernel launches/step ({watch.device}); the first step "
+          f"{1e3 * (watch.first_step or 0.0):.0f} ms")
     print(f"saved {png} and {ckpt}")

@@ -16,7 +16,7 @@ from .memory import address_range, fill_live, gather, memory_view, overlaps, run
 from .recorder import ATOMICS, PID, SIDE_EFFECTS, LaunchRecord, Refused, _Arg
 from .triton_private import TensorHandle, get_np_dtype, native
 
-__all__ = ["Emitter", "access"]
+__all__ = ["Emitter", "access", "BASE_NAMESPACE", "builder_call", "single_output"]
 
 _BINARY = {
     "create_fadd": np.add, "create_fmul": np.multiply, "create_fdiv": np.divide, "create_frem": np.fmod,
@@ -48,8 +48,9 @@ def _handle(data, dtype):
     return h
 
 
-def _generic(fn, template, dtypes, n_out):
-    """A recorded builder call replayed on fresh handles (the interpreter's code, not a copy)."""
+def builder_call(fn, template, dtypes, n_out, name):
+    """A recorded builder call replayed on fresh handles (the interpreter's code, not a copy).
+    ``spec`` describes it for the trace cache (``runtime/trace_codec.py``), which rebuilds it so."""
     positions = [k for k, a in enumerate(template) if isinstance(a, _Arg)]
     base = list(template)
     pairs = list(zip(positions, dtypes))
@@ -64,14 +65,22 @@ def _generic(fn, template, dtypes, n_out):
         if isinstance(out, tuple):
             return tuple(o.data for o in out) if n_out > 1 else out[0].data
         return out.data
+    call.spec = ("builder", name, fn, template, dtypes, n_out)
     return call
 
 
-def _single(fn):
+def single_output(fn):
     def call(*datas):
         out = fn(*datas)
         return out[0] if isinstance(out, tuple) else out
+    call.spec = ("single", fn)
     return call
+
+
+# the names the emitted source calls (a trace loaded from disk runs in a copy of these too)
+BASE_NAMESPACE = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": fill_live,
+                  "_run_load": run_load, "_run_store": run_store, "_run_range": run_range, "_gather": gather,
+                  "address_range": address_range}
 
 
 class _Operands:
@@ -92,10 +101,7 @@ class Emitter:
     ``ns`` is the namespace the lines run in, ``nbytes`` the constants they hold."""
     def __init__(self, record: LaunchRecord):
         self.record = record
-        # the emitted source calls these by these names
-        self.ns = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": fill_live,
-                   "_run_load": run_load, "_run_store": run_store, "_run_range": run_range, "_gather": gather,
-                   "address_range": address_range}
+        self.ns = dict(BASE_NAMESPACE)
         self.nbytes = 0
         self.slot_of = record.slot_of  # node id -> input slot (arguments that are replay inputs)
         self.arrays_used: set = set()
@@ -195,9 +201,10 @@ class Emitter:
             line = f"{ins[0]}.view({self.const(f'd{k}', out_node.value.dtype)})"
         if line is None:
             if _is_numpy_step(op):
-                call = self.const(f"g{k}", _single(op.fn) if len(op.outs) == 1 else op.fn)
+                call = self.const(f"g{k}", single_output(op.fn) if len(op.outs) == 1 else op.fn)
             else:
-                call = self.const(f"g{k}", _generic(op.fn, op.args, [n.dtype for n in in_nodes], len(op.outs)))
+                call = self.const(f"g{k}", builder_call(op.fn, op.args, [n.dtype for n in in_nodes], len(op.outs),
+                                                        op.name))
             line = f"{call}({', '.join(ins[j] for j in range(len(op.ins)))})"
         for o, v in zip(op.outs, outs):
             ready[o] = v

@@ -8,7 +8,8 @@ step, a random kernel's seed and offset). The first sighting of a signature
 interprets; the second interprets under the recorder (``kernels/runtime/recorder.py``) and compiles the
 trace (``kernels/runtime/trace.py``); later ones replay it. A trace whose guards (Python decisions on
 arguments or data) do not hold records another variant. What the recorder refuses interprets every
-time. Each kernel's traces are bounded in memory (oldest dropped first).
+time. Each kernel's traces are bounded in memory (oldest dropped first). The trace cache
+(``kernels/runtime/trace_cache.py``) keeps traces on disk: a first sighting looks there first.
 
 Verify mode (``TGRAD_REPLAY_VERIFY=1`` or ``set_replay(verify=True)``) proves a replay is the
 interpreter's computation: every replayed launch also runs fully interpreted from the same memory
@@ -33,6 +34,7 @@ import torch
 from .counters import growth
 from .interpreter import _interpreted, _interpreting
 from .recorder import Recorder, Refused, builder_instrumented, recording
+from . import trace_cache
 from .signature import MAX_ENTRIES, KernelState
 from .memory import memory_view
 from .trace import compile_launch
@@ -98,6 +100,7 @@ def clear_replay_cache() -> None:
     with _lock:
         for state in _states:
             state.clear()
+            trace_cache.forget(state)
 
 
 def _interpret(runner, grid, args, meta, reason):
@@ -134,6 +137,7 @@ def _state(kernel):
             state = kernel.__dict__.get("_tgrad_replay")
             if state is None:
                 state = kernel.__dict__["_tgrad_replay"] = KernelState(_interpreted(kernel))
+                state.learned = lambda static: trace_cache.learned_varying(kernel, state, static)
                 _states.append(state)
     return state
 
@@ -207,7 +211,12 @@ class _Launch:
                 state.seen.add(self.key)
                 first = True
         if first:
-            return _interpret(runner, self.grid, self.args, self.meta, "first sighting")
+            found = trace_cache.first_sighting(self.kernel, state, self.key)
+            if found is None:
+                return _interpret(runner, self.grid, self.args, self.meta, "first sighting")
+            if found is not trace_cache.SEEN:  # stored by an earlier run: replays at once
+                with _lock:
+                    entry = state.entries.get(self.key) or _install(state, self.key, *found)
         if entry is not None:
             if entry.refused is not None:
                 return _interpret(runner, self.grid, self.args, self.meta, entry.refused)
@@ -272,11 +281,9 @@ class _Launch:
                 entry.variants.append(compiled)
                 entry.nbytes += compiled.nbytes
                 state.nbytes += compiled.nbytes
-                while state.entries and (state.nbytes > KERNEL_BYTES or len(state.entries) > MAX_ENTRIES):
-                    old_key, old = state.entries.popitem(last=False)
-                    state.nbytes -= old.nbytes
-                    if old_key == self.key:
-                        break
+                _bound(state, self.key)
+            variants = list(entry.variants)
+        trace_cache.store(self.kernel, state, self.key, variants, reason)
         if compiled is None:
             replay_counts["interpreted"] += 1
             fallback_reasons[f"{self.kernel.__name__}: {reason}"] += 1
@@ -289,6 +296,25 @@ class _Launch:
             _replay(compiled, self.A)
             _compare(self.kernel.__name__, "a fresh trace and the interpreter", snap.now(), interpreted)
         return None
+
+
+def _bound(state, key):
+    """Drop the kernel's oldest signatures while its traces are over budget (``key``'s last)."""
+    while state.entries and (state.nbytes > KERNEL_BYTES or len(state.entries) > MAX_ENTRIES):
+        old_key, old = state.entries.popitem(last=False)
+        state.nbytes -= old.nbytes
+        if old_key == key:
+            break
+
+
+def _install(state, key, variants, refused):
+    """A signature's entry as the trace cache stored it (its variants, or why it is refused)."""
+    entry = state.entries[key] = _Entry()
+    entry.variants, entry.refused = list(variants[:MAX_VARIANTS]), refused
+    entry.nbytes = sum(v.nbytes for v in entry.variants)
+    state.nbytes += entry.nbytes
+    _bound(state, key)
+    return entry
 
 
 def _site_plan(state, site, tensors, bound, entry):

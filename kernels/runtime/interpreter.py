@@ -248,13 +248,22 @@ class _Interpreted:
     (passed through as they are, not converted to interpreter tensors)."""
 
     def __init__(self, kernel: JITFunction):
-        self.fn = _interpreted_twin(kernel).rewrite()
+        self.kernel, self._fn = kernel, None
         self.signature = inspect.signature(kernel.fn)
         annotations = {k: _normalize_ty(v) for k, v in inspect.get_annotations(kernel.fn).items()}
         self.constexprs = {k for k, v in annotations.items() if v == "constexpr"}
         self.names = tuple(self.signature.parameters)
         self.defaults = {k: p.default for k, p in self.signature.parameters.items()
                          if p.default is not inspect.Parameter.empty}
+
+    @property
+    def fn(self):
+        """The rewritten function, made when first run: a process that only replays traces from the
+        trace cache (``runtime/trace_cache.py``) never pays Triton's rewrite of the kernel's AST."""
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = _interpreted_twin(self.kernel).rewrite()
+        return fn
 
     def _arguments(self, args, meta):
         names = self.names

@@ -298,30 +298,46 @@ def _reduce_replay(kind, fast):
         if not any(combine_fn is getattr(tl.standard, name, None) for name in fast):
             raise Refused(f"tl.{kind} with a Python combine function")
         inputs = input if isinstance(input, tuple) else (input,)
-        types = [t.type for t in inputs]
         option = rest[0] if rest else kwargs.get("keep_dims" if kind == "reduce" else "reverse", False)
-        cls = _interp_module.ReduceOps if kind == "reduce" else _interp_module.ScanOps
-        direct = {"_sum_combine": np.sum, "_elementwise_max": np.nanmax, "_elementwise_min": np.nanmin}
         name = next(n for n in fast if combine_fn is getattr(tl.standard, n, None))
-        if kind == "reduce" and not isinstance(input, tuple) and name in direct:
-            # the interpreter's ReduceOps.sum / min_max and to_tensor, without building tensors
-            fn, np_dtype, keep = direct[name], get_np_dtype(input.dtype), option
-
-            def reduced(data):
-                r = fn(data, axis=axis, keepdims=keep)
-                return r.astype(np_dtype) if r.shape else np.array([r]).astype(np_dtype)
-            return inputs, reduced
-
-        def replay(*datas):
-            tensors = tuple(tl.tensor(TensorHandle(d, ty.scalar), ty) for d, ty in zip(datas, types))
-            out = cls(axis, combine_fn, option).apply(tensors if isinstance(input, tuple) else tensors[0])
-            return tuple(t.handle.data for t in out) if isinstance(out, tuple) else out.handle.data
-        return inputs, replay
+        spec = (kind, name, axis, bool(option), tuple(t.type for t in inputs), isinstance(input, tuple))
+        return inputs, numpy_step(spec)
     return make
 
 
+_DIRECT = {"_sum_combine": np.sum, "_elementwise_max": np.nanmax, "_elementwise_min": np.nanmin}
+
+
+def numpy_step(spec):
+    """The replay of a numpy step from its description ``spec`` (kept on the function: the trace
+    cache stores it and rebuilds the step with this): ``("transpose",)`` or (``"reduce"|"scan"``,
+    combine function's name in ``tl.standard``, axis, keep_dims/reverse, input types, tuple input)."""
+    if spec[0] == "transpose":
+        def step(data):
+            return np.transpose(data)
+    else:
+        kind, name, axis, option, types, tupled = spec
+        if kind == "reduce" and not tupled and name in _DIRECT:
+            # the interpreter's ReduceOps.sum / min_max and to_tensor, without building tensors
+            fn, np_dtype = _DIRECT[name], get_np_dtype(types[0].scalar)
+
+            def step(data):
+                r = fn(data, axis=axis, keepdims=option)
+                return r.astype(np_dtype) if r.shape else np.array([r]).astype(np_dtype)
+        else:
+            cls = _interp_module.ReduceOps if kind == "reduce" else _interp_module.ScanOps
+            combine_fn = getattr(tl.standard, name)
+
+            def step(*datas):
+                tensors = tuple(tl.tensor(TensorHandle(d, ty.scalar), ty) for d, ty in zip(datas, types))
+                out = cls(axis, combine_fn, option).apply(tensors if tupled else tensors[0])
+                return tuple(t.handle.data for t in out) if isinstance(out, tuple) else out.handle.data
+    step.spec = spec
+    return step
+
+
 def _transpose_replay(self):
-    return (self,), lambda data: np.transpose(data)
+    return (self,), numpy_step(("transpose",))
 
 
 _BASE_ATTRS = frozenset(InterpreterBuilder().__dict__) | {"grid_idx", "grid_dim"}

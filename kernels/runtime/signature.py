@@ -25,6 +25,10 @@ MAX_ENTRIES = 512  # signatures per kernel
 _MISSING = object()
 
 
+def _nothing_learned(static):
+    return ()
+
+
 def _kind(v):
     if type(v) is bool:
         return np.dtype(np.bool_)
@@ -57,6 +61,7 @@ class KernelState:
         self.is_const = [n in runner.constexprs for n in self.names]
         self.index = {n: k for k, n in enumerate(self.names)}
         self.refs: dict = {}
+        self.learned = _nothing_learned  # static part -> scalar positions an earlier run found varying
         self.clear()
 
     def clear(self):
@@ -180,7 +185,7 @@ class KernelState:
         if context is None:
             if len(self.contexts) > 4 * MAX_ENTRIES:
                 self.contexts.clear()
-            context = self.contexts[static] = ({}, set())
+            context = self.contexts[static] = ({}, set(self.learned(static)))
         distinct, varying = context
         keys, picks = [], []
         for pos, v in scalars:

@@ -24,9 +24,10 @@ class CompiledLaunch:
     """A recorded launch as two functions of its inputs ``A`` (per slot: an address or a scalar,
     each a 1-element numpy array): ``guards(A)`` (None when it has none) and ``run(A)``."""
 
-    def __init__(self, record: LaunchRecord, source: str, guard_source: str, namespace: dict, expected,
+    def __init__(self, record: LaunchRecord | None, source: str, guard_source: str, namespace: dict, expected,
                  nbytes: int):
         self.source, self.guard_source = source, guard_source
+        self.namespace = dict(namespace)  # what the source names, before exec adds to it (the trace cache stores it)
         exec(compile(source, "<replay>", "exec"), namespace)
         self.run = namespace["_run"]
         self.guards = None

@@ -16,7 +16,7 @@ from tgrad.kernels.elementwise.pointwise import pointwise_kernel
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache():
+def fresh_cache(empty_trace_cache):
     enabled, verify = K.replay_enabled(), K.replay_verify()
     K.set_replay(True, verify=False)
     K.clear_replay_cache()
