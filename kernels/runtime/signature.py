@@ -19,6 +19,7 @@ from .interpreter import _pointer
 from .recorder import ARG, CONST
 from .triton_private import implicit_cvt, interpreter_builder, tuple_create
 
+MAX_HOLE_PATTERNS = 8  # patterns of replay-input positions a kernel's plans are looked up under
 DISTINCT = 1  # values a scalar position may take under one static signature before it is a replay input
 MAX_ENTRIES = 512  # signatures per kernel
 
@@ -35,6 +36,29 @@ def _kind(v):
     if -2**63 <= v < 2**63:
         return np.dtype(np.int64)
     return np.dtype(np.uint64)
+
+
+def _holed(fast, holes, values):
+    """``fast`` (a ``_fast_key``) with the values at ``holes`` replaced by their kinds: the plan of a
+    launch whose replay inputs are those positions, whatever their values. The kind stays in the key,
+    as it does in the signature: a value of another kind is another signature. None when the
+    launch's values do not fit the pattern (an argument that is no integer there)."""
+    atoms = list(fast)
+    for k, j in holes:
+        if k >= len(values):
+            return None
+        v = values[k]
+        if j is None:
+            if type(v) is not int and type(v) is not bool:
+                return None
+            atoms[k + 2] = ("replay input", _kind(v))
+        else:
+            if type(v) is not tuple or j >= len(v):
+                return None  # a pattern of another static part: it cannot match
+            t = list(atoms[k + 2])
+            t[j] = ("replay input", _kind(v[j]))
+            atoms[k + 2] = tuple(t)
+    return tuple(atoms)
 
 
 def _constexpr_key(v):
@@ -60,7 +84,8 @@ class KernelState:
         self.clear()
 
     def clear(self):
-        self.plans: dict = {}  # _fast_key -> (signature, where the replay inputs are)
+        self.plans: dict = {}  # _fast_key, replay inputs' values left out -> (signature, where the replay inputs are)
+        self.holes: list = []  # which positions plans leave out: one tuple of (position, tuple index) per pattern
         self.sites: dict = {}  # launch_site key -> (signature, replay inputs, tensor slots, options id)
         self.contexts: dict = {}  # static part of a signature -> (distinct values per scalar position, varying)
         self.entries: OrderedDict = OrderedDict()  # signature -> _Entry
@@ -95,6 +120,12 @@ class KernelState:
         fast = self._fast_key(grid, values)
         if fast is not None:
             plan = self.plans.get(fast)
+            if plan is None and self.holes:
+                for holes in self.holes:
+                    holed = _holed(fast, holes, values)
+                    plan = self.plans.get(holed) if holed is not None else None
+                    if plan is not None:
+                        break
             if plan is not None:
                 key, picks = plan
                 A, tensors = [], []
@@ -111,6 +142,15 @@ class KernelState:
         if bound is not None and fast is not None:
             if len(self.plans) > 8 * MAX_ENTRIES:
                 self.plans.clear()
+            # a plan is stored with its replay inputs' values left out, so values that change every
+            # launch (a seed, a learning rate's bits) reuse one plan instead of adding one per launch
+            holes = tuple((k, j) for k, j, is_tensor in bound[3] if not is_tensor)
+            if holes:
+                if holes not in self.holes:
+                    if len(self.holes) >= MAX_HOLE_PATTERNS:
+                        self.holes.pop(0)
+                    self.holes.append(holes)
+                fast = _holed(fast, holes, values)
             self.plans[fast] = (bound[0], bound[3])
         return bound[:3] if bound is not None else None
 
