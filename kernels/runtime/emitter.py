@@ -378,6 +378,7 @@ def _is_numpy_step(op):
 
 def access(op):
     """(pointer node, mask node or None) of a load, store or atomic."""
-    masked = op.name in ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_store",
-                         "create_atomic_load")
+    if op.name == "create_masked_load":  # (pointer, mask, other): the mask is not the last operand
+        return op.ins[0], (op.ins[1] if len(op.ins) > 1 else None)
+    masked = op.name in ("create_masked_store", "create_atomic_rmw", "create_atomic_store", "create_atomic_load")
     return op.ins[0], (op.ins[-1] if masked and len(op.ins) > 1 else None)
