@@ -32,7 +32,7 @@ import torch
 
 from .counters import growth
 from .interpreter import _interpreted, _interpreting
-from .recorder import Recorder, Refused, builder_instrumented, recording
+from .recorder import Recorder, Refused, builder_instrumented, fold_probes, recording
 from .signature import MAX_ENTRIES, KernelState
 from .memory import memory_view
 from .trace import compile_launch
@@ -189,7 +189,7 @@ class _Launch:
         state, runner = self.state, self.state.runner
         if self.key is None:
             return _interpret(runner, self.grid, self.args, self.meta, "arguments it cannot key")
-        first = False
+        first, generic = False, None
         with _lock:
             entry = state.entries.get(self.key)
             if entry is not None:
@@ -199,7 +199,13 @@ class _Launch:
                     state.seen.clear()
                 state.seen.add(self.key)
                 first = True
-        if first:
+                generic_key = state.generic_key(self.key)
+                generic = state.entries.get(generic_key) if generic_key is not None else None
+        if first:  # the static part's generic trace replays it, if there is one; its own trace comes next time
+            variant = generic.select(self.A, self.tensors) if generic is not None and generic.variants else None
+            if variant is not None and variant != "aliasing":
+                replay_counts["replayed"] += 1
+                return self._verify_replay(variant) if _config["verify"] else _replay(variant, self.A)
             return _interpret(runner, self.grid, self.args, self.meta, "first sighting")
         if entry is not None:
             if entry.refused is not None:
@@ -237,7 +243,8 @@ class _Launch:
         recorder = Recorder([])
         grid = self.grid
         with _interpreting(), np.errstate(all="ignore"):
-            call = state.recording_call(recorder, self.key, self.args, self.meta)
+            probe = entry is None and state.generic_key(self.key) is None
+            call = state.recording_call(recorder, self.key, self.args, self.meta, probe=probe)
             with recording(recorder):
                 interpreter_builder.set_grid_dim(*grid)
                 for x in range(grid[0]):
@@ -248,40 +255,64 @@ class _Launch:
                             runner.fn(**call)
         compiled, reason = None, recorder.refused
         if reason is None:
-            try:
-                compiled = compile_launch(recorder.record, [g[2] for g in recorder.record.guards])
-            except Refused as e:
-                reason = str(e)
-            else:
-                if compiled.nbytes > KERNEL_BYTES:
-                    compiled, reason = None, "a trace larger than the kernel's replay budget"
+            compiled, reason = _compile(recorder.record)
+        record, generic = recorder.record, None
         del recorder
+        if record.probes and compiled is not None:  # the trace as recorded serves other values; folded, this one
+            generic = compiled
+            compiled, reason = _compile(fold_probes(record))
         with _lock:
+            if generic is not None:
+                generic_key, implied = state.settle(self.key, record)
+                if implied:
+                    generic.guards = None  # they read only scalars the signature holds the values of
+                if generic_key != self.key:
+                    _store(state, state.entries.setdefault(generic_key, _Entry()), generic_key, generic)
+            elif record.probes:
+                state.settle(self.key, record, refused=True)
             if entry is None:
                 entry = state.entries.setdefault(self.key, _Entry())
             if compiled is None:
                 entry.refused = reason
             else:
-                entry.variants.append(compiled)
-                entry.nbytes += compiled.nbytes
-                state.nbytes += compiled.nbytes
-                while state.entries and (state.nbytes > KERNEL_BYTES or len(state.entries) > MAX_ENTRIES):
-                    old_key, old = state.entries.popitem(last=False)
-                    state.nbytes -= old.nbytes
-                    if old_key == self.key:
-                        break
+                _store(state, entry, self.key, compiled)
         if compiled is None:
             replay_counts["interpreted"] += 1
             fallback_reasons[f"{self.kernel.__name__}: {reason}"] += 1
             return None
         replay_counts["recorded"] += 1
         self.variant = compiled
-        if snap is not None:  # the fresh trace, replayed from the pre-launch memory, must write the same
+        if snap is not None:  # the fresh traces, replayed from the pre-launch memory, must write the same
             interpreted = snap.now()
-            snap.restore()
-            _replay(compiled, self.A)
-            _compare(self.kernel.__name__, "a fresh trace and the interpreter", snap.now(), interpreted)
+            for trace, what in ((compiled, "a fresh trace"), (generic, "a fresh generic trace")):
+                if trace is not None:
+                    snap.restore()
+                    _replay(trace, self.A)
+                    _compare(self.kernel.__name__, f"{what} and the interpreter", snap.now(), interpreted)
         return None
+
+
+def _compile(record):
+    """(trace, None) or (None, why it is not replayable)."""
+    try:
+        compiled = compile_launch(record, [g[2] for g in record.guards])
+    except Refused as e:
+        return None, str(e)
+    if compiled.nbytes > KERNEL_BYTES:
+        return None, "a trace larger than the kernel's replay budget"
+    return compiled, None
+
+
+def _store(state, entry, key, compiled):
+    """Add a trace to ``key``'s entry, dropping the oldest signatures past the kernel's bounds."""
+    entry.variants.append(compiled)
+    entry.nbytes += compiled.nbytes
+    state.nbytes += compiled.nbytes
+    while state.entries and (state.nbytes > KERNEL_BYTES or len(state.entries) > MAX_ENTRIES):
+        old_key, old = state.entries.popitem(last=False)
+        state.nbytes -= old.nbytes
+        if old_key == key:
+            break
 
 
 def _site_plan(state, site, tensors, bound):

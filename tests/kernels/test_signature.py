@@ -1,10 +1,17 @@
-"""The CPU executor's signatures (kernels/runtime/signature.py): what keys a launch's trace, and that
-values changing every launch (a seed, a scheduled learning rate) add nothing to the caches."""
+"""The CPU executor's signatures (kernels/runtime/signature.py): what keys a launch's trace, which
+trace serves a first sighting, and that values changing every launch (a seed, a scheduled learning
+rate) add nothing to the caches."""
+import pytest
 import torch
+import triton
+import triton.language as tl
 
 import tgrad
 import tgrad.kernels as K
 from tgrad.kernels.runtime import executor
+from tgrad.kernels.runtime.launch import launch
+
+pytestmark = pytest.mark.usefixtures("replay_verify_mode")
 
 
 def _cache_sizes():
@@ -36,3 +43,48 @@ def test_training_with_dropout_and_a_scheduled_learning_rate_keeps_the_caches_fl
     assert counts["recorded"] == 0 and counts["interpreted"] == 0
     names = {name for name, sizes in before.items() if sizes[2]}
     assert {"dropout_kernel", "optim_step_kernel"} <= names  # the kernels whose scalars change every step
+
+
+@triton.jit
+def _axpy(out_ptr, x_ptr, n, alpha_bits, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n  # n reaches only a mask: one trace serves every n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, x * alpha_bits.to(tl.float32), mask=mask)
+
+
+@triton.jit
+def _row_sums(out_ptr, x_ptr, n_rows, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for r in range(n_rows):  # n_rows decides how many loads the trace has: keyed by its value
+        acc += tl.load(x_ptr + r * BLOCK + offs)
+    tl.store(out_ptr + offs, acc)
+
+
+def test_a_size_that_only_reaches_masks_replays_new_values_from_one_trace():
+    x = torch.randn(32)
+    with K.count_replays() as counts:
+        for n, alpha in [(5, 2), (5, 2), (9, 3), (17, 2), (31, 5), (9, 3)]:
+            out = torch.zeros(32)
+            launch(_axpy, (1,), out, x, n, alpha, BLOCK=32)
+            want = torch.zeros(32)
+            want[:n] = x[:n] * alpha
+            assert torch.equal(out, want)
+    # the first launch interprets; the second records the trace folded for (5, 2) and the trace of
+    # any (n, alpha); every other value replays that one at its first sighting
+    assert counts == {"interpreted": 1, "recorded": 1, "replayed": 4}
+    state = _axpy.__dict__["_tgrad_replay"]
+    assert len(state.entries) == 2 and not state.pinned
+
+
+def test_a_scalar_that_decides_the_trace_stays_keyed_by_value():
+    x = torch.randn(4, 8)
+    with K.count_replays() as counts:
+        for n_rows in (2, 2, 3, 3, 3, 2):
+            out = torch.empty(8)
+            launch(_row_sums, (1,), out, x, n_rows, BLOCK=8)
+            assert torch.allclose(out, x[:n_rows].sum(0))
+    assert counts == {"interpreted": 2, "recorded": 2, "replayed": 2}  # a trace per n_rows, no guards left
+    state = _row_sums.__dict__["_tgrad_replay"]
+    assert state.pinned == {2} and all(v.guards is None for e in state.entries.values() for v in e.variants)
