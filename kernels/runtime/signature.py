@@ -5,7 +5,13 @@ interpreter options and the builder, plus its scalar arguments: a scalar positio
 value until it is seen with two different values under an otherwise equal signature (``DISTINCT``:
 the grid, constexprs and dtypes usually tell call sites apart, so their shapes stay folded into
 their traces), then it is a replay input, keyed by its dtype only (a learning rate that changes every step, a random kernel's seed and offset). A
-launch whose values repeat exactly reuses its bound plan without classifying anything again.
+launch whose values repeat exactly reuses its bound plan without classifying anything again (plans
+leave replay inputs' values out: a value that changes every launch adds no plan).
+
+Every scalar is a replay input slot, read or not. The first recording of a static part probes the
+value-keyed scalars (``recording_call``): ``settle`` finds those no guard reads (free: the static
+part's generic signature keys them by dtype, ``generic_key``) and pins those a guard reads (a loop
+bound: keyed by value in this kernel from then on, never probed or varying again).
 """
 from __future__ import annotations
 
