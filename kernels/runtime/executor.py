@@ -209,7 +209,9 @@ class _Launch:
             if variant is not None and variant != "aliasing":
                 replay_counts["replayed"] += 1
                 return self._verify_replay(variant) if _config["verify"] else _replay(variant, self.A)
-            return _interpret(runner, self.grid, self.args, self.meta, "first sighting")
+            if not any(isinstance(k, np.dtype) for k in self.key[1]):
+                return _interpret(runner, self.grid, self.args, self.meta, "first sighting")
+            # a scalar of this static part took another value before: it recurs, record it now
         if entry is not None:
             if entry.refused is not None:
                 return _interpret(runner, self.grid, self.args, self.meta, entry.refused)
