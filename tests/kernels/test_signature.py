@@ -88,3 +88,20 @@ def test_a_scalar_that_decides_the_trace_stays_keyed_by_value():
     assert counts == {"interpreted": 2, "recorded": 2, "replayed": 2}  # a trace per n_rows, no guards left
     state = _row_sums.__dict__["_tgrad_replay"]
     assert state.pinned == {2} and all(v.guards is None for e in state.entries.values() for v in e.variants)
+
+
+@triton.jit
+def _offset_copy(out_ptr, x_ptr, shift, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + shift.to(tl.float32))
+
+
+def test_a_scalar_that_changes_every_launch_records_on_its_second_launch():
+    x = torch.randn(16)
+    with K.count_replays() as counts:
+        for shift in range(5):
+            out = torch.empty(16)
+            launch(_offset_copy, (1,), out, x, shift, BLOCK=16)
+            assert torch.equal(out, x + shift)
+    # the second value makes the scalar a replay input; that signature recurs, so it records at once
+    assert counts == {"interpreted": 1, "recorded": 1, "replayed": 3}
