@@ -248,7 +248,9 @@ class _Launch:
         recorder = Recorder([])
         grid = self.grid
         with _interpreting(), np.errstate(all="ignore"):
-            probe = entry is None and state.generic_key(self.key) is None
+            # probe a static part recorded before for other values only: one recorded once (a training
+            # step's shapes) would keep a generic trace beside its own for nothing
+            probe = entry is None and state.recordings.get(self.key[0], 0) > 0 and state.generic_key(self.key) is None
             call = state.recording_call(recorder, self.key, self.args, self.meta, probe=probe)
             with recording(recorder):
                 interpreter_builder.set_grid_dim(*grid)

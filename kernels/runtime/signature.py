@@ -116,6 +116,7 @@ class KernelState:
         self.holes: list = []  # which positions plans leave out: one tuple of (position, tuple index) per pattern
         self.sites: dict = {}  # launch_site key -> (signature, replay inputs, tensor slots, options id)
         self.contexts: dict = {}  # static part -> (distinct values per scalar position, varying, free slots)
+        self.recordings: dict = {}  # static part -> recordings made under it
         self.pinned: set = set()  # scalar positions some guard read: keyed by value, never probed or varying
         self.entries: OrderedDict = OrderedDict()  # signature -> _Entry
         self.seen: set = set()
@@ -303,6 +304,9 @@ class KernelState:
         names = self.names
         values = list(args) + [meta[n] if n in meta else self.runner.defaults[n] for n in names[len(args):]]
         call, slots, probes = {}, [], {}
+        if len(self.recordings) > 4 * MAX_ENTRIES:
+            self.recordings.clear()
+        self.recordings[key[0]] = self.recordings.get(key[0], 0) + 1
         keys = iter(key[1])
         pinned = self.pinned
 

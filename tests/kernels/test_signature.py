@@ -54,38 +54,41 @@ def _axpy(out_ptr, x_ptr, n, alpha_bits, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _row_sums(out_ptr, x_ptr, n_rows, BLOCK: tl.constexpr):
+def _row_sums(out_ptr, x_ptr, n_rows, scale, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], tl.float32)
     for r in range(n_rows):  # n_rows decides how many loads the trace has: keyed by its value
         acc += tl.load(x_ptr + r * BLOCK + offs)
-    tl.store(out_ptr + offs, acc)
+    tl.store(out_ptr + offs, acc * scale.to(tl.float32))
 
 
 def test_a_size_that_only_reaches_masks_replays_new_values_from_one_trace():
     x = torch.randn(32)
     with K.count_replays() as counts:
-        for n, alpha in [(5, 2), (5, 2), (9, 3), (17, 2), (31, 5), (9, 3)]:
+        for n, alpha in [(5, 2), (5, 2), (9, 2), (17, 3), (31, 5), (9, 3)]:
             out = torch.zeros(32)
             launch(_axpy, (1,), out, x, n, alpha, BLOCK=32)
             want = torch.zeros(32)
             want[:n] = x[:n] * alpha
             assert torch.equal(out, want)
-    # the first launch interprets; the second records the trace folded for (5, 2) and the trace of
-    # any (n, alpha); every other value replays that one at its first sighting
-    assert counts == {"interpreted": 1, "recorded": 1, "replayed": 4}
+    # (5, 2) interprets, then records; n = 9 makes n a replay input and records at once, probing
+    # alpha: it only scales, so that recording is also the trace of any (n, alpha), which replays
+    # every later launch (without the probe, alpha's second value would record again)
+    assert counts == {"interpreted": 1, "recorded": 2, "replayed": 3}
     state = _axpy.__dict__["_tgrad_replay"]
-    assert len(state.entries) == 2 and not state.pinned
+    assert len(state.entries) == 3 and not state.pinned
 
 
-def test_a_scalar_that_decides_the_trace_stays_keyed_by_value():
+def test_a_scalar_that_decides_the_trace_is_pinned_to_its_value():
     x = torch.randn(4, 8)
     with K.count_replays() as counts:
-        for n_rows in (2, 2, 3, 3, 3, 2):
+        for n_rows, scale in [(2, 1), (2, 1), (2, 2), (3, 2), (3, 5), (2, 7)]:
             out = torch.empty(8)
-            launch(_row_sums, (1,), out, x, n_rows, BLOCK=8)
-            assert torch.allclose(out, x[:n_rows].sum(0))
-    assert counts == {"interpreted": 2, "recorded": 2, "replayed": 2}  # a trace per n_rows, no guards left
+            launch(_row_sums, (1,), out, x, n_rows, scale, BLOCK=8)
+            assert torch.allclose(out, x[:n_rows].sum(0) * scale)
+    # the probe at (2, 2) finds n_rows read by the loop: keyed by its value from then on, so each
+    # n_rows has its own trace without guards (not one trace whose guards fail for the other)
+    assert counts == {"interpreted": 1, "recorded": 3, "replayed": 2}
     state = _row_sums.__dict__["_tgrad_replay"]
     assert state.pinned == {2} and all(v.guards is None for e in state.entries.values() for v in e.variants)
 
