@@ -6,7 +6,7 @@ scalar position is part of the signature until it is seen with two different val
 otherwise equal signature; from then on it is a replay input (a learning rate that changes every
 step, a random kernel's seed and offset). The first sighting of a signature
 interprets; the second interprets under the recorder (``kernels/runtime/recorder.py``) and compiles the
-trace (``kernels/runtime/trace.py``); later ones replay it. The first recording of a static part also
+trace (``kernels/runtime/trace.py``); later ones replay it. A static part's second recording (other values)
 probes its value-keyed scalars (``KernelState.settle``): its trace as recorded, with the scalars no
 guard reads as inputs, is the static part's generic trace, which replays the first sighting of other
 values of them; folded (``recorder.fold_probes``) it is the launch's own. A trace whose guards (Python decisions on

@@ -8,7 +8,7 @@ their traces), then it is a replay input, keyed by its dtype only (a learning ra
 launch whose values repeat exactly reuses its bound plan without classifying anything again (plans
 leave replay inputs' values out: a value that changes every launch adds no plan).
 
-Every scalar is a replay input slot, read or not. The first recording of a static part probes the
+Every scalar is a replay input slot, read or not. A static part's second recording probes the
 value-keyed scalars (``recording_call``): ``settle`` finds those no guard reads (free: the static
 part's generic signature keys them by dtype, ``generic_key``) and pins those a guard reads (a loop
 bound: keyed by value in this kernel from then on, never probed or varying again).
