@@ -80,9 +80,11 @@ def cdiv(a: int, b: int) -> int:
 
 
 def block_for(numel: int, device: torch.device) -> int:
-    """Elements per program of a 1-d walk: one big block interpreted, 1024 compiled."""
+    """Elements per program of a 1-d walk: one big block interpreted, 1024 compiled. Interpreted,
+    a block is at least 64 elements: every size up to 64 then shares one signature (the interpreter
+    and a replay pay per op, not per lane), so a recorded trace serves them all."""
     if target(device) == "cpu":
-        return min(next_pow2(numel), 1 << 16)
+        return min(max(next_pow2(numel), 64), 1 << 16)
     return 1024
 
 

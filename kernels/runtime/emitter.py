@@ -330,6 +330,15 @@ class Emitter:
                     return f"{v}.__setitem__({self.const(f'i{k}', index)}, {ins[1]})"
                 sel = self.const(f"i{k}", index[live])
                 return f"{v}.__setitem__({sel}, np.broadcast_to({ins[1]}, {live.shape!r})[{self.const(f'm{k}', live)}])"
+            whole = self.view_access(ptr, None, dt, "store", unique=True) if mask_node is not None and \
+                mask_node.tag > PID and mask_node.value.shape == ptr.value.shape and \
+                mask_node.value.dtype == np.bool_ else None
+            if whole is not None:  # a mask computed at replay over fixed offsets: the live lanes, into a view
+                slot, start, nbytes, index, _, _ = whole
+                v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{op_key}', dt)})"
+                full = ins[1] if value.value.shape == ptr.value.shape else \
+                    f"np.broadcast_to({ins[1]}, {ptr.value.shape!r})"
+                return f"{v}.__setitem__({self.const(f'i{k}', index)}[{ins[2]}], {full}[{ins[2]}])"
         mask = ins[2] if mask_node is not None else self.const(f"m{k}", np.ones(ptr.value.shape, bool))
         run = self.dynamic_run(ptr, dt, lines, ready) if value.value.dtype == dt else None
         if run is not None:
@@ -385,6 +394,7 @@ def _is_numpy_step(op):
 
 def access(op):
     """(pointer node, mask node or None) of a load, store or atomic."""
-    masked = op.name in ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_store",
-                         "create_atomic_load")
+    if op.name == "create_masked_load":  # (pointer, mask, other): the mask is not the last operand
+        return op.ins[0], (op.ins[1] if len(op.ins) > 1 else None)
+    masked = op.name in ("create_masked_store", "create_atomic_rmw", "create_atomic_store", "create_atomic_load")
     return op.ins[0], (op.ins[-1] if masked and len(op.ins) > 1 else None)

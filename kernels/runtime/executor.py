@@ -6,7 +6,10 @@ scalar position is part of the signature until it is seen with two different val
 otherwise equal signature; from then on it is a replay input (a learning rate that changes every
 step, a random kernel's seed and offset). The first sighting of a signature
 interprets; the second interprets under the recorder (``kernels/runtime/recorder.py``) and compiles the
-trace (``kernels/runtime/trace.py``); later ones replay it. A trace whose guards (Python decisions on
+trace (``kernels/runtime/trace.py``); later ones replay it. A static part's second recording (other values)
+probes its value-keyed scalars (``KernelState.settle``): its trace as recorded, with the scalars no
+guard reads as inputs, is the static part's generic trace, which replays the first sighting of other
+values of them; folded (``recorder.fold_probes``) it is the launch's own. A trace whose guards (Python decisions on
 arguments or data) do not hold records another variant. What the recorder refuses interprets every
 time. Each kernel's traces are bounded in memory (oldest dropped first). The trace cache
 (``kernels/runtime/trace_cache.py``) keeps traces on disk: a first sighting looks there first.
@@ -33,7 +36,7 @@ import torch
 
 from .counters import growth
 from .interpreter import _interpreted, _interpreting
-from .recorder import Recorder, Refused, builder_instrumented, recording
+from .recorder import Recorder, Refused, builder_instrumented, fold_probes, recording
 from . import trace_cache
 from .signature import MAX_ENTRIES, KernelState
 from .memory import memory_view
@@ -200,7 +203,7 @@ class _Launch:
         state, runner = self.state, self.state.runner
         if self.key is None:
             return _interpret(runner, self.grid, self.args, self.meta, "arguments it cannot key")
-        first = False
+        first, generic = False, None
         with _lock:
             entry = state.entries.get(self.key)
             if entry is not None:
@@ -210,13 +213,20 @@ class _Launch:
                     state.seen.clear()
                 state.seen.add(self.key)
                 first = True
-        if first:
+                generic_key = state.generic_key(self.key)
+                generic = state.entries.get(generic_key) if generic_key is not None else None
+        if first:  # the static part's generic trace replays it, if there is one; its own trace comes next time
+            variant = generic.select(self.A, self.tensors) if generic is not None and generic.variants else None
+            if variant is not None and variant != "aliasing":
+                replay_counts["replayed"] += 1
+                return self._verify_replay(variant) if _config["verify"] else _replay(variant, self.A)
             found = trace_cache.first_sighting(self.kernel, state, self.key)
-            if found is None:
-                return _interpret(runner, self.grid, self.args, self.meta, "first sighting")
-            if found is not trace_cache.SEEN:  # stored by an earlier run: replays at once
+            if found is not None and found is not trace_cache.SEEN:  # stored by an earlier run: replays at once
                 with _lock:
                     entry = state.entries.get(self.key) or _install(state, self.key, *found)
+            elif found is None and not any(isinstance(k, np.dtype) for k in self.key[1]):
+                return _interpret(runner, self.grid, self.args, self.meta, "first sighting")
+            # seen by an earlier run, or a scalar of this static part took another value before: record it now
         if entry is not None:
             if entry.refused is not None:
                 return _interpret(runner, self.grid, self.args, self.meta, entry.refused)
@@ -253,7 +263,10 @@ class _Launch:
         recorder = Recorder([])
         grid = self.grid
         with _interpreting(), np.errstate(all="ignore"):
-            call = state.recording_call(recorder, self.key, self.args, self.meta)
+            # probe a static part recorded before for other values only: one recorded once (a training
+            # step's shapes) would keep a generic trace beside its own for nothing
+            probe = entry is None and state.recordings.get(self.key[0], 0) > 0 and state.generic_key(self.key) is None
+            call = state.recording_call(recorder, self.key, self.args, self.meta, probe=probe)
             with recording(recorder):
                 interpreter_builder.set_grid_dim(*grid)
                 for x in range(grid[0]):
@@ -264,24 +277,27 @@ class _Launch:
                             runner.fn(**call)
         compiled, reason = None, recorder.refused
         if reason is None:
-            try:
-                compiled = compile_launch(recorder.record, [g[2] for g in recorder.record.guards])
-            except Refused as e:
-                reason = str(e)
-            else:
-                if compiled.nbytes > KERNEL_BYTES:
-                    compiled, reason = None, "a trace larger than the kernel's replay budget"
+            compiled, reason = _compile(recorder.record)
+        record, generic = recorder.record, None
         del recorder
+        if record.probes and compiled is not None:  # the trace as recorded serves other values; folded, this one
+            generic = compiled
+            compiled, reason = _compile(fold_probes(record))
         with _lock:
+            if generic is not None:
+                generic_key, implied = state.settle(self.key, record)
+                if implied:
+                    generic.guards = None  # they read only scalars the signature holds the values of
+                if generic_key != self.key:
+                    _store(state, state.entries.setdefault(generic_key, _Entry()), generic_key, generic)
+            elif record.probes:
+                state.settle(self.key, record, refused=True)
             if entry is None:
                 entry = state.entries.setdefault(self.key, _Entry())
             if compiled is None:
                 entry.refused = reason
             else:
-                entry.variants.append(compiled)
-                entry.nbytes += compiled.nbytes
-                state.nbytes += compiled.nbytes
-                _bound(state, self.key)
+                _store(state, entry, self.key, compiled)
             variants = list(entry.variants)
         trace_cache.store(self.kernel, state, self.key, variants, reason)
         if compiled is None:
@@ -290,12 +306,33 @@ class _Launch:
             return None
         replay_counts["recorded"] += 1
         self.variant = compiled
-        if snap is not None:  # the fresh trace, replayed from the pre-launch memory, must write the same
+        if snap is not None:  # the fresh traces, replayed from the pre-launch memory, must write the same
             interpreted = snap.now()
-            snap.restore()
-            _replay(compiled, self.A)
-            _compare(self.kernel.__name__, "a fresh trace and the interpreter", snap.now(), interpreted)
+            for trace, what in ((compiled, "a fresh trace"), (generic, "a fresh generic trace")):
+                if trace is not None:
+                    snap.restore()
+                    _replay(trace, self.A)
+                    _compare(self.kernel.__name__, f"{what} and the interpreter", snap.now(), interpreted)
         return None
+
+
+def _compile(record):
+    """(trace, None) or (None, why it is not replayable)."""
+    try:
+        compiled = compile_launch(record, [g[2] for g in record.guards])
+    except Refused as e:
+        return None, str(e)
+    if compiled.nbytes > KERNEL_BYTES:
+        return None, "a trace larger than the kernel's replay budget"
+    return compiled, None
+
+
+def _store(state, entry, key, compiled):
+    """Add a trace to ``key``'s entry, dropping the oldest signatures past the kernel's bounds."""
+    entry.variants.append(compiled)
+    entry.nbytes += compiled.nbytes
+    state.nbytes += compiled.nbytes
+    _bound(state, key)
 
 
 def _bound(state, key):

@@ -107,6 +107,41 @@ class LaunchRecord:
         self.guards: list[tuple] = []  # (node id, "bool"|"index", expected, program index, event count)
         self.slot_of: dict = {}  # argument node id -> input slot
         self.slot_nodes: dict = {}  # input slot -> argument node id
+        self.probes: dict = {}  # input slot -> position of a scalar recorded as an input to probe it
+
+
+def fold_probes(record: LaunchRecord) -> LaunchRecord:
+    """``record`` as if its probed scalars (``LaunchRecord.probes``) had been constants: what they
+    reach without memory is folded to its recorded numbers, as the recorder folds constants, an
+    address plus such offsets is (argument, offsets) again, and guards on folded values are gone.
+    The record a launch keyed by those scalars' values replays fastest; ``record`` is left as it is."""
+    nodes = [Node(n.tag, n.value, n.dtype, n.op, n.base, n.prov, n.atomic) for n in record.nodes]
+    for new, old in zip(nodes, record.nodes):
+        new.event = old.event
+    folded = LaunchRecord(record.slots)
+    folded.nodes, folded.programs, folded.ops, folded.events = nodes, record.programs, record.ops, record.events
+    probe_nodes = {record.slot_nodes[s] for s in record.probes}
+    folded.slot_of = {i: s for i, s in record.slot_of.items() if i not in probe_nodes}
+    folded.slot_nodes = {s: i for s, i in record.slot_nodes.items() if i not in probe_nodes}
+    for i in probe_nodes:
+        nodes[i].tag = CONST
+    for op in record.ops:
+        if op.name in LOADS or op.name in SIDE_EFFECTS or op.name in ATOMICS:
+            continue
+        ins = [nodes[i] for i in op.ins]
+        tag = max((n.tag for n in ins), default=CONST)
+        if tag <= PID:
+            for o in op.outs:
+                nodes[o].op, nodes[o].tag, nodes[o].base, nodes[o].prov = None, tag, None, None
+        elif op.name in AFFINE and len(op.outs) == 1 and ins[0].base is not None and \
+                all(n.tag <= PID for n in ins[1:]):
+            out = nodes[op.outs[0]]
+            out.op, out.tag, out.base, out.prov = None, ARG, ins[0].base, ins[0].prov
+        else:
+            for o in op.outs:
+                nodes[o].tag = tag
+    folded.guards = [g for g in record.guards if nodes[g[0]].tag > PID]
+    return folded
 
 
 _local = threading.local()  # .recorder: the Recorder of this thread's launch being recorded, if any

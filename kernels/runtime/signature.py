@@ -5,7 +5,13 @@ interpreter options and the builder, plus its scalar arguments: a scalar positio
 value until it is seen with two different values under an otherwise equal signature (``DISTINCT``:
 the grid, constexprs and dtypes usually tell call sites apart, so their shapes stay folded into
 their traces), then it is a replay input, keyed by its dtype only (a learning rate that changes every step, a random kernel's seed and offset). A
-launch whose values repeat exactly reuses its bound plan without classifying anything again.
+launch whose values repeat exactly reuses its bound plan without classifying anything again (plans
+leave replay inputs' values out: a value that changes every launch adds no plan).
+
+Every scalar is a replay input slot, read or not. A static part's second recording probes the
+value-keyed scalars (``recording_call``): ``settle`` finds those no guard reads (free: the static
+part's generic signature keys them by dtype, ``generic_key``) and pins those a guard reads (a loop
+bound: keyed by value in this kernel from then on, never probed or varying again).
 """
 from __future__ import annotations
 
@@ -16,9 +22,11 @@ import torch
 import triton.language as tl
 
 from .interpreter import _pointer
-from .recorder import ARG, CONST
+from .recorder import ARG, CONST, DATA
 from .triton_private import implicit_cvt, interpreter_builder, tuple_create
 
+MAX_HOLE_PATTERNS = 8  # patterns of replay-input positions a kernel's plans are looked up under
+TENSOR, VARYING, KEYED = 0, 1, 2  # what a replay input is: an address, a scalar keyed by dtype, by value
 DISTINCT = 1  # values a scalar position may take under one static signature before it is a replay input
 MAX_ENTRIES = 512  # signatures per kernel
 
@@ -39,6 +47,50 @@ def _kind(v):
     if -2**63 <= v < 2**63:
         return np.dtype(np.int64)
     return np.dtype(np.uint64)
+
+
+def _holed(fast, holes, values):
+    """``fast`` (a ``_fast_key``) with the values at ``holes`` replaced by their kinds: the plan of a
+    launch whose replay inputs are those positions, whatever their values. The kind stays in the key,
+    as it does in the signature: a value of another kind is another signature. None when the
+    launch's values do not fit the pattern (an argument that is no integer there)."""
+    atoms = list(fast)
+    for k, j in holes:
+        if k >= len(values):
+            return None
+        v = values[k]
+        if j is None:
+            if type(v) is not int and type(v) is not bool:
+                return None
+            atoms[k + 2] = ("replay input", _kind(v))
+        else:
+            if type(v) is not tuple or j >= len(v):
+                return None  # a pattern of another static part: it cannot match
+            t = list(atoms[k + 2])
+            t[j] = ("replay input", _kind(v[j]))
+            atoms[k + 2] = tuple(t)
+    return tuple(atoms)
+
+
+def _guard_sources(record):
+    """(the input slots the guards of ``record`` depend on, whether they depend on memory)."""
+    nodes, ops = record.nodes, record.ops
+    slots, stack, done, reads_data = set(), [g[0] for g in record.guards], set(), False
+    while stack:
+        i = stack.pop()
+        if i in done:
+            continue
+        done.add(i)
+        node = nodes[i]
+        if node.tag == DATA:
+            reads_data = True
+        if node.op is not None:
+            stack.extend(ops[node.op].ins)
+        elif i in record.slot_of:
+            slots.add(record.slot_of[i])
+        elif node.base is not None:  # an argument's address plus offsets
+            slots.add(node.base)
+    return slots, reads_data
 
 
 def _constexpr_key(v):
@@ -65,9 +117,12 @@ class KernelState:
         self.clear()
 
     def clear(self):
-        self.plans: dict = {}  # _fast_key -> (signature, where the replay inputs are)
+        self.plans: dict = {}  # _fast_key, replay inputs' values left out -> (signature, where the replay inputs are)
+        self.holes: list = []  # which positions plans leave out: one tuple of (position, tuple index) per pattern
         self.sites: dict = {}  # launch_site key -> (signature, replay inputs, tensor slots, options id)
-        self.contexts: dict = {}  # static part of a signature -> (distinct values per scalar position, varying)
+        self.contexts: dict = {}  # static part -> (distinct values per scalar position, varying, free slots)
+        self.recordings: dict = {}  # static part -> recordings made under it
+        self.pinned: set = set()  # scalar positions some guard read: keyed by value, never probed or varying
         self.entries: OrderedDict = OrderedDict()  # signature -> _Entry
         self.seen: set = set()
         self.nbytes = 0
@@ -100,12 +155,18 @@ class KernelState:
         fast = self._fast_key(grid, values)
         if fast is not None:
             plan = self.plans.get(fast)
+            if plan is None and self.holes:
+                for holes in self.holes:
+                    holed = _holed(fast, holes, values)
+                    plan = self.plans.get(holed) if holed is not None else None
+                    if plan is not None:
+                        break
             if plan is not None:
                 key, picks = plan
                 A, tensors = [], []
-                for k, j, is_tensor in picks:
+                for k, j, what in picks:
                     v = values[k] if j is None else values[k][j]
-                    if is_tensor:
+                    if what == TENSOR:
                         A.append(v.data_ptr())
                         tensors.append(v)
                     else:
@@ -116,6 +177,15 @@ class KernelState:
         if bound is not None and fast is not None:
             if len(self.plans) > 8 * MAX_ENTRIES:
                 self.plans.clear()
+            # a plan is stored with its replay inputs' values left out, so values that change every
+            # launch (a seed, a learning rate's bits) reuse one plan instead of adding one per launch
+            holes = tuple((k, j) for k, j, what in bound[3] if what == VARYING)
+            if holes:
+                if holes not in self.holes:
+                    if len(self.holes) >= MAX_HOLE_PATTERNS:
+                        self.holes.pop(0)
+                    self.holes.append(holes)
+                fast = _holed(fast, holes, values)
             self.plans[fast] = (bound[0], bound[3])
         return bound[:3] if bound is not None else None
 
@@ -181,12 +251,8 @@ class KernelState:
         options = interpreter_builder.options
         static.append((id(interpreter_builder), options.debug, options.sanitize_overflow))
         static = tuple(static)
-        context = self.contexts.get(static)
-        if context is None:
-            if len(self.contexts) > 4 * MAX_ENTRIES:
-                self.contexts.clear()
-            context = self.contexts[static] = ({}, set(self.learned(static)))
-        distinct, varying = context
+        distinct, varying, _ = self._context(static)
+        pinned = self.pinned
         keys, picks = [], []
         for pos, v in scalars:
             k, j = pos if type(pos) is tuple else (pos, None)
@@ -194,9 +260,11 @@ class KernelState:
                 keys.append(0)
                 A.append(v.data_ptr())
                 tensors.append(v)
-                picks.append((k, j, True))
+                picks.append((k, j, TENSOR))
                 continue
-            if pos not in varying:
+            A.append(v)  # every scalar is an input: a probing recording reads it (``recording_call``)
+            tensors.append(None)
+            if pos not in varying and pos not in pinned:
                 seen = distinct.get(pos)
                 if seen is None:
                     seen = distinct[pos] = set()
@@ -207,28 +275,59 @@ class KernelState:
                         del distinct[pos]
             if pos in varying:
                 keys.append(_kind(v))
-                A.append(v)
-                tensors.append(None)
-                picks.append((k, j, False))
+                picks.append((k, j, VARYING))
             else:
                 keys.append((type(v), v))
+                picks.append((k, j, KEYED))
         return (static, tuple(keys)), A, tensors, tuple(picks)
 
-    def recording_call(self, recorder, key, args, meta):
-        """The launch's converted arguments with fresh handles, each registered with its tag."""
+    def _context(self, static):
+        """(distinct values per scalar position, positions that vary, input slots a probe found free)
+        of a static part."""
+        context = self.contexts.get(static)
+        if context is None:
+            if len(self.contexts) > 4 * MAX_ENTRIES:
+                self.contexts.clear()
+            context = self.contexts[static] = ({}, set(self.learned(static)), set())
+        return context
+
+    def generic_key(self, key):
+        """The signature of the trace a probing recording (``settle``) made for ``key``'s static part,
+        which serves any values of its free scalars; None before one was made."""
+        context = self.contexts.get(key[0])
+        if context is None or not context[2]:
+            return None
+        free = context[2]
+        return key[0], tuple(_kind(k[1]) if i in free and type(k) is tuple else k for i, k in enumerate(key[1]))
+
+    def recording_call(self, recorder, key, args, meta, probe=False):
+        """The launch's converted arguments with fresh handles, each registered with its tag.
+
+        ``probe``: the scalars keyed by value (but not pinned) are recorded as inputs too, to learn
+        which of them the trace's structure depends on (``settle``); ``record.probes`` maps their
+        input slots to their positions."""
         names = self.names
         values = list(args) + [meta[n] if n in meta else self.runner.defaults[n] for n in names[len(args):]]
-        call, slots = {}, []
+        call, slots, probes = {}, [], {}
+        if len(self.recordings) > 4 * MAX_ENTRIES:
+            self.recordings.clear()
+        self.recordings[key[0]] = self.recordings.get(key[0], 0) + 1
         keys = iter(key[1])
+        pinned = self.pinned
 
-        def scalar(v):
+        def scalar(v, pos):
             t = implicit_cvt(v)
             part = next(keys)
             if isinstance(part, np.dtype):
                 recorder.argument(t.handle, ARG, len(slots))
                 slots.append(("scalar", part))
+            elif probe and pos not in pinned:
+                probes[len(slots)] = pos
+                recorder.argument(t.handle, ARG, len(slots))
+                slots.append(("scalar", _kind(v)))
             else:
                 recorder.argument(t.handle, CONST)
+                slots.append(("scalar", _kind(v)))  # an input the trace does not read: slots stay A's
             return t
         for k, (name, v) in enumerate(zip(names, values)):
             if self.is_const[k]:
@@ -240,10 +339,35 @@ class KernelState:
                 slots.append(("ptr", np.dtype(np.uint64)))
                 call[name] = t
             elif type(v) is tuple:
-                call[name] = tuple_create(v, [scalar(e) for e in v])
+                call[name] = tuple_create(v, [scalar(e, (k, j)) for j, e in enumerate(v)])
             elif type(v) is int or type(v) is bool:
-                call[name] = scalar(v)
+                call[name] = scalar(v, k)
             else:
                 call[name] = implicit_cvt(v)
         recorder.record.slots = slots
+        recorder.record.probes = probes
         return call
+
+    def settle(self, key, record, refused=False):
+        """(generic signature, guards implied) of a probing recording (``recording_call``), or None for
+        a refused one, which a probed scalar may have caused: all are pinned, the next recording
+        folds them.
+
+        A probed scalar that no guard (a Python decision) reads is free: any value replays the
+        trace, which is stored under the generic signature (``generic_key``) and replays the first
+        sighting of this static part's other values. One a guard reads decides the trace's
+        structure (a loop bound): it is pinned to its value in this kernel's signatures from now on.
+        When the guards read nothing but pinned scalars, the signature (which holds their values)
+        implies them: "guards implied" tells the caller to drop them."""
+        probes = record.probes
+        if refused:
+            self.pinned.update(probes.values())
+            return None
+        slots, reads_data = _guard_sources(record)
+        free = self._context(key[0])[2]
+        for slot, pos in probes.items():
+            if slot in slots:
+                self.pinned.add(pos)
+            else:
+                free.add(slot)
+        return self.generic_key(key) or key, bool(record.guards) and not reads_data and slots <= probes.keys()

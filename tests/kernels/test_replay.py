@@ -92,6 +92,42 @@ def test_output_aliasing_its_input_table_replays_what_the_interpreter_computes()
 
 
 @triton.jit
+def _halve_until_small(x_ptr, out_ptr, n, STORE_EACH_SWEEP: tl.constexpr, BLOCK: tl.constexpr):
+    # a data-dependent while loop, one program per row (as a Jacobi eigensolver's sweeps would be)
+    row = tl.program_id(0) * n
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + row + offs, mask=mask, other=0.0)
+    while tl.max(tl.abs(x), axis=0) > 1.0:
+        x = x * 0.5
+        if STORE_EACH_SWEEP:  # written back and read again: the loop's condition reads what it stored
+            tl.store(out_ptr + row + offs, x, mask=mask)
+            x = tl.load(out_ptr + row + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + row + offs, x, mask=mask)
+
+
+@pytest.mark.parametrize("store_each_sweep", [False, True])
+def test_a_while_loop_on_loaded_data_replays_or_interprets_with_the_right_results(store_each_sweep):
+    def step(k):
+        x = torch.randn(3, 5, generator=torch.Generator().manual_seed(k % 3)) * 4 ** (k % 3)
+        out = torch.zeros(3, 5)
+        launch(_halve_until_small, (3,), x, out, 5, STORE_EACH_SWEEP=store_each_sweep, BLOCK=8)
+        expected = x.clone()
+        for r in expected:
+            while r.abs().max() > 1.0:
+                r *= 0.5
+        return out, expected
+    results, counts = _counted(step, 8)
+    for out, expected in results:
+        assert torch.equal(out, expected)
+    if store_each_sweep:  # the guards' loads follow stores to the same memory: every launch interprets
+        assert counts["replayed"] == 0
+        assert K.fallback_reasons["_halve_until_small: a guard reads memory an earlier store of the launch writes"]
+    else:  # a variant per trip counts seen: the launches that repeat one replay
+        assert counts["replayed"] >= 2
+
+
+@triton.jit
 def _branch_on_flag(out_ptr, flag_ptr, x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
