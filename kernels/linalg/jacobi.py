@@ -15,7 +15,8 @@ them).
 One launch is one sweep over every matrix of the batch, on work copies of A (G) and V that it
 reads and writes back, and it reports each matrix's convergence measure; the host launches sweeps
 until all have converged, then a launch sorts. (A data-dependent ``while`` inside one kernel would
-do the same, but the CPU executor cannot replay such a loop.)
+do the same; the CPU executor replays such a loop, but one trace variant per pattern of sweep counts
+across the batch, at most eight per signature, so host-driven sweeps replay more often.)
 
 SVD of G = A (m, n), m >= n (a wide A is decomposed as A^T), one-sided (Hestenes) Jacobi: each pair
 of columns p < q is made orthogonal by the rotation that diagonalises their Gram matrix
