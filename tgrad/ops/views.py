@@ -69,26 +69,36 @@ def refresh_view(t: Tensor):
 
 
 def normalize_basic(x: Tensor, index):
-    """Check a basic index against ``x``'s shape and return it as a tuple torch can apply as a view."""
+    """Check a basic index against ``x``'s shape and return it as a tuple torch can apply as a view
+    (no ``...``: each becomes the full slices it stands for).
+
+    Every ``...`` skips the dims the other entries leave, so a second one (PyTorch allows any number)
+    skips them again and what follows it lands past x's last dim: there a slice that would keep a
+    whole dim of size 0 (start 0, step 1, stop >= 0) applies nothing, and an int, None, other slice
+    or (see ``advanced``) index tensor raises IndexError. PyTorch reads the size of a dim past the
+    end out of bounds there, which is 0 for the tensors it keeps sizes inline for."""
     if not isinstance(index, tuple):
         index = (index,)
     n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
-    if sum(1 for i in index if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     if n_real > x.ndim:
         raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
-    out, dim = [], 0
-    for i in index:
+    skip = x.ndim - n_real
+    out, dim, rdim = [], 0, 0  # dim: of x; rdim: of the result so far (ints drop a dim, None adds one)
+    for pos, i in enumerate(index):
         if i is Ellipsis:
-            dim += x.ndim - n_real
-            out.append(i)
+            out.extend([slice(None)] * max(0, min(skip, x.ndim - dim)))
+            dim, rdim = dim + skip, rdim + skip
+        elif isinstance(i, slice) and i.step is not None and i.step <= 0:
+            raise ValueError("step must be greater than zero")
+        elif dim > x.ndim or (dim == x.ndim and i is not None):
+            _past_the_end(x, i, pos, rdim, rdim + x.ndim - dim)
+            dim, rdim = dim + 1, rdim + 1  # a slice that applies nothing (the rest raise)
         elif i is None:
             out.append(i)
+            rdim += 1
         elif isinstance(i, slice):
-            if i.step is not None and i.step <= 0:
-                raise ValueError("step must be greater than zero")
             out.append(i)
-            dim += 1
+            dim, rdim = dim + 1, rdim + 1
         else:
             size = x.shape[dim]
             if not -size <= i < size:
@@ -97,6 +107,18 @@ def normalize_basic(x: Tensor, index):
             dim += 1
     return tuple(out)
 
+
+def _past_the_end(x: Tensor, i, pos, rdim, r):
+    """Entry ``i`` (at ``pos`` in the index) lands on dim ``rdim`` of a result of ``r`` dims, past
+    its end (after a second ``...``): a slice keeping all of a size-0 dim is a no-op, else IndexError."""
+    if isinstance(i, slice) and (i.start or 0) == 0 and (i.step or 1) == 1 and (i.stop is None or i.stop >= 0):
+        return
+    if isinstance(i, slice) or i is None:
+        n = r + (i is None)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {rdim}): "
+                         f"index entry {pos} lands past the last dim after a second ellipsis ('...')")
+    raise IndexError(f"index {i} is out of bounds for dimension {pos} with size 0: index entry {pos} lands past "
+                     f"the last dim of a tensor of dimension {x.ndim} after a second ellipsis ('...')")
 
 
 def _zeros(shape, like: Tensor) -> Tensor:
