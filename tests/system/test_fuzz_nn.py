@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 import tgrad
 import tgrad.nn.functional as GF
-from support.fuzz_programs import close, no_less_accurate, same_kind
+from support.fuzz_compare import close, no_less_accurate, same_kind
 
 EXAMPLES = int(os.environ.get("TGRAD_FUZZ_NN_EXAMPLES", "40"))
 SEED = os.environ.get("TGRAD_FUZZ_SEED", "11")
