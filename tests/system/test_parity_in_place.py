@@ -326,3 +326,22 @@ def test_deprecated_scalar_first_overloads(expr):
     tgrad.ops.common._LEGACY_WARNED.discard(name)
     with pytest.warns(UserWarning, match=f"This overload of {name} is deprecated"):
         eval(expr, {"L": tgrad, "p": tgrad.ones(3), "g": tgrad.ones(3)})
+
+
+@pytest.mark.parametrize("write", ["e.fill_(0.5)", "e.zero_()", "e.masked_fill_(L.tensor([True, False, True]), 2.0)",
+                                   "e.fill_(L.tensor(0.5))"])
+@pytest.mark.parametrize("through", ["x", "e", "value"])
+def test_backward_through_a_write_into_an_expanded_view(write, through):
+    """A fill of an expanded view of a tensor with history runs, but PyTorch's backward refuses it:
+    the gradient of the view's old value would go back through the view's overlapping geometry
+    (its CopySlices copies into it). Without history before the write (only the value requires
+    grad) there is nothing to send back that way, and backward runs. A tensor value fills no
+    expanded tensor at all (found by the fuzzer)."""
+    def program(L, F):
+        leaf, v = L.ones(1, 3, requires_grad=True), L.tensor(2.0, requires_grad=True)
+        x = leaf * 1 if through != "value" else L.zeros(1, 3)
+        e = x.expand(2, 3)
+        eval(write.replace("2.0)", "v)") if through == "value" else write)
+        (e if through == "e" else x).sum().backward()
+        return leaf.grad, v.grad, x
+    same(program)
