@@ -345,3 +345,14 @@ def test_backward_through_a_write_into_an_expanded_view(write, through):
         (e if through == "e" else x).sum().backward()
         return leaf.grad, v.grad, x
     same(program)
+
+
+def test_backward_through_a_write_into_an_empty_expanded_view():
+    """No element, no overlap: the backward runs (found by the fuzzer)."""
+    def program(L, F):
+        leaf = L.ones(1, 0, requires_grad=True)
+        e = (leaf * 1).expand(2, 0)
+        e.zero_()
+        e.sum().backward()
+        return leaf.grad
+    same(program)

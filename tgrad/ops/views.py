@@ -370,7 +370,7 @@ class CopySlices(Node):
         # g split in two with differentiable ops (so create_graph records it): the region's
         # part for the op's result, the rest (g times a mask that is 0 on the region) for the base
         size, stride, offset = self.geometry
-        if self._next[0][0] is not None and any(st == 0 and n > 1 for n, st in zip(size, stride)):
+        if self._next[0][0] is not None and 0 not in size and any(st == 0 and n > 1 for n, st in zip(size, stride)):
             # an expanded view written in place (fill_, zero_): PyTorch's CopySlices copies the
             # gradient of the view's old value into the base's through the view's (overlapping)
             # geometry, and refuses to
