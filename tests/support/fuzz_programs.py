@@ -292,13 +292,8 @@ def _matmul_empty(L, F, x, others, s):
     m = x.shape[-2] if x.ndim >= 2 else k
     n, off, kind = (0, 2)[s[1] % 2], int(s[2] % 4 == 0), (s[1] // 2) % 4
     ones = (lambda *shape: L.ones(*shape, dtype=x.dtype))
-    if kind == 0:
-        return x @ ones(k + off, n)
-    if kind == 1:
-        return L.mm(x, ones(k + off, n))
-    if kind == 2:
-        return L.inner(x, ones(n, k + off))
-    return ones(n, m + off) @ x
+    return [lambda: x @ ones(k + off, n), lambda: L.mm(x, ones(k + off, n)), lambda: L.inner(x, ones(n, k + off)),
+            lambda: ones(n, m + off) @ x][kind]()
 
 
 def _parts(x, s):

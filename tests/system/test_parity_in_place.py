@@ -356,3 +356,18 @@ def test_backward_through_a_write_into_an_empty_expanded_view():
         e.sum().backward()
         return leaf.grad
     same(program)
+
+
+@pytest.mark.parametrize("op", ["x.gather(1, L.tensor([[1], [0]]))", "x.gather(0, L.zeros(1, 0, dtype=L.int64))",
+                                "x.index_select(1, L.tensor([1]))"])
+def test_gather_saves_its_input_and_index_select_does_not(op):
+    """An in-place change to the input after the op: gather saved it (PyTorch's gather_backward
+    reads it), so backward raises; index_select saved only its size (found by the fuzzer)."""
+    def program(L, F):
+        leaf = L.ones(2, 2, requires_grad=True)
+        x = leaf * 1
+        y = eval(op)
+        x.mul_(2)
+        y.sum().backward()
+        return leaf.grad
+    same(program)

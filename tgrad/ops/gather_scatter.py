@@ -73,7 +73,19 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 class Gather(Index):
+    """PyTorch's gather saves its input (its backward reads the input's size from it), so an
+    in-place change to the input after the gather makes backward raise, as there."""
     node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, plan):
+        ctx.save_for_backward(x)
+        return Index.forward(ctx, x, plan)
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.saved_tensors  # noqa: B018 - unpacked for its version check
+        return Index.backward(ctx, g)
 
 
 def _along_dim_checks(x, dim, index, name, src=None):
