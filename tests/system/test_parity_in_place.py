@@ -371,3 +371,19 @@ def test_gather_saves_its_input_and_index_select_does_not(op):
         y.sum().backward()
         return leaf.grad
     same(program)
+
+
+@pytest.mark.parametrize("product", ["x @ w", "w.t() @ x", "x @ w[:, 0]", "x[0] @ w", "x[0] @ w[:, 0]",
+                                     "x.unsqueeze(0) @ w", "L.mm(x, w)", "L.bmm(x[None], w[None])", "L.inner(x, w.t())"])
+@pytest.mark.parametrize("w_grad", [False, True])
+def test_a_product_saves_an_operand_only_for_its_partners_gradient(product, w_grad):
+    """x changed in place after the product: backward needs x only for w's gradient, so it runs
+    unless w requires grad, as in PyTorch (found by the fuzzer)."""
+    def program(L, F):
+        leaf, w = L.ones(3, 3, requires_grad=True), L.ones(3, 3, requires_grad=w_grad)
+        x = leaf * 1
+        y = eval(product)
+        x.mul_(2)
+        y.sum().backward()
+        return leaf.grad, w.grad
+    same(program)

@@ -28,6 +28,14 @@ def _mismatch(a, b):
                         f"{'x'.join(map(str, b.shape[-2:]))})")
 
 
+def _save_crosswise(ctx, a, b):
+    """Each operand's gradient reads only the other: PyTorch saves ``b`` only if ``a`` needs a
+    gradient and ``a`` only if ``b`` does, so an in-place change to an operand whose partner needs
+    none leaves backward running."""
+    need_a, need_b = ctx.needs_input_grad[:2]
+    ctx.save_for_backward(a if need_b else None, b if need_a else None)
+
+
 class Matmul(BuiltinFunction):
     """(*batch_a, M, K) @ (*batch_b, K, N) with broadcast batches."""
     node_name = "MatmulBackward0"
@@ -45,7 +53,7 @@ class Matmul(BuiltinFunction):
         batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
         ad = a._data.expand(batch + tuple(a.shape[-2:]))
         bd = b._data.expand(batch + tuple(b.shape[-2:]))
-        ctx.save_for_backward(a, b)
+        _save_crosswise(ctx, a, b)
         return wrap(K.matmul(ad, bd, allow_tf32=_allow_tf32(a)))
 
     @staticmethod
@@ -119,7 +127,7 @@ class Dot(BuiltinFunction):
                                f"and {b.dtype.scalar_type}")
         if not a.dtype.is_floating_point:
             return _exact(a, b, "dot")
-        ctx.save_for_backward(a, b)
+        _save_crosswise(ctx, a, b)
         return wrap(K.matmul(a._data.unsqueeze(0), b._data.unsqueeze(1), allow_tf32=_allow_tf32(a)).view(()))
 
     @staticmethod
@@ -178,7 +186,7 @@ class Mv(BuiltinFunction):
         check_runnable(a, v)
         if not a.dtype.is_floating_point:
             return _exact(a, v, "addmv_impl_cpu")
-        ctx.save_for_backward(a, v)
+        _save_crosswise(ctx, a, v)
         return wrap(K.matmul(a._data, v._data.unsqueeze(1), allow_tf32=_allow_tf32(a)).view(a.shape[0]))
 
     @staticmethod
