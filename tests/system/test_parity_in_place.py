@@ -387,3 +387,18 @@ def test_a_product_saves_an_operand_only_for_its_partners_gradient(product, w_gr
         y.sum().backward()
         return leaf.grad, w.grad
     same(program)
+
+
+@pytest.mark.parametrize("make", ["b.split(2)", "b.chunk(2)", "b.unbind(0)"])
+@pytest.mark.parametrize("base_grad", [True, False])
+def test_using_a_multi_output_view_after_its_base_changed_in_place(make, base_grad):
+    """The base of split/chunk/unbind views changed in place: such a view gets no new history, and
+    using it raises, as in PyTorch (found by the fuzzer)."""
+    def program(L, F):
+        leaf = L.ones(4, requires_grad=True)
+        b = leaf * 1 if base_grad else L.ones(4)
+        p = eval(make)[0]
+        b.mul_(leaf[:1] * 2)
+        (p * 3).sum().backward()
+        return leaf.grad
+    same(program)

@@ -62,6 +62,12 @@ def refresh_view(t: Tensor):
         return
     if storage_order(base) is None:  # see rebase_history: such bases never reach here with a history
         return
+    if t._multi_output:  # PyTorch gives such views no new history, and refuses their use
+        op = t._grad_fn.name().rsplit("Backward", 1)[0] if t._grad_fn is not None else "a view"
+        raise RuntimeError(f"Output {t._output_nr} of {op} is a view and its base or another view of its base has been "
+                           "modified inplace. This view is the output of a function that returns multiple views. Such "
+                           "functions do not allow the output views to be modified inplace. You should replace the "
+                           "inplace operation by an out-of-place one.")
     with enable_grad():
         again = AsStrided.apply(base, *_geometry(t, base))
     t._grad_fn, t._output_nr, t._requires_grad = again._grad_fn, 0, True
