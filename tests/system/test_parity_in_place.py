@@ -402,3 +402,15 @@ def test_using_a_multi_output_view_after_its_base_changed_in_place(make, base_gr
         (p * 3).sum().backward()
         return leaf.grad
     same(program)
+
+
+@pytest.mark.parametrize("write", ["v.mul_(g)", "v.add_(g)", "v.copy_(g)", "v.mul_(n)", "v.pow_(g)"])
+def test_a_multi_output_view_without_grad_refuses_a_recorded_write(write):
+    """A split view of a tensor that needs no grad may not take a value that does (the write
+    would be recorded), as in PyTorch (found by the fuzzer)."""
+    def program(L, F):
+        x, g, n = L.ones(4), L.ones(2, requires_grad=True), L.ones(2)
+        v = x.split(2)[0]
+        eval(write)
+        return x
+    same(program)
