@@ -188,6 +188,9 @@ class Tensor:
     @property
     def requires_grad(self) -> bool:
         if self._base is not None:  # a view whose base took a history in place requires grad now
+            if self._multi_output and self.__dict__.get("_view_version") not in (None, self._version.value):
+                # split/unbind views get no new history (using one raises): PyTorch's flag reads the base's
+                return self._requires_grad or self._base._requires_grad
             self._refresh_view()
         return self._requires_grad
 

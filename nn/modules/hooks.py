@@ -8,6 +8,11 @@ then the module's; the output goes through the wrapper. In backward: global back
 then the module's, on the output gradients; then global full backward hooks, then the module's,
 with the input gradients. Every registration returns a ``RemovableHandle``; ``prepend=True`` puts
 a module hook before the module's others (never before the global ones).
+
+The deprecated non-full backward hooks (``register_backward_hook``, ``register_module_backward_hook``)
+share the backward-hook tables, so a module (and the global table) takes one kind or the other: they
+are post hooks on the ``grad_fn`` of the output's first tensor, registered at each call (see
+``_register_non_full``), seeing that one node's gradients.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from tgrad.utils.hooks import BackwardHook, RemovableHandle
 
 __all__ = ["ModuleHooks", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+           "register_module_backward_hook",
            "register_module_buffer_registration_hook", "register_module_module_registration_hook",
            "register_module_parameter_registration_hook"]
 
@@ -34,6 +40,8 @@ _global_forward_pre_hooks: dict = OrderedDict()
 _global_forward_hooks: dict = OrderedDict()
 _global_forward_hooks_always_called: dict = OrderedDict()
 _global_forward_hooks_with_kwargs: dict = OrderedDict()
+# which kind the global backward hooks are: None until the first registration, then for good
+_global_is_full_backward_hook = None
 
 
 def register_module_buffer_registration_hook(hook) -> RemovableHandle:
@@ -75,6 +83,22 @@ def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
 
 def register_module_full_backward_hook(hook) -> RemovableHandle:
     """``hook(module, grad_input, grad_output) -> None or a replacement grad_input``, for every module."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = True
+    return add_hook(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook) -> RemovableHandle:
+    """Deprecated (PyTorch's too): ``hook(module, grad_input, grad_output)`` on the gradients of the
+    last node of every module's output (see ``ModuleHooks.register_backward_hook``)."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = False
     return add_hook(_global_backward_hooks, hook)
 
 
@@ -156,6 +180,16 @@ class ModuleHooks:
         self._is_full_backward_hook = True
         return add_hook(self._backward_hooks, hook, prepend=prepend)
 
+    def register_backward_hook(self, hook) -> RemovableHandle:
+        """Deprecated (PyTorch's too): ``hook(module, grad_input, grad_output) -> None or a
+        replacement grad_input``, a post hook on the ``grad_fn`` of the module's output (its first
+        tensor): ``grad_input`` are the gradients of that one node's inputs, not the module's."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = False
+        return add_hook(self._backward_hooks, hook)
+
     # ------------------------------------------------------------------ state dicts
     def _register_state_dict_hook(self, hook):
         """PyTorch's private post-hook: ``hook(module, state_dict, prefix, local_metadata)`` may
@@ -207,10 +241,12 @@ class ModuleHooks:
 
     # ------------------------------------------------------------------ the call
     def _backward_hook_lists(self):
-        full = list(_global_backward_hooks.values()) + (
-            list(self._backward_hooks.values()) if self._is_full_backward_hook else [])
+        """(full backward hooks, non-full ones, backward pre-hooks) for a call, global ones first."""
+        full, non_full = [], []
+        (full if _global_is_full_backward_hook else non_full).extend(_global_backward_hooks.values())
+        (full if self._is_full_backward_hook else non_full).extend(self._backward_hooks.values())
         pre = list(_global_backward_pre_hooks.values()) + list(self._backward_pre_hooks.values())
-        return full, pre
+        return full, non_full, pre
 
     def _has_call_hooks(self) -> bool:
         """Whether a call of this module runs any hook (its own or a global one)."""
@@ -236,7 +272,7 @@ class ModuleHooks:
                     new = hook(self, args)
                     if new is not None:
                         args = new if isinstance(new, tuple) else (new,)
-            full, pre = self._backward_hook_lists()
+            full, non_full, pre = self._backward_hook_lists()
             bw_hook = None
             if full or pre:
                 bw_hook = BackwardHook(self, full, pre)
@@ -256,10 +292,28 @@ class ModuleHooks:
                     warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
                                   f"Tensors but received {type(result)}", stacklevel=2)
                 result = bw_hook.setup_output_hook(result)
+            if non_full:
+                self._register_non_full(non_full, args, result)
             return result
         except Exception:
             self._run_always_called(args, kwargs, result, called_always)
             raise
+
+    def _register_non_full(self, hooks, args, result):
+        """The non-full backward hooks go on the grad_fn of the output's first tensor (PyTorch's walk:
+        first values of dicts, first items of sequences), with a warning where that node's gradients
+        are not the module's."""
+        var = result
+        while not isinstance(var, Tensor):
+            var = next(v for v in var.values() if isinstance(v, Tensor)) if isinstance(var, dict) else var[0]
+        grad_fn = var.grad_fn
+        if grad_fn is None:
+            return
+        for hook in hooks:
+            grad_fn.register_hook(_WrappedHook(hook, self))
+        problem = _non_full_problem(args, result, grad_fn)
+        if problem is not None:
+            warnings.warn(problem, FutureWarning, stacklevel=3)
 
     def _run_always_called(self, args, kwargs, result, called):
         """The ``always_call`` forward hooks that did not run before forward (or a hook) raised; what
@@ -277,3 +331,35 @@ class ModuleHooks:
             except Exception as e:
                 warnings.warn(f"{who} forward hook with ``always_call=True`` raised an exception that was silenced "
                               f"as another error was raised in forward: {e}", stacklevel=3)
+
+
+def _non_full_problem(inputs, result, grad_fn):
+    """What a non-full backward hook on ``grad_fn`` will miss of the module's gradients (PyTorch's
+    deprecation warnings, in its order), or None."""
+    if not isinstance(result, Tensor):
+        if not (isinstance(result, tuple) and all(isinstance(r, Tensor) for r in result)):
+            return ("Using non-full backward hooks on a Module that does not return a single Tensor or a tuple of "
+                    "Tensors is deprecated and will be removed in future versions. This hook will be missing some of "
+                    "the grad_output. Please use register_full_backward_hook to get the documented behavior.")
+    else:
+        result = (result,)
+    if not isinstance(inputs, Tensor):
+        if not (isinstance(inputs, tuple) and all(isinstance(i, Tensor) for i in inputs)):
+            return ("Using non-full backward hooks on a Module that does not take as input a single Tensor or a tuple "
+                    "of Tensors is deprecated and will be removed in future versions. This hook will be missing some "
+                    "of the grad_input. Please use register_full_backward_hook to get the documented behavior.")
+    else:
+        inputs = (inputs,)
+    out_grad_fn = {r.grad_fn for r in result if r.grad_fn is not None}
+    if not out_grad_fn or (len(out_grad_fn) == 1 and grad_fn not in out_grad_fn):
+        return ("Using a non-full backward hook when outputs are nested in python data structure is deprecated and "
+                "will be removed in future versions. This hook will be missing some grad_output.")
+    if len(out_grad_fn) > 1:
+        return ("Using a non-full backward hook when outputs are generated by different autograd Nodes is deprecated "
+                "and will be removed in future versions. This hook will be missing some grad_output. Please use "
+                "register_full_backward_hook to get the documented behavior.")
+    if {i.grad_fn for i in inputs if i.grad_fn is not None} != {n for n, _ in grad_fn.next_functions}:
+        return ("Using a non-full backward hook when the forward contains multiple autograd Nodes is deprecated and "
+                "will be removed in future versions. This hook will be missing some grad_input. Please use "
+                "register_full_backward_hook to get the documented behavior.")
+    return None

@@ -16,13 +16,14 @@ from tgrad import _dtype
 from tgrad.tensor import Tensor
 from ..parameter import Parameter
 from . import hooks as _hooks
-from .hooks import (ModuleHooks, register_module_buffer_registration_hook, register_module_forward_hook,
-                    register_module_forward_pre_hook, register_module_full_backward_hook,
+from .hooks import (ModuleHooks, register_module_backward_hook, register_module_buffer_registration_hook,
+                    register_module_forward_hook, register_module_forward_pre_hook, register_module_full_backward_hook,
                     register_module_full_backward_pre_hook, register_module_module_registration_hook,
                     register_module_parameter_registration_hook, registered)
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+           "register_module_backward_hook",
            "register_module_buffer_registration_hook", "register_module_module_registration_hook",
            "register_module_parameter_registration_hook"]
 

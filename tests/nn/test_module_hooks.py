@@ -11,29 +11,11 @@ import torch
 import tgrad
 import tgrad.nn.modules.module as tg_module
 import torch.nn.modules.module as th_module
+from support.modules import lib_tensor as tensor, norm
 from support.nested import assert_nested_close
-from support.reference import to_torch, uniform64
+from support.reference import uniform64
 
 LIBS = {"torch": (torch, th_module), "tgrad": (tgrad, tg_module)}
-
-
-def norm(v):
-    """What a hook saw, comparable across libraries: tensors as float64 torch tensors."""
-    if isinstance(v, (torch.Tensor, tgrad.Tensor)):
-        return to_torch(v)
-    if isinstance(v, (tuple, list)):
-        return type(v)(norm(x) for x in v)
-    if isinstance(v, dict):
-        return {k: norm(x) for k, x in v.items()}
-    if isinstance(v, (torch.nn.Module, tgrad.nn.Module)):
-        return type(v).__name__
-    return v
-
-
-def tensor(lib, shape, seed, requires_grad=True):
-    data = uniform64(shape, seed=seed)
-    t = data.clone() if lib is torch else tgrad.from_torch(data.clone())
-    return t.requires_grad_(requires_grad)
 
 
 def build(lib):

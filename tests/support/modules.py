@@ -4,7 +4,7 @@ gradients on every output, and the parameters' gradients compared."""
 import torch
 
 import tgrad
-from support.reference import assert_close, uniform64
+from support.reference import assert_close, to_torch, uniform64
 
 
 def copy_module(ref, mod):
@@ -62,3 +62,24 @@ def backward_both(outs, refs, seed=5):
         loss_ref = term_ref if loss_ref is None else loss_ref + term_ref
     loss.backward()
     loss_ref.backward()
+
+
+def norm(v):
+    """What a hook saw, comparable across libraries: tensors as float64 torch tensors, modules as
+    their class names, containers recursively."""
+    if isinstance(v, (torch.Tensor, tgrad.Tensor)):
+        return to_torch(v)
+    if isinstance(v, (tuple, list)):
+        return type(v)(norm(x) for x in v)
+    if isinstance(v, dict):
+        return {k: norm(x) for k, x in v.items()}
+    if isinstance(v, (torch.nn.Module, tgrad.nn.Module)):
+        return type(v).__name__
+    return v
+
+
+def lib_tensor(lib, shape, seed, requires_grad=True):
+    """A float64 tensor of ``lib`` (torch or tgrad) with seeded values, the same in both."""
+    data = uniform64(shape, seed=seed)
+    t = data.clone() if lib is torch else tgrad.from_torch(data.clone())
+    return t.requires_grad_(requires_grad)

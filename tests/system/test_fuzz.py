@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 import tgrad
 import tgrad.nn.functional as GF
-from support.fuzz_programs import (DTYPES, LAYOUTS, OP_NAMES, TOL, UnspecifiedAlias, close, execute, no_less_accurate,
-                                   same_kind)
+from support.fuzz_compare import TOL, close, no_less_accurate, same_kind
+from support.fuzz_programs import DTYPES, LAYOUTS, OP_NAMES, UnspecifiedAlias, execute
 
 EXAMPLES = int(os.environ.get("TGRAD_FUZZ_EXAMPLES", "200"))
 SEED = os.environ.get("TGRAD_FUZZ_SEED", "11")

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 import tgrad
 import tgrad.nn.functional as GF
-from support.fuzz_programs import close, no_less_accurate, same_kind
+from support.fuzz_compare import close, no_less_accurate, same_kind
 
 EXAMPLES = int(os.environ.get("TGRAD_FUZZ_NN_EXAMPLES", "40"))
 SEED = os.environ.get("TGRAD_FUZZ_SEED", "11")
@@ -176,6 +176,12 @@ _NEW = {
         L.tensor(np.random.RandomState(k).randn(x.shape[0], 2, 3), dtype=dtype) * 0.8 + x.mean() * 0.3,
         (x.shape[0], 1, 3, 2), align_corners=k % 2 == 1), ("bilinear", "nearest")[k % 2],
         ("zeros", "border", "reflection")[k % 3], align_corners=k % 4 > 1),
+    # 0-size operands: no batch, no output features, no indices
+    "linear_empty": lambda L, F, x, k, dtype: F.linear(x[:0] if k % 2 else x, L.ones(k % 3, x.shape[-1], dtype=dtype)),
+    "embedding_empty": lambda L, F, x, k, dtype: F.embedding(L.tensor(_ints(k, 1, (k % 2, 0))), _rows(x)),
+    # one of several views chunk/split return, changed in place (refused: it requires grad) or not
+    "chunk_relu_": lambda L, F, x, k, dtype: F.relu(
+        ((x * 1).chunk(2, 1 + k % 3) if k % 4 < 2 else (x * 1).split(1, 1 + k % 3))[0], inplace=k % 2 == 1),
     # (T, N, C) = (W, H, C) of the image; labels 1..C-1 (none when C = 1: PyTorch reads past the end), at
     # most T / 2 of them unless zero_infinity (the gradient of an infinite loss is NaN in PyTorch)
     "ctc_loss": lambda L, F, x, k, dtype: F.ctc_loss(

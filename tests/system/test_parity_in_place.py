@@ -326,3 +326,91 @@ def test_deprecated_scalar_first_overloads(expr):
     tgrad.ops.common._LEGACY_WARNED.discard(name)
     with pytest.warns(UserWarning, match=f"This overload of {name} is deprecated"):
         eval(expr, {"L": tgrad, "p": tgrad.ones(3), "g": tgrad.ones(3)})
+
+
+@pytest.mark.parametrize("write", ["e.fill_(0.5)", "e.zero_()", "e.masked_fill_(L.tensor([True, False, True]), 2.0)",
+                                   "e.fill_(L.tensor(0.5))"])
+@pytest.mark.parametrize("through", ["x", "e", "value"])
+def test_backward_through_a_write_into_an_expanded_view(write, through):
+    """A fill of an expanded view of a tensor with history runs, but PyTorch's backward refuses it:
+    the gradient of the view's old value would go back through the view's overlapping geometry
+    (its CopySlices copies into it). Without history before the write (only the value requires
+    grad) there is nothing to send back that way, and backward runs. A tensor value fills no
+    expanded tensor at all (found by the fuzzer)."""
+    def program(L, F):
+        leaf, v = L.ones(1, 3, requires_grad=True), L.tensor(2.0, requires_grad=True)
+        x = leaf * 1 if through != "value" else L.zeros(1, 3)
+        e = x.expand(2, 3)
+        eval(write.replace("2.0)", "v)") if through == "value" else write)
+        (e if through == "e" else x).sum().backward()
+        return leaf.grad, v.grad, x
+    same(program)
+
+
+def test_backward_through_a_write_into_an_empty_expanded_view():
+    """No element, no overlap: the backward runs (found by the fuzzer)."""
+    def program(L, F):
+        leaf = L.ones(1, 0, requires_grad=True)
+        e = (leaf * 1).expand(2, 0)
+        e.zero_()
+        e.sum().backward()
+        return leaf.grad
+    same(program)
+
+
+@pytest.mark.parametrize("op", ["x.gather(1, L.tensor([[1], [0]]))", "x.gather(0, L.zeros(1, 0, dtype=L.int64))",
+                                "x.index_select(1, L.tensor([1]))"])
+def test_gather_saves_its_input_and_index_select_does_not(op):
+    """An in-place change to the input after the op: gather saved it (PyTorch's gather_backward
+    reads it), so backward raises; index_select saved only its size (found by the fuzzer)."""
+    def program(L, F):
+        leaf = L.ones(2, 2, requires_grad=True)
+        x = leaf * 1
+        y = eval(op)
+        x.mul_(2)
+        y.sum().backward()
+        return leaf.grad
+    same(program)
+
+
+@pytest.mark.parametrize("product", ["x @ w", "w.t() @ x", "x @ w[:, 0]", "x[0] @ w", "x[0] @ w[:, 0]",
+                                     "x.unsqueeze(0) @ w", "L.mm(x, w)", "L.bmm(x[None], w[None])", "L.inner(x, w.t())"])
+@pytest.mark.parametrize("w_grad", [False, True])
+def test_a_product_saves_an_operand_only_for_its_partners_gradient(product, w_grad):
+    """x changed in place after the product: backward needs x only for w's gradient, so it runs
+    unless w requires grad, as in PyTorch (found by the fuzzer)."""
+    def program(L, F):
+        leaf, w = L.ones(3, 3, requires_grad=True), L.ones(3, 3, requires_grad=w_grad)
+        x = leaf * 1
+        y = eval(product)
+        x.mul_(2)
+        y.sum().backward()
+        return leaf.grad, w.grad
+    same(program)
+
+
+@pytest.mark.parametrize("make", ["b.split(2)", "b.chunk(2)", "b.unbind(0)"])
+@pytest.mark.parametrize("base_grad", [True, False])
+def test_using_a_multi_output_view_after_its_base_changed_in_place(make, base_grad):
+    """The base of split/chunk/unbind views changed in place: such a view gets no new history, and
+    using it raises, as in PyTorch (found by the fuzzer)."""
+    def program(L, F):
+        leaf = L.ones(4, requires_grad=True)
+        b = leaf * 1 if base_grad else L.ones(4)
+        p = eval(make)[0]
+        b.mul_(leaf[:1] * 2)
+        (p * 3).sum().backward()
+        return leaf.grad
+    same(program)
+
+
+@pytest.mark.parametrize("write", ["v.mul_(g)", "v.add_(g)", "v.copy_(g)", "v.mul_(n)", "v.pow_(g)"])
+def test_a_multi_output_view_without_grad_refuses_a_recorded_write(write):
+    """A split view of a tensor that needs no grad may not take a value that does (the write
+    would be recorded), as in PyTorch (found by the fuzzer)."""
+    def program(L, F):
+        x, g, n = L.ones(4), L.ones(2, requires_grad=True), L.ones(2)
+        v = x.split(2)[0]
+        eval(write)
+        return x
+    same(program)

@@ -130,3 +130,16 @@ def test_cuda_without_a_cuda_build_raises_torchs_assertion():
 ])
 def test_zero_size_operands_of_index_select_gather_and_products(expr):
     same(lambda L, F: eval(expr))
+
+
+@pytest.mark.parametrize("expr", [
+    "L.zeros(2, 3).index_select(1, L.tensor([3]))", "L.zeros(2, 3).index_select(0, L.tensor([-1]))",
+    "L.zeros(2, 3, 4).index_select(2, L.tensor([4]))", "L.zeros(0).index_select(0, L.tensor([0]))",
+    "L.zeros(2, 3, 0).index_select(1, L.tensor([3]))", "L.zeros(2, 0, 4).index_select(2, L.tensor([-1]))",
+    "L.zeros(2, 0).index_select(1, L.tensor([], dtype=L.int64))", "L.tensor(1.).index_select(0, L.tensor([0, 0]))",
+    "L.tensor(1.).index_select(0, L.tensor([1]))",
+])
+def test_index_select_out_of_range_raises_as_pytorchs_path_does(expr):
+    """PyTorch checks the indices on one of three paths (an empty x, dim 1 of a 2+-d x, the rest),
+    raising RuntimeError on the first two and IndexError on the third (found by the fuzzer)."""
+    same(lambda L, F: eval(expr))

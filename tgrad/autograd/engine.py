@@ -108,6 +108,59 @@ def _run_tensor_hooks(node, nr, grad):
     return grad
 
 
+def _hook_result(hook, before, after):
+    """A node hook's replacement for the gradients ``before`` (PyTorch's checks: a tuple of as many,
+    each None or a tensor of the same type and size; a None gradient stays None)."""
+    name = getattr(hook, "__name__", "<unknown>")
+    if not isinstance(after, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(after).__name__}'")
+    if len(after) != len(before):
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(after)}, but "
+                           f"expected {len(before)})")
+    for old, new in zip(before, after):
+        if new is None:
+            continue
+        if old is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+        if not isinstance(new, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+        if new.dtype is not old.dtype or new.device != old.device:
+            raise RuntimeError(f"hook '{name}' has changed the type of value (was {_type_name(old)} got "
+                               f"{_type_name(new)})")
+        if tuple(new.shape) != tuple(old.shape):
+            raise RuntimeError(f"hook '{name}' has changed the size of value")
+    return list(after)
+
+
+def _type_name(t):
+    return f"tgrad.{'cuda.' if t.device.type == 'cuda' else ''}{t.dtype.legacy}"
+
+
+def _run_pre_hooks(node, grads):
+    """``Node.register_prehook`` hooks on the gradients of the node's outputs."""
+    for hook in list(node._pre_hooks.values()):
+        r = hook(tuple(grads))
+        if r is not None:
+            grads = _hook_result(hook, grads, r)
+    return grads
+
+
+def _run_post_hooks(node, outs, grads):
+    """``Node.register_hook`` hooks on the gradients the node computed for its inputs (those of its
+    ``next_functions``: a built-in's non-tensor arguments have no entry) and of its outputs."""
+    pos = getattr(node, "_edge_pos", None)
+    pos = range(len(outs)) if pos is None else pos
+    shown = [outs[i] for i in pos]
+    for hook in list(node._post_hooks.values()):
+        r = hook(tuple(shown), tuple(grads))
+        if r is not None:
+            shown = _hook_result(hook, shown, r)
+    outs = list(outs)
+    for i, g in zip(pos, shown):
+        outs[i] = g
+    return outs
+
+
 def _retain(node, nr, grad, create_graph):
     ref = node._retained.get(nr)
     t = ref() if ref is not None else None
@@ -155,15 +208,21 @@ def _unreachable(grad) -> bool:
 
 def _accumulate(node: AccumulateGrad, grad, create_graph, steal=False):
     var = node.variable
-    hooked = bool(node._tensor_hooks.get(0))  # a hook may keep what it was given, or return it
+    # a hook may keep what it was given, or return it
+    hooked = bool(node._tensor_hooks.get(0) or node._pre_hooks or node._post_hooks)
     grad = _run_tensor_hooks(node, 0, grad)
-    if var._grad is None:
-        var._grad = _new_grad(grad, create_graph, steal and not hooked)
-    elif create_graph or var._grad._requires_grad:
-        var._grad = var._grad + grad
-    else:
-        var._grad._accumulate_(grad)
-    _run_post_accumulate_hooks(var)
+    if node._pre_hooks:
+        (grad,) = _run_pre_hooks(node, [grad])
+    if grad is not None:  # (a pre-hook may drop it)
+        if var._grad is None:
+            var._grad = _new_grad(grad, create_graph, steal and not hooked)
+        elif create_graph or var._grad._requires_grad:
+            var._grad = var._grad + grad
+        else:
+            var._grad._accumulate_(grad)
+        _run_post_accumulate_hooks(var)
+    if node._post_hooks:  # the node has no inputs: grad_inputs is ()
+        _run_post_hooks(node, [], [grad])
 
 
 def _run_post_accumulate_hooks(var):
@@ -258,11 +317,14 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 continue
             if targets is not None and not accumulate and not any(nx in useful for nx, _ in node._next):
                 continue
+            if node._pre_hooks:
+                grads = _run_pre_hooks(node, grads)
             if all(g is None for g in grads):
                 outs = [None] * len(node._next)
             else:
-                grads = _materialize(node, grads)
-                outs = _run_node(node, grads)
+                outs = _run_node(node, _materialize(node, grads))
+            if node._post_hooks:
+                outs = _run_post_hooks(node, outs, grads)
             if not retain_graph:
                 node._release()
             for (nx, nr), g in zip(node._next, outs):

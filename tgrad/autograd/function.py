@@ -11,11 +11,13 @@ from __future__ import annotations
 import inspect
 import itertools
 import weakref
+from collections import OrderedDict
 
 from ..modes import _inference_mode_enabled, _set as _set_grad_enabled, is_anomaly_enabled, is_grad_enabled
 from .._dtype import _BY_TORCH
 from ..tensor import Tensor
 from .inplace_checks import check_inplace
+from .removable_handle import RemovableHandle, add_hook
 from . import anomaly_mode
 
 _sequence = itertools.count()
@@ -34,6 +36,8 @@ class Node:
 
     _next: tuple = ()
     _num_outputs = 1
+    _pre_hooks = None   # {handle id: hook(grad_outputs)}, made by the first register_prehook
+    _post_hooks = None  # {handle id: hook(grad_inputs, grad_outputs)}, made by the first register_hook
 
     def __init__(self):
         self._seq = next(_sequence)
@@ -51,6 +55,20 @@ class Node:
 
     def name(self):
         return type(self).__name__
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs) -> None or a tuple replacing them``, run before this node's backward
+        (after the hooks of the tensors it produced); PyTorch's ``Node.register_prehook``."""
+        if self._pre_hooks is None:
+            self._pre_hooks = OrderedDict()
+        return add_hook(self._pre_hooks, fn)
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs) -> None or a tuple replacing grad_inputs``, run after this
+        node's backward; ``grad_inputs`` line up with ``next_functions``."""
+        if self._post_hooks is None:
+            self._post_hooks = OrderedDict()
+        return add_hook(self._post_hooks, fn)
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {hex(id(self))}>"

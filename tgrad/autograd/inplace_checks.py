@@ -9,8 +9,9 @@ from ..tensor import Tensor
 __all__ = ["check_inplace"]
 
 
-def check_inplace(t: Tensor):
-    """The checks every in-place op makes before writing into ``t``."""
+def check_inplace(t: Tensor, others=()):
+    """The checks every in-place op makes before writing into ``t`` (``others``: the op's other
+    operands; one that requires grad makes the write recorded, which a split/unbind view refuses)."""
     if t._is_inference:
         if not _inference_mode_enabled():
             raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make "
@@ -25,6 +26,11 @@ def check_inplace(t: Tensor):
     base = t._base
     if base is not None and base._grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if t._multi_output and not t._requires_grad and any(isinstance(o, Tensor) and o._requires_grad for o in others):
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+                           "This view is the output of a function that returns multiple views. Such functions do not "
+                           "allow the output views to be modified inplace. You should replace the inplace operation by "
+                           "an out-of-place one.")
     if t._multi_output and t._requires_grad:
         op = t._grad_fn.name().rsplit("Backward", 1)[0] if t._grad_fn is not None else "a view"
         raise RuntimeError(f"Output {t._output_nr} of {op} is a view and is being modified inplace. This view is the "

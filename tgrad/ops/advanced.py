@@ -165,14 +165,18 @@ def _resolve(x: Tensor, items):
     if not adv:
         return None, tuple(basic)
     norm = normalize_basic(x, tuple(basic))
-    n_real = sum(1 for i in norm if i is not None and i is not Ellipsis)
+    n_real = sum(1 for i in basic if i is not None and i is not Ellipsis)
     view_dim, x_dim, d, xd = [], [], 0, 0
-    for i in norm:  # the view dim and the dim of x each basic entry lands on
+    for i in basic:  # the view dim and the dim of x each basic entry lands on
         view_dim.append(d)
         x_dim.append(xd)
         d += x.ndim - n_real if i is Ellipsis else 0 if isinstance(i, int) else 1
         xd += x.ndim - n_real if i is Ellipsis else 0 if i is None else 1
     v = x._data[norm]
+    past = [view_dim[pos] for pos, kind, t, _ in adv if view_dim[pos] >= v.dim() and (kind == "int" or t.dim())]
+    if past:  # after a second ellipsis: PyTorch's index gets a list of indices longer than the view's dims
+        raise IndexError(f"too many indices for tensor of dimension {v.dim()} (got {past[-1] + 1}): an index "
+                         "tensor lands past the last dim after a second ellipsis ('...')")
     dims, indices, checks = [], [], []
     for pos, kind, t, host in adv:
         d = view_dim[pos]

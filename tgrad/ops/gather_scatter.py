@@ -53,10 +53,16 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     if idx.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     d = x._dim(dim)
-    size = x.shape[d] if x.ndim else 1
-    if size == 0 and idx.numel():
+    size, n = (x.shape[d] if x.ndim else 1), idx.numel()
+    if x.ndim == 0 and n != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {n} value(s)")
+    # PyTorch's CPU kernel checks the indices on one of three paths, each with its exception type:
+    # an empty x of 2+ dims and its dim 1 (a fast path) raise RuntimeError, the rest IndexError
+    if x.ndim > 1 and n and x.numel() == 0 and size == 0:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
-    bad = KI.first_out_of_bounds(idx, size, allow_negative=False)
+    bad = KI.first_out_of_bounds(idx, size, allow_negative=False) if x.ndim <= 1 or n else None
+    if bad is not None and x.ndim > 1 and (x.numel() == 0 or d == 1):
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size} (dimension {d})")
     if bad is not None:  # PyTorch's text, then the offending value
         raise IndexError(f"index out of range in self (index {bad} for dimension {d} with size {size})")
     view = (lambda t: t.reshape(1)) if x.ndim == 0 else (lambda t: t)
@@ -67,7 +73,19 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 class Gather(Index):
+    """PyTorch's gather saves its input (its backward reads the input's size from it), so an
+    in-place change to the input after the gather makes backward raise, as there."""
     node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, plan):
+        ctx.save_for_backward(x)
+        return Index.forward(ctx, x, plan)
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.saved_tensors  # noqa: B018 - unpacked for its version check
+        return Index.backward(ctx, g)
 
 
 def _along_dim_checks(x, dim, index, name, src=None):
@@ -117,7 +135,7 @@ class ScatterAdd(BuiltinFunction):
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """x + the sum of src[r] over the positions r whose index (along ``dim``) lands on each element."""
     if src.dtype is not x.dtype:
-        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if src.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if x.dtype is _dtype.bool:  # a bool sum saturates: counted in int32, then any

@@ -38,17 +38,15 @@ def _as_int(i):
 def _node(x: Tensor, items, is_tuple):
     """The node class for a basic index, named like the last view PyTorch applies: a lone int,
     slice, None or ``...`` is a select, slice, unsqueeze or alias; in a tuple, full slices and
-    ``...`` apply nothing, and an index that applies nothing is an alias."""
+    ``...`` apply nothing, and an index that applies nothing is an alias (a tuple comes normalized:
+    its ``...`` written as full slices)."""
     if not is_tuple:
         i = items[0]
         return V.Select if isinstance(i, int) else V.Slice if isinstance(i, slice) else \
             V.IndexUnsqueeze if i is None else V.Alias
-    n_real = sum(1 for i in items if i is not None and i is not Ellipsis)
     node, dim = V.Alias, 0
     for i in items:
-        if i is Ellipsis:
-            dim += x.ndim - n_real
-        elif i is None:
+        if i is None:
             node = V.IndexUnsqueeze
         else:
             if isinstance(i, int) or i.indices(x.shape[dim]) != (0, x.shape[dim], 1):
@@ -102,7 +100,7 @@ def _refuse_0d(item):
 
 def _basic_getitem(x: Tensor, items, is_tuple):
     idx = V.normalize_basic(x, items)
-    return _node(x, idx, is_tuple).apply(x, idx)
+    return _node(x, idx if is_tuple else items, is_tuple).apply(x, idx)
 
 
 def _fit_value(value: Tensor, shape):

@@ -21,7 +21,7 @@ def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
     for o in others:
         if isinstance(o, Tensor):
             check_no_partial_overlap(t, o)
-    check_inplace(t)
+    check_inplace(t, others)
     if formula is not None and not records(t, *others):
         # as the out-of-place ops: bool operands enter arithmetic as numbers (a fill's mask stays bool)
         operands = [t] + [o.to(t.dtype) if not fill and isinstance(o, Tensor) and o.dtype is _dtype.bool and t.dtype is

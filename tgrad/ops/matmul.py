@@ -28,6 +28,14 @@ def _mismatch(a, b):
                         f"{'x'.join(map(str, b.shape[-2:]))})")
 
 
+def _save_crosswise(ctx, a, b):
+    """Each operand's gradient reads only the other: PyTorch saves ``b`` only if ``a`` needs a
+    gradient and ``a`` only if ``b`` does, so an in-place change to an operand whose partner needs
+    none leaves backward running."""
+    need_a, need_b = ctx.needs_input_grad[:2]
+    ctx.save_for_backward(a if need_b else None, b if need_a else None)
+
+
 class Matmul(BuiltinFunction):
     """(*batch_a, M, K) @ (*batch_b, K, N) with broadcast batches."""
     node_name = "MatmulBackward0"
@@ -46,7 +54,7 @@ class Matmul(BuiltinFunction):
         batch = broadcast_shapes(sa[:-2], sb[:-2])
         ad = a._data.expand(batch + tuple(sa[-2:]))
         bd = b._data.expand(batch + tuple(sb[-2:]))
-        ctx.save_for_backward(a, b)
+        _save_crosswise(ctx, a, b)
         return wrap(K.matmul(ad, bd, allow_tf32=_allow_tf32(a)))
 
     @staticmethod
@@ -90,7 +98,7 @@ def mm(a, b):
 @autocast_policy(cpu='lower', cuda='lower')
 def bmm(a, b):
     if a.ndim != 3 or b.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if a.ndim != 3 else "batch2 must be a 3D tensor")
+        raise RuntimeError("batch1 must be a 3D tensor" if a.ndim != 3 else "batch2 must be a 3D tensor")
     if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
                            f"{a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
@@ -120,7 +128,7 @@ class Dot(BuiltinFunction):
                                f"and {b.dtype.scalar_type}")
         if not a.dtype.is_floating_point:
             return _exact(a, b, "dot")
-        ctx.save_for_backward(a, b)
+        _save_crosswise(ctx, a, b)
         return wrap(K.matmul(a._data.unsqueeze(0), b._data.unsqueeze(1), allow_tf32=_allow_tf32(a)).view(()))
 
     @staticmethod
@@ -179,7 +187,7 @@ class Mv(BuiltinFunction):
         check_runnable(a, v)
         if not a.dtype.is_floating_point:
             return _exact(a, v, "addmv_impl_cpu")
-        ctx.save_for_backward(a, v)
+        _save_crosswise(ctx, a, v)
         return wrap(K.matmul(a._data, v._data.unsqueeze(1), allow_tf32=_allow_tf32(a)).view(a.shape[0]))
 
     @staticmethod

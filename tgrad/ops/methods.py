@@ -282,7 +282,8 @@ def _fill_(self, value):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
                                "dimensions.")
-        return write_inplace(self, P.FillTensor.apply, value, formula=M.second, fill=True)
+        # (PyTorch lets only a number fill an expanded tensor)
+        return write_inplace(self, P.FillTensor.apply, value, formula=M.second)
     return write_inplace(self, lambda a: P.Fill.apply(a, value), formula=M.fill, params=(value,), fill=True)
 
 

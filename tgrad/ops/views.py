@@ -63,6 +63,12 @@ def refresh_view(t: Tensor):
         return
     if storage_order(base) is None:  # see rebase_history: such bases never reach here with a history
         return
+    if t._multi_output:  # PyTorch gives such views no new history, and refuses their use
+        op = t._grad_fn.name().rsplit("Backward", 1)[0] if t._grad_fn is not None else "a view"
+        raise RuntimeError(f"Output {t._output_nr} of {op} is a view and its base or another view of its base has been "
+                           "modified inplace. This view is the output of a function that returns multiple views. Such "
+                           "functions do not allow the output views to be modified inplace. You should replace the "
+                           "inplace operation by an out-of-place one.")
     with enable_grad():
         again = AsStrided.apply(base, *_geometry(t, base))
     t._grad_fn, t._output_nr, t._requires_grad = again._grad_fn, 0, True
@@ -70,32 +76,37 @@ def refresh_view(t: Tensor):
 
 
 def normalize_basic(x: Tensor, index):
-    """Check a basic index against ``x``'s shape and return it as a tuple torch can apply as a view."""
+    """Check a basic index against ``x``'s shape and return it as a tuple torch can apply as a view
+    (no ``...``: each becomes the full slices it stands for).
+
+    Every ``...`` skips the dims the other entries leave, so a second one (PyTorch allows any number)
+    skips them again and what follows it lands past x's last dim: there a slice that would keep a
+    whole dim of size 0 (start 0, step 1, stop >= 0) applies nothing, and an int, None, other slice
+    or (see ``advanced``) index tensor raises IndexError. PyTorch reads the size of a dim past the
+    end out of bounds there, which is 0 for the tensors it keeps sizes inline for."""
     if not isinstance(index, tuple):
         index = (index,)
-    n_real = n_ellipsis = 0
-    for i in index:
-        if i is Ellipsis:
-            n_ellipsis += 1
-        elif i is not None:
-            n_real += 1
-    if n_ellipsis > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     ndim = x._data.dim()
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
     if n_real > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    out, dim = [], 0
-    for i in index:
+    skip = ndim - n_real
+    out, dim, rdim = [], 0, 0  # dim: of x; rdim: of the result so far (ints drop a dim, None adds one)
+    for pos, i in enumerate(index):
         if i is Ellipsis:
-            dim += ndim - n_real
-            out.append(i)
+            out.extend([slice(None)] * max(0, min(skip, ndim - dim)))
+            dim, rdim = dim + skip, rdim + skip
+        elif isinstance(i, slice) and i.step is not None and i.step <= 0:
+            raise ValueError("step must be greater than zero")
+        elif dim > ndim or (dim == ndim and i is not None):
+            _past_the_end(x, i, pos, rdim, rdim + ndim - dim)
+            dim, rdim = dim + 1, rdim + 1  # a slice that applies nothing (the rest raise)
         elif i is None:
             out.append(i)
+            rdim += 1
         elif isinstance(i, slice):
-            if i.step is not None and i.step <= 0:
-                raise ValueError("step must be greater than zero")
             out.append(i)
-            dim += 1
+            dim, rdim = dim + 1, rdim + 1
         else:
             size = x._data.shape[dim]
             if not -size <= i < size:
@@ -103,6 +114,19 @@ def normalize_basic(x: Tensor, index):
             out.append(i % size)
             dim += 1
     return tuple(out)
+
+
+def _past_the_end(x: Tensor, i, pos, rdim, r):
+    """Entry ``i`` (at ``pos`` in the index) lands on dim ``rdim`` of a result of ``r`` dims, past
+    its end (after a second ``...``): a slice keeping all of a size-0 dim is a no-op, else IndexError."""
+    if isinstance(i, slice) and (i.start or 0) == 0 and (i.step or 1) == 1 and (i.stop is None or i.stop >= 0):
+        return
+    if isinstance(i, slice) or i is None:
+        n = r + (i is None)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {rdim}): "
+                         f"index entry {pos} lands past the last dim after a second ellipsis ('...')")
+    raise IndexError(f"index {i} is out of bounds for dimension {pos} with size 0: index entry {pos} lands past "
+                     f"the last dim of a tensor of dimension {x.ndim} after a second ellipsis ('...')")
 
 
 def _zeros(shape, like: Tensor) -> Tensor:
@@ -356,6 +380,12 @@ class CopySlices(Node):
         # g split in two with differentiable ops (so create_graph records it): the region's
         # part for the op's result, the rest (g times a mask that is 0 on the region) for the base
         size, stride, offset = self.geometry
+        if self._next[0][0] is not None and 0 not in size and any(st == 0 and n > 1 for n, st in zip(size, stride)):
+            # an expanded view written in place (fill_, zero_): PyTorch's CopySlices copies the
+            # gradient of the view's old value into the base's through the view's (overlapping)
+            # geometry, and refuses to
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
         g = in_storage_order(g, self.order)
         outside = torch.ones(tuple(g.shape), dtype=torch.bool, device=g.device)
         outside.as_strided(size, stride, offset).fill_(False)
