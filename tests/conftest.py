@@ -7,6 +7,7 @@ from contextlib import nullcontext
 import pytest
 
 import tgrad.kernels
+from support.kernel_guard import memory_checked
 from support.reference import DEVICES
 from tgrad.kernels.runtime.cuda_compile import CompileObserver, compile_report
 from tgrad.kernels.runtime.launch import launch_observers
@@ -35,6 +36,9 @@ def pytest_addoption(parser):
                           "from the same memory snapshot and the bytes compared (kernels/replay.py); CI runs this")
     parser.addoption("--as-cuda", action="store_true",
                      help="configure every CPU launch as a GPU run would (kernels/target.py) and interpret that")
+    parser.addoption("--memory-check", action="store_true",
+                     help="check every interpreted load, store and atomic of every test against the tensors its "
+                          "launch was given (tests/support/kernel_guard.py); launches interpret instead of replaying")
     parser.addoption("--compile-for", default=None, metavar="ARCHS",
                      help="compile each distinct launch for these CUDA archs (e.g. 90,80) as a GPU launch would "
                           "(kernels/cuda_compile.py); a test whose launch fails to compile fails")
@@ -46,10 +50,12 @@ def pytest_addoption(parser):
 
 @pytest.fixture(autouse=True)
 def _launch_target(request):
-    """--as-cuda: the test's launches configured for a GPU; --compile-for: each compiled for it."""
+    """--as-cuda: the test's launches configured for a GPU; --compile-for: each compiled for it;
+    --memory-check: each access of each interpreted launch checked (a violation fails the test)."""
     observer = getattr(request.config, "_compile_observer", None)
     before = len(observer.failures) if observer else 0
-    with as_cuda() if request.config.getoption("--as-cuda", default=False) else nullcontext():
+    with (as_cuda() if request.config.getoption("--as-cuda", default=False) else nullcontext(),
+          memory_checked() if request.config.getoption("--memory-check", default=False) else nullcontext()):
         yield
     if observer and len(observer.failures) > before:
         pytest.fail("launches that do not compile for CUDA:\n" + "\n".join(

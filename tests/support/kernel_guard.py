@@ -8,8 +8,12 @@ lies at that address. Three tools make such bugs visible:
   lane by lane: each address a live (unmasked) lane touches must be the address of an element of
   one of those tensors -- of the *view* passed, not merely of its storage. A violation raises
   ``MemoryViolation`` at once (before the access, so a wild pointer cannot crash the process) and is
-  recorded in the list the context yields. The fused optimizer step reaches its tensors through a
-  pointer table (``kernels/optim/step.py``): its rows are decoded into the element ranges they name.
+  recorded in the list the context yields. The fused optimizer step and gradient clipping reach
+  their tensors through pointer tables (``kernels/optim/step.py``, ``clip_grad.py``): their rows are
+  decoded into the element ranges they name, and the tensors a launch keeps alive for its table
+  (``launch(..., keep_alive=)``: step counters among them) are valid too. Launches replayed by a
+  captured CPU graph interpret while the checker is on and are checked against their own
+  arguments as an eager launch is.
 - ``poisoned_allocations()``: ``torch.empty``/``empty_like``/``empty_strided`` (how kernels
   allocate their outputs) return memory filled with 0x7F bytes, so an element a kernel forgot to
   write reads as 3.4e38 (fp32), 1.4e306 (fp64), 0x7F7F... (ints) or byte 0x7F (bool) instead of
@@ -22,6 +26,7 @@ lies at that address. Three tools make such bugs visible:
 """
 from __future__ import annotations
 
+import ctypes
 from contextlib import contextmanager
 
 import numpy as np
@@ -29,6 +34,7 @@ import torch
 from triton.runtime.interpreter import InterpreterBuilder, interpreter_builder
 
 import tgrad
+from tgrad.kernels.runtime import executor, launch as launch_module
 from tgrad.kernels.runtime.launch import launch_observers
 
 SENTINEL = 0x7F
@@ -61,17 +67,26 @@ def _tensors(values):
             yield from _tensors(v)
 
 
-def _optim_table_addresses(args):
-    """Elements named by the rows ``[param, grad, s0, s1, s2, n, ...]`` of the optimizer's table."""
-    table, like = args[0], args[1]
-    rows = table.reshape(-1, 10).tolist()
-    item = like.element_size()
-    out = [np.asarray(ptr, dtype=np.uint64) + np.arange(row[5], dtype=np.uint64) * item
-           for row in rows for ptr in row[:5] if ptr]
-    return out
+def _table_addresses(width, pointers, count):
+    """The decoder of a pointer table of rows of ``width`` int64, whose columns ``pointers`` each
+    point at ``row[count]`` elements of the launch's second argument's dtype."""
+    def decode(args):
+        table, like = args[0], args[1]
+        item = like.element_size()
+        return [np.asarray(row[c], dtype=np.uint64) + np.arange(row[count], dtype=np.uint64) * item
+                for row in _int64s(table).reshape(-1, width).tolist() for c in pointers if row[c]]
+    return decode
 
 
-_INDIRECT = {"optim_step_kernel": _optim_table_addresses}
+def _int64s(t: torch.Tensor) -> np.ndarray:
+    """A contiguous int64 tensor's values, read from its memory without a torch op (a test may be
+    recording the torch ops a step makes)."""
+    return np.ctypeslib.as_array((ctypes.c_int64 * t.numel()).from_address(t.data_ptr())).copy()
+
+
+_CLIP_ROWS = _table_addresses(3, (0,), 1)  # [ptr, n, partial_index] (kernels/optim/clip_grad.py)
+_INDIRECT = {"optim_step_kernel": _table_addresses(10, range(5), 5),  # [param, grad, s0, s1, s2, n, ...]
+             "_norm_partials_kernel": _CLIP_ROWS, "_clip_scale_kernel": _CLIP_ROWS, "_clamp_kernel": _CLIP_ROWS}
 
 
 class _Checker:
@@ -81,9 +96,11 @@ class _Checker:
         self.valid = np.empty(0, dtype=np.uint64)
         self.violations = []
         self.launches = 0
+        self.keep_alive = ()  # of the launch being observed (set by the patched ``_launch``)
 
     def observe(self, kernel, grid, args, meta):
-        tensors = [t for t in _tensors(list(args) + list(meta.values())) if t.device.type == "cpu"]
+        tensors = [t for t in _tensors(list(args) + list(meta.values()) + list(self.keep_alive))
+                   if t.device.type == "cpu"]
         if not tensors:
             return
         self.kernel, self.tensors = kernel.__name__, tensors
@@ -157,11 +174,30 @@ def memory_checked():
     before = {name: b.__dict__.get(name) for name in patches}  # an enclosing check's, if nested
     for name, fn in patches.items():
         setattr(b, name, fn)  # instance attributes shadow the methods
+    eager, graph_step = launch_module._launch, executor.graph_step
+
+    def launching(kernel, grid, args, meta, keep_alive=(), site=None):
+        checker.keep_alive = keep_alive
+        try:
+            return eager(kernel, grid, args, meta, keep_alive, site)
+        finally:
+            checker.keep_alive = ()
+
+    def replaying(step):  # a captured graph's launch: no observer sees it otherwise
+        checker.keep_alive = step.keep_alive
+        try:
+            checker.observe(step.kernel, step.grid, step.args, step.meta)
+        finally:
+            checker.keep_alive = ()
+        return graph_step(step)
+
+    launch_module._launch, executor.graph_step = launching, replaying
     launch_observers.append(checker.observe)
     try:
         yield checker.violations
     finally:
         launch_observers.remove(checker.observe)
+        launch_module._launch, executor.graph_step = eager, graph_step
         for name, old in before.items():
             if old is None:
                 delattr(b, name)
