@@ -66,6 +66,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "cpu_launch_decisions: asserts the CPU's own launch decisions (one launch per "
                                        "site, interpreter block sizes, the CPU's split and scatter rules); skipped "
                                        "under --as-cuda, which replaces them with the GPU's")
+    config.addinivalue_line("markers", "executor_replay: asserts the CPU executor's replays (counts, variants, "
+                                       "fallbacks); skipped under --memory-check, where every launch interprets")
     archs = config.getoption("--compile-for", default=None)
     if archs:
         config._compile_observer = CompileObserver(
@@ -77,10 +79,13 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--as-cuda", default=False):
-        skip = pytest.mark.skip(reason="asserts the CPU's own launch decisions, which --as-cuda replaces")
-        for item in items:
-            if "cpu_launch_decisions" in item.keywords:
+    skips = {"cpu_launch_decisions": config.getoption("--as-cuda", default=False) and pytest.mark.skip(
+                 reason="asserts the CPU's own launch decisions, which --as-cuda replaces"),
+             "executor_replay": config.getoption("--memory-check", default=False) and pytest.mark.skip(
+                 reason="asserts the executor's replays, which the memory checker turns off")}
+    for item in items:
+        for marker, skip in skips.items():
+            if skip and marker in item.keywords:
                 item.add_marker(skip)
 
 

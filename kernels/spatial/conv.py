@@ -221,7 +221,10 @@ def _gemm_blocks(M: int, N: int, K: int, dtype: torch.dtype, device: torch.devic
         bm = _pow2(M, 16, max(16, (1 << 17) // max(bk, bn)))
         return bm, bn, bk, 4
     bk = 16 if dtype == torch.float64 else 32
-    return _pow2(M, 16, 64), _pow2(N, 16, 64), _pow2(K, 16, bk), 4
+    # fp32/fp64 products are FMAs on registers (no tensor cores, input_precision="ieee"): rows of
+    # 64 spilled on sm_90 (dgrad of 3 channels, 7x7 stride 2); 32 do not (tests/kernels/test_gpu_shapes.py)
+    bm = 64 if dtype in (torch.float16, torch.bfloat16) else 32
+    return _pow2(M, 16, bm), _pow2(N, 16, 64), _pow2(K, 16, bk), 4
 
 
 def _lift(*tensors):

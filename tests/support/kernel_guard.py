@@ -27,6 +27,7 @@ lies at that address. Three tools make such bugs visible:
 from __future__ import annotations
 
 import ctypes
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -89,25 +90,30 @@ _INDIRECT = {"optim_step_kernel": _table_addresses(10, range(5), 5),  # [param, 
              "_norm_partials_kernel": _CLIP_ROWS, "_clip_scale_kernel": _CLIP_ROWS, "_clamp_kernel": _CLIP_ROWS}
 
 
+class _Launch(threading.local):
+    """What the checker knows of the launch running on this thread (threads launch concurrently)."""
+    kernel = None
+    tensors: list = []
+    valid = np.empty(0, dtype=np.uint64)
+    keep_alive: tuple = ()  # set by the patched ``_launch`` for its observer
+
+
 class _Checker:
     def __init__(self):
-        self.kernel = None
-        self.tensors = []
-        self.valid = np.empty(0, dtype=np.uint64)
+        self.current = _Launch()
         self.violations = []
         self.launches = 0
-        self.keep_alive = ()  # of the launch being observed (set by the patched ``_launch``)
 
     def observe(self, kernel, grid, args, meta):
-        tensors = [t for t in _tensors(list(args) + list(meta.values()) + list(self.keep_alive))
+        tensors = [t for t in _tensors(list(args) + list(meta.values()) + list(self.current.keep_alive))
                    if t.device.type == "cpu"]
         if not tensors:
             return
-        self.kernel, self.tensors = kernel.__name__, tensors
-        addrs = [element_addresses(t) for t in self.tensors]
+        self.current.kernel, self.current.tensors = kernel.__name__, tensors
+        addrs = [element_addresses(t) for t in self.current.tensors]
         if kernel.__name__ in _INDIRECT:
             addrs += _INDIRECT[kernel.__name__](args)
-        self.valid = np.unique(np.concatenate(addrs)) if addrs else np.empty(0, dtype=np.uint64)
+        self.current.valid = np.unique(np.concatenate(addrs)) if addrs else np.empty(0, dtype=np.uint64)
         self.launches += 1
 
     def check(self, ptrs, mask, what):
@@ -117,7 +123,7 @@ class _Checker:
         p = p.reshape(-1).astype(np.uint64)
         if p.size == 0:
             return
-        valid = self.valid
+        valid = self.current.valid
         if valid.size:
             pos = np.minimum(np.searchsorted(valid, p), valid.size - 1)
             bad = valid[pos] != p
@@ -125,14 +131,14 @@ class _Checker:
             bad = np.ones(p.shape, dtype=bool)
         if bad.any():
             first = int(p[bad][0])
-            err = MemoryViolation(f"{self.kernel}: {what} of {int(bad.sum())} lane(s) outside every tensor it was "
+            err = MemoryViolation(f"{self.current.kernel}: {what} of {int(bad.sum())} lane(s) outside every tensor it was "
                                   f"given; first at {self._describe(first)}")
             self.violations.append(err)
             raise err
 
     def _describe(self, addr):
         best = None
-        for i, t in enumerate(self.tensors):
+        for i, t in enumerate(self.current.tensors):
             start = t.data_ptr()
             d = (addr - start) / t.element_size()
             if best is None or abs(d) < abs(best[0]):
@@ -177,18 +183,18 @@ def memory_checked():
     eager, graph_step = launch_module._launch, executor.graph_step
 
     def launching(kernel, grid, args, meta, keep_alive=(), site=None):
-        checker.keep_alive = keep_alive
+        checker.current.keep_alive = keep_alive
         try:
             return eager(kernel, grid, args, meta, keep_alive, site)
         finally:
-            checker.keep_alive = ()
+            checker.current.keep_alive = ()
 
     def replaying(step):  # a captured graph's launch: no observer sees it otherwise
-        checker.keep_alive = step.keep_alive
+        checker.current.keep_alive = step.keep_alive
         try:
             checker.observe(step.kernel, step.grid, step.args, step.meta)
         finally:
-            checker.keep_alive = ()
+            checker.current.keep_alive = ()
         return graph_step(step)
 
     launch_module._launch, executor.graph_step = launching, replaying
