@@ -2,12 +2,13 @@
 them (tests/support/gpu_shapes.py): their grids stay within CUDA's limits, and the worst shapes the
 spill probe found compile for sm_90 without spilling. ``python tests/support/gpu_shapes.py`` is the
 probe itself (docs/gpu.md: "Without a GPU")."""
+import pytest
 import torch
 
 import tgrad
-from support.gpu_shapes import GRID_CASES, planned, plan_grids
+from support.gpu_shapes import GRID_CASES, attention_case, conv_case, planned, plan_grids
 from tgrad.kernels.reductions.sort import sort
-from tgrad.kernels.runtime.cuda_compile import GRID_LIMITS
+from tgrad.kernels.runtime.cuda_compile import GRID_LIMITS, compile_launch, resource_usage
 from tgrad.kernels.runtime.target import as_cuda
 
 
@@ -48,3 +49,22 @@ def test_sort_past_one_block_as_a_gpu_launches_it_matches_torch():
         values, indices = tgrad.from_torch(x).sort(1, descending=True)
     want = torch.sort(x, stable=True, dim=1, descending=True)
     assert torch.equal(values.torch(), want.values) and torch.equal(indices.torch(), want.indices)
+
+
+# The worst the probe found (docs/gpu.md): attention's dk/dv program at 64 x 64 tiles over 4 warps
+# spilled 7.8 KB a thread (head dim 64, fp32), and at head dim 128 (32 x 32 tiles) 368 bytes; conv's
+# input gradient of a 3-channel 7x7 stride-2 stem at 64 x 16 tiles 152 bytes.
+WORST = [(attention_case(1024, 64, torch.float32, False), "attn_bwd_dkv_kernel", (32, 32, 8)),
+         (attention_case(1024, 128, torch.float32, False), "attn_bwd_dkv_kernel", (16, 16, 8)),
+         (conv_case(3, 64, 7, 224, torch.float32, stride=2), "conv_dgrad_kernel", (32, 16, 4))]
+
+
+@pytest.mark.parametrize("case, kernel, tiles", WORST, ids=[c[0][0] for c in WORST])
+def test_the_worst_gpu_shapes_compile_for_sm90_without_spilling(case, kernel, tiles):
+    launches = []
+    with planned(lambda k, grid, args, meta: launches.append((k, args, meta))):
+        case[1]()
+    ((k, args, meta),) = [launch for launch in launches if launch[0].__name__ == kernel]
+    assert (meta["BLOCK_M"], meta["BLOCK_N"], meta["num_warps"]) == tiles
+    usage = resource_usage(compile_launch(k, args, meta, 90))
+    assert usage["spill_bytes"] == 0, usage
