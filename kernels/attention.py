@@ -330,9 +330,9 @@ def _layout(B, HQ, HK, L, S, E, EV, dtype, device):
         return True, bm, bn, be, bev, 4
     # Compiled, the products are fp32 (fp64) FMAs with every tile in registers: at 64 x 64 tiles
     # and 4 warps the backward's dk/dv program spilled 7.8 KB a thread on sm_90 (head dim 64).
-    # 32 x 32 tiles over 8 warps (16 x 16 past head dim 64, or in fp64) compile without spilling
-    # on sm_90 (tests/kernels/test_gpu_shapes.py; docs/gpu.md has the probe's figures).
-    big = 16 if dtype == torch.float64 or max(be, bev) > 64 else 32
+    # Over 8 warps, 32 x 32 tiles of fp16/bf16 and 16 x 16 ones of fp32/fp64 or past head dim 64
+    # compile without spilling on sm_90 (tests/kernels/test_gpu_shapes.py; docs/gpu.md's probe).
+    big = 32 if dtype in (torch.float16, torch.bfloat16) and max(be, bev) <= 64 else 16
     return False, min(max(16, next_pow2(L)), big), min(max(16, next_pow2(S)), big), be, bev, 8
 
 
