@@ -316,7 +316,7 @@ _PACKED_TILE = 1 << 14  # interpreted: the largest (rows x keys) logits tile of 
 
 
 def _layout(B, HQ, HK, L, S, E, EV, dtype, device):
-    """(packed, BLOCK_M, BLOCK_N, BLOCK_E, BLOCK_EV)."""
+    """(packed, BLOCK_M, BLOCK_N, BLOCK_E, BLOCK_EV, num_warps)."""
     be, bev = max(16, next_pow2(E)), max(16, next_pow2(EV))
     if target(device) == "cpu":
         # interpreted, an op costs ~0.1 ms plus its elements: tiles of ~16K logits spanning about
@@ -324,9 +324,13 @@ def _layout(B, HQ, HK, L, S, E, EV, dtype, device):
         # cross-head pairs they compute and mask are cheaper than more, smaller programs)
         bn = max(16, min(next_pow2(2 * (HQ // HK) * S), 64, next_pow2(B * HK * S)))
         bm = max(16, min(next_pow2(B * HQ * L), _PACKED_TILE // bn, 4 * bn))
-        return True, bm, bn, be, bev
-    big = 32 if dtype == torch.float64 or max(be, bev) > 64 else 64
-    return False, min(max(16, next_pow2(L)), big), min(max(16, next_pow2(S)), big), be, bev
+        return True, bm, bn, be, bev, 4
+    # Compiled, the products are fp32 (fp64) FMAs with every tile in registers: at 64 x 64 tiles
+    # and 4 warps the backward's dk/dv program spilled 7.8 KB a thread on sm_90 (head dim 64).
+    # Over 8 warps, 32 x 32 tiles of fp16/bf16 and 16 x 16 ones of fp32/fp64 or past head dim 64
+    # compile without spilling on sm_90 (tests/kernels/test_gpu_shapes.py; docs/gpu.md's probe).
+    big = 32 if dtype in (torch.float16, torch.bfloat16) and max(be, bev) <= 64 else 16
+    return False, min(max(16, next_pow2(L)), big), min(max(16, next_pow2(S)), big), be, bev, 8
 
 
 def _acc(dtype):
@@ -364,13 +368,13 @@ def attention_forward(q, k, v, mask, mask_kind, causal, scale, p=0.0, seed=0, of
         whole_forward(q, k, v, m, ms, o, lse, (seed, offset, o if st is None else st, threshold, keep, p > 0,
                                                st is not None), f64_bits(scale), mask_kind, causal, _acc(q.dtype))
         return o, lse
-    packed, bm, bn, be, bev = _layout(B, HQ, HK, L, S, E, EV, q.dtype, q.device)
+    packed, bm, bn, be, bev, warps = _layout(B, HQ, HK, L, S, E, EV, q.dtype, q.device)
     NR = B * HQ * L
     grid = (cdiv(NR, bm), 1) if packed else (B * HQ, cdiv(L, bm))
     launch(attn_fwd_kernel, grid, q, k, v, m, o, lse, seed, offset, o if st is None else st,
            threshold, f64_bits(scale), keep, L, S, E, EV, HQ, HK, HQ // HK, NR, *q.stride(), *k.stride(),
            *v.stride(), *ms, MASK_KIND=mask_kind, CAUSAL=causal, DROPOUT=p > 0, FROM_STATE=st is not None,
-           PACKED=packed, ACC=_acc(q.dtype), BLOCK_M=bm, BLOCK_N=bn, BLOCK_E=be, BLOCK_EV=bev)
+           PACKED=packed, ACC=_acc(q.dtype), BLOCK_M=bm, BLOCK_N=bn, BLOCK_E=be, BLOCK_EV=bev, num_warps=warps)
     return o, lse
 
 
@@ -398,9 +402,9 @@ def attention_backward(q, k, v, o, lse, do, mask, mask_kind, causal, scale, p=0.
                                                                 keep, p > 0, st is not None),
                        f64_bits(scale), mask_kind, causal, _acc(q.dtype))
         return dq, dk, dv
-    packed, bm, bn, be, bev = _layout(B, HQ, HK, L, S, E, EV, q.dtype, q.device)
+    packed, bm, bn, be, bev, warps = _layout(B, HQ, HK, L, S, E, EV, q.dtype, q.device)
     meta = dict(MASK_KIND=mask_kind, CAUSAL=causal, DROPOUT=p > 0, FROM_STATE=st is not None, PACKED=packed,
-                ACC=_acc(q.dtype), BLOCK_M=bm, BLOCK_N=bn, BLOCK_E=be, BLOCK_EV=bev)
+                ACC=_acc(q.dtype), BLOCK_M=bm, BLOCK_N=bn, BLOCK_E=be, BLOCK_EV=bev, num_warps=warps)
     st = o if st is None else st
     strides = (*q.stride(), *k.stride(), *v.stride(), *ms, *do.stride())
     NR, NC = B * HQ * L, B * HK * S

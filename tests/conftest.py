@@ -9,6 +9,7 @@ from contextlib import nullcontext
 import pytest
 
 import tgrad.kernels
+from support.kernel_guard import memory_checked
 from support.reference import DEVICES
 from tgrad.kernels.runtime.cuda_compile import CompileObserver, compile_report
 from tgrad.kernels.runtime.launch import launch_observers
@@ -52,6 +53,9 @@ def pytest_addoption(parser):
                           "suite); by default each run starts from an empty temporary one, never the user's")
     parser.addoption("--as-cuda", action="store_true",
                      help="configure every CPU launch as a GPU run would (kernels/target.py) and interpret that")
+    parser.addoption("--memory-check", action="store_true",
+                     help="check every interpreted load, store and atomic of every test against the tensors its "
+                          "launch was given (tests/support/kernel_guard.py); launches interpret instead of replaying")
     parser.addoption("--compile-for", default=None, metavar="ARCHS",
                      help="compile each distinct launch for these CUDA archs (e.g. 90,80) as a GPU launch would "
                           "(kernels/cuda_compile.py); a test whose launch fails to compile fails")
@@ -63,10 +67,12 @@ def pytest_addoption(parser):
 
 @pytest.fixture(autouse=True)
 def _launch_target(request):
-    """--as-cuda: the test's launches configured for a GPU; --compile-for: each compiled for it."""
+    """--as-cuda: the test's launches configured for a GPU; --compile-for: each compiled for it;
+    --memory-check: each access of each interpreted launch checked (a violation fails the test)."""
     observer = getattr(request.config, "_compile_observer", None)
     before = len(observer.failures) if observer else 0
-    with as_cuda() if request.config.getoption("--as-cuda", default=False) else nullcontext():
+    with (as_cuda() if request.config.getoption("--as-cuda", default=False) else nullcontext(),
+          memory_checked() if request.config.getoption("--memory-check", default=False) else nullcontext()):
         yield
     if observer and len(observer.failures) > before:
         pytest.fail("launches that do not compile for CUDA:\n" + "\n".join(
@@ -77,6 +83,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "cpu_launch_decisions: asserts the CPU's own launch decisions (one launch per "
                                        "site, interpreter block sizes, the CPU's split and scatter rules); skipped "
                                        "under --as-cuda, which replaces them with the GPU's")
+    config.addinivalue_line("markers", "executor_replay: asserts the CPU executor's replays (counts, variants, "
+                                       "fallbacks); skipped under --memory-check, where every launch interprets")
     archs = config.getoption("--compile-for", default=None)
     if archs:
         config._compile_observer = CompileObserver(
@@ -99,10 +107,13 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--as-cuda", default=False):
-        skip = pytest.mark.skip(reason="asserts the CPU's own launch decisions, which --as-cuda replaces")
-        for item in items:
-            if "cpu_launch_decisions" in item.keywords:
+    skips = {"cpu_launch_decisions": config.getoption("--as-cuda", default=False) and pytest.mark.skip(
+                 reason="asserts the CPU's own launch decisions, which --as-cuda replaces"),
+             "executor_replay": config.getoption("--memory-check", default=False) and pytest.mark.skip(
+                 reason="asserts the executor's replays, which the memory checker turns off")}
+    for item in items:
+        for marker, skip in skips.items():
+            if skip and marker in item.keywords:
                 item.add_marker(skip)
 
 

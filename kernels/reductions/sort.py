@@ -55,18 +55,20 @@ def _exchange(key, idx, c0, n, k, ROWS: tl.constexpr, B: tl.constexpr, J: tl.con
 
 
 @triton.jit
-def _sort_block_kernel(src_key, src_idx, dst_key, dst_idx, n_rows, n, k_merge,
+def _sort_block_kernel(src_key, src_idx, dst_key, dst_idx, n_rows, n, k_merge, col_blocks,
                        src_shape, src_strides, src_col_stride, dst_shape, dst_strides, dst_col_stride,
                        NS: tl.constexpr, ND: tl.constexpr, FROM_INPUT: tl.constexpr, TO_OUTPUT: tl.constexpr,
                        MERGE: tl.constexpr, DESCENDING: tl.constexpr, ROWS: tl.constexpr, LOG_B: tl.constexpr):
     """Sort (or, with MERGE, finish merging stage k_merge of) the B = 2^LOG_B columns starting at
-    c0 = program_id(1) * B of ROWS rows. FROM_INPUT reads keys from the input (original index =
+    c0 = (program_id % col_blocks) * B of ROWS rows. Row and column blocks share grid axis 0:
+    CUDA stops axis 1 at 65,535, which 2^27 columns in blocks of 2^11 would pass. FROM_INPUT reads keys from the input (original index =
     column, padding past n); otherwise (key, index) pairs come from the scratch rows. TO_OUTPUT
     writes the first n columns of values and indices; otherwise all B go back to scratch."""
     B: tl.constexpr = 1 << LOG_B
-    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    pid = tl.program_id(0).to(tl.int64)
+    rows = (pid // col_blocks) * ROWS + tl.arange(0, ROWS)
     row_mask = rows < n_rows
-    c0 = tl.program_id(1).to(tl.int64) * B
+    c0 = (pid % col_blocks) * B
     cols = c0 + tl.arange(0, B)
     src = element_offset(rows, src_shape, src_strides, NS)[:, None] + cols[None, :] * src_col_stride
     if FROM_INPUT:
@@ -94,10 +96,12 @@ def _sort_block_kernel(src_key, src_idx, dst_key, dst_idx, n_rows, n, k_merge,
 
 
 @triton.jit
-def _sort_exchange_kernel(key_ptr, idx_ptr, P, n, j, k, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
-    """One bitonic stage with partners j >= B apart, in the scratch rows (length P) in memory."""
-    row = tl.program_id(0).to(tl.int64) * P
-    q = tl.program_id(1).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+def _sort_exchange_kernel(key_ptr, idx_ptr, P, n, j, k, q_blocks, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
+    """One bitonic stage with partners j >= B apart, in the scratch rows (length P) in memory;
+    program (row, q block) at row * q_blocks + q block of axis 0, as in ``_sort_block_kernel``."""
+    pid = tl.program_id(0).to(tl.int64)
+    row = (pid // q_blocks) * P
+    q = (pid % q_blocks) * BLOCK + tl.arange(0, BLOCK)
     mask = q < P // 2
     i = (q // j) * (2 * j) + q % j
     ka = tl.load(key_ptr + row + i, mask=mask)
@@ -141,7 +145,7 @@ def sort(x: torch.Tensor, dim: int, descending: bool = False):
                   num_warps=8 if rows_per_program * B >= 2048 else 4)
     out_geometry = (row_shape, out_rows, values_.stride(dim), len(row_shape))
     if P == B:
-        launch(_sort_block_kernel, (grid_rows, 1), x, x, values_, indices_, n_rows, n, 0,
+        launch(_sort_block_kernel, (grid_rows,), x, x, values_, indices_, n_rows, n, 0, 1,
                row_shape, x_rows, x.stride(dim), *out_geometry[:3], NS=len(row_shape), ND=len(row_shape),
                FROM_INPUT=True, TO_OUTPUT=True, MERGE=False, **common)
         return values, indices
@@ -149,20 +153,21 @@ def sort(x: torch.Tensor, dim: int, descending: bool = False):
     key = torch.empty((n_rows, P), dtype=x.dtype, device=x.device)
     idx = torch.empty((n_rows, P), dtype=torch.int64, device=x.device)
     scratch = ((n_rows,), (P,), 1)
-    launch(_sort_block_kernel, (grid_rows, P // B), x, x, key, idx, n_rows, n, 0,
+    launch(_sort_block_kernel, (grid_rows * (P // B),), x, x, key, idx, n_rows, n, 0, P // B,
            row_shape, x_rows, x.stride(dim), *scratch, NS=len(row_shape), ND=1,
            FROM_INPUT=True, TO_OUTPUT=False, MERGE=False, **common)
     exchange_block = min(P // 2, block_for(P // 2, x.device))
+    q_blocks = cdiv(P // 2, exchange_block)
     k = 2 * B
     while k <= P:
         j = k // 2
         while j >= B:
-            launch(_sort_exchange_kernel, (n_rows, cdiv(P // 2, exchange_block)), key, idx, P, n, j, k,
+            launch(_sort_exchange_kernel, (n_rows * q_blocks,), key, idx, P, n, j, k, q_blocks,
                    DESCENDING=bool(descending), BLOCK=exchange_block, num_warps=4)
             j //= 2
         last = k == P
         dst = (values_, indices_) + out_geometry[:3] if last else (key, idx) + scratch
-        launch(_sort_block_kernel, (grid_rows, P // B), key, idx, *dst[:2], n_rows, n, k,
+        launch(_sort_block_kernel, (grid_rows * (P // B),), key, idx, *dst[:2], n_rows, n, k, P // B,
                *scratch, *dst[2:], NS=1, ND=len(row_shape) if last else 1,
                FROM_INPUT=False, TO_OUTPUT=last, MERGE=True, **common)
         k *= 2

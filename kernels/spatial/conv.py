@@ -220,8 +220,12 @@ def _gemm_blocks(M: int, N: int, K: int, dtype: torch.dtype, device: torch.devic
         bn, bk = _pow2(N, 16, 128), _pow2(K, 16, 512)
         bm = _pow2(M, 16, max(16, (1 << 17) // max(bk, bn)))
         return bm, bn, bk, 4
-    bk = 16 if dtype == torch.float64 else 32
-    return _pow2(M, 16, 64), _pow2(N, 16, 64), _pow2(K, 16, bk), 4
+    if dtype in (torch.float16, torch.bfloat16):
+        return _pow2(M, 16, 64), _pow2(N, 16, 64), _pow2(K, 16, 32), 4
+    # fp32/fp64 products are FMAs on registers (no tensor cores, input_precision="ieee"): 64 x 64 x 32
+    # tiles spilled (sm_90: the dgrad of a 3-channel 7x7 stride-2 stem; sm_80: every fp32 wgrad);
+    # 32 x 64 x 16 do not (tests/kernels/test_gpu_shapes.py, docs/gpu.md's probe)
+    return _pow2(M, 16, 32), _pow2(N, 16, 64), _pow2(K, 16, 16), 4
 
 
 def _lift(*tensors):

@@ -4,6 +4,7 @@ disk), under ``kernel_guard``'s address checks (see tests/kernels/test_kernel_bo
 offset anywhere would wrap and land outside every tensor, which the address check catches, or read
 the wrong element, which the comparison with torch catches."""
 import re
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from support.kernel_guard import F64, MemoryViolation, backprop, close, memory_c
 from tgrad.kernels import elementwise as M
 from tgrad.kernels.elementwise.pointwise import pointwise
 from tgrad.kernels.runtime.launch import launch
+from tgrad.kernels.runtime.target import as_cuda
 
 FAR = (1 << 32) + 3  # elements between neighbours: beyond int32 and uint32
 
@@ -60,6 +62,30 @@ def test_offsets_beyond_2_32_elements(huge):
         backprop(y, yr, [(x, xr)])
         w = far_view(huge, (3, 2), (FAR, 1), offset=41, seed=2)  # embedding rows 2^32 apart
         close(F.embedding(tgrad.tensor([2, 0, 2]), tgrad.from_torch(w)), w[torch.tensor([2, 0, 2])])
+    assert not violations
+
+
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu", "as_cuda"])
+def test_conv_pool_losses_and_copies_beyond_2_32_elements(huge, gpu):
+    """The families the test above leaves out: convolution (forward, the input's and the weight's
+    gradients; as_cuda() takes the GPU's gather and split kernels), pooling, an elementwise loss,
+    cat and a strided copy, each on views whose batch or channel neighbours lie 2^32 apart."""
+    with memory_checked() as violations, poisoned_allocations(), as_cuda() if gpu else nullcontext():
+        xt = far_view(huge, (2, 2, 3, 3), (2 * FAR, FAR, 3, 1))             # batch and channels apart
+        wt = far_view(huge, (3, 2, 2, 2), (FAR, 4, 2, 1), offset=30, seed=1)  # output channels apart
+        x, xr = tgrad.from_torch(xt).requires_grad_(), xt.to(F64).requires_grad_()
+        w, wr = tgrad.from_torch(wt).requires_grad_(), wt.to(F64).requires_grad_()
+        y, yr = F.conv2d(x, w, padding=1), torch.nn.functional.conv2d(xr, wr, padding=1)
+        close(y, yr)
+        backprop(y, yr, [(x, xr), (w, wr)])
+        x.grad = xr.grad = None
+        y, yr = F.max_pool2d(x, 2, 1), torch.nn.functional.max_pool2d(xr, 2, 1)
+        close(y, yr)
+        backprop(y, yr, [(x, xr)])
+        a, ar = x[:, 0], xr[:, 0]
+        close(F.mse_loss(a, x[:, 1]), torch.nn.functional.mse_loss(ar, xr[:, 1]))
+        close(tgrad.cat([a, x[:, 1]], 1), torch.cat([ar, xr[:, 1]], 1))
+        close(x.contiguous(), xr)
     assert not violations
 
 

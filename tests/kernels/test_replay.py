@@ -18,8 +18,8 @@ from support.kernel_guard import memory_checked
 from tgrad.kernels.runtime import interpreter as I, executor as replay, triton_private
 from tgrad.kernels.runtime.launch import launch
 
-
-pytestmark = pytest.mark.usefixtures("replay_verify_mode")
+# replays are what it tests: --memory-check, which turns them off, skips it
+pytestmark = [pytest.mark.usefixtures("replay_verify_mode"), pytest.mark.executor_replay]
 
 
 def _counted(fn, times=4):

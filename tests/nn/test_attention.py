@@ -68,7 +68,7 @@ def test_sdpa_several_blocks(monkeypatch, causal, packed):
     """Odd sizes over several 16-wide query and key blocks: the online rescaling, the causal block
     bounds, and both layouts -- one head per program (compiled) and heads packed into shared tiles
     whose blocks straddle heads (interpreted)."""
-    monkeypatch.setattr(KA, "_layout", lambda *a: (packed, 16, 16, 16, 16))
+    monkeypatch.setattr(KA, "_layout", lambda *a: (packed, 16, 16, 16, 16, 4))
     monkeypatch.setattr(KA, "fits", lambda *a: False)
     for L, S, mask in ((37, 29, None), (29, 37, "bool"), (7, 5, "add")):
         q, qr = make_pair((2, 2, L, 5), tgrad.float64, seed=L)
@@ -282,7 +282,7 @@ def test_sdpa_dropout_same_in_both_layouts(monkeypatch):
     k, _ = make_pair((2, 2, 23, 4), tgrad.float64, seed=2)
     v, _ = make_pair((2, 2, 23, 3), tgrad.float64, seed=3)
     results = []
-    for layout in (None, "packed", (False, 16, 16, 16, 16)):  # whole, then the two block layouts
+    for layout in (None, "packed", (False, 16, 16, 16, 16, 4)):  # whole, then the two block layouts
         if layout is not None:
             monkeypatch.setattr(KA, "fits", lambda *a: False)
         if isinstance(layout, tuple):

@@ -8,8 +8,12 @@ lies at that address. Three tools make such bugs visible:
   lane by lane: each address a live (unmasked) lane touches must be the address of an element of
   one of those tensors -- of the *view* passed, not merely of its storage. A violation raises
   ``MemoryViolation`` at once (before the access, so a wild pointer cannot crash the process) and is
-  recorded in the list the context yields. The fused optimizer step reaches its tensors through a
-  pointer table (``kernels/optim/step.py``): its rows are decoded into the element ranges they name.
+  recorded in the list the context yields. The fused optimizer step and gradient clipping reach
+  their tensors through pointer tables (``kernels/optim/step.py``, ``clip_grad.py``): their rows are
+  decoded into the element ranges they name, and the tensors a launch keeps alive for its table
+  (``launch(..., keep_alive=)``: step counters among them) are valid too. Launches replayed by a
+  captured CPU graph interpret while the checker is on and are checked against their own
+  arguments as an eager launch is.
 - ``poisoned_allocations()``: ``torch.empty``/``empty_like``/``empty_strided`` (how kernels
   allocate their outputs) return memory filled with 0x7F bytes, so an element a kernel forgot to
   write reads as 3.4e38 (fp32), 1.4e306 (fp64), 0x7F7F... (ints) or byte 0x7F (bool) instead of
@@ -22,6 +26,8 @@ lies at that address. Three tools make such bugs visible:
 """
 from __future__ import annotations
 
+import ctypes
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -29,6 +35,7 @@ import torch
 from triton.runtime.interpreter import InterpreterBuilder, interpreter_builder
 
 import tgrad
+from tgrad.kernels.runtime import executor, launch as launch_module
 from tgrad.kernels.runtime.launch import launch_observers
 
 SENTINEL = 0x7F
@@ -61,36 +68,52 @@ def _tensors(values):
             yield from _tensors(v)
 
 
-def _optim_table_addresses(args):
-    """Elements named by the rows ``[param, grad, s0, s1, s2, n, ...]`` of the optimizer's table."""
-    table, like = args[0], args[1]
-    rows = table.reshape(-1, 10).tolist()
-    item = like.element_size()
-    out = [np.asarray(ptr, dtype=np.uint64) + np.arange(row[5], dtype=np.uint64) * item
-           for row in rows for ptr in row[:5] if ptr]
-    return out
+def _table_addresses(width, pointers, count):
+    """The decoder of a pointer table of rows of ``width`` int64, whose columns ``pointers`` each
+    point at ``row[count]`` elements of the launch's second argument's dtype."""
+    def decode(args):
+        table, like = args[0], args[1]
+        item = like.element_size()
+        return [np.asarray(row[c], dtype=np.uint64) + np.arange(row[count], dtype=np.uint64) * item
+                for row in _int64s(table).reshape(-1, width).tolist() for c in pointers if row[c]]
+    return decode
 
 
-_INDIRECT = {"optim_step_kernel": _optim_table_addresses}
+def _int64s(t: torch.Tensor) -> np.ndarray:
+    """A contiguous int64 tensor's values, read from its memory without a torch op (a test may be
+    recording the torch ops a step makes)."""
+    return np.ctypeslib.as_array((ctypes.c_int64 * t.numel()).from_address(t.data_ptr())).copy()
+
+
+_CLIP_ROWS = _table_addresses(3, (0,), 1)  # [ptr, n, partial_index] (kernels/optim/clip_grad.py)
+_INDIRECT = {"optim_step_kernel": _table_addresses(10, range(5), 5),  # [param, grad, s0, s1, s2, n, ...]
+             "_norm_partials_kernel": _CLIP_ROWS, "_clip_scale_kernel": _CLIP_ROWS, "_clamp_kernel": _CLIP_ROWS}
+
+
+class _Launch(threading.local):
+    """What the checker knows of the launch running on this thread (threads launch concurrently)."""
+    kernel = None
+    tensors: list = []
+    valid = np.empty(0, dtype=np.uint64)
+    keep_alive: tuple = ()  # set by the patched ``_launch`` for its observer
 
 
 class _Checker:
     def __init__(self):
-        self.kernel = None
-        self.tensors = []
-        self.valid = np.empty(0, dtype=np.uint64)
+        self.current = _Launch()
         self.violations = []
         self.launches = 0
 
     def observe(self, kernel, grid, args, meta):
-        tensors = [t for t in _tensors(list(args) + list(meta.values())) if t.device.type == "cpu"]
+        tensors = [t for t in _tensors(list(args) + list(meta.values()) + list(self.current.keep_alive))
+                   if t.device.type == "cpu"]
         if not tensors:
             return
-        self.kernel, self.tensors = kernel.__name__, tensors
-        addrs = [element_addresses(t) for t in self.tensors]
+        self.current.kernel, self.current.tensors = kernel.__name__, tensors
+        addrs = [element_addresses(t) for t in self.current.tensors]
         if kernel.__name__ in _INDIRECT:
             addrs += _INDIRECT[kernel.__name__](args)
-        self.valid = np.unique(np.concatenate(addrs)) if addrs else np.empty(0, dtype=np.uint64)
+        self.current.valid = np.unique(np.concatenate(addrs)) if addrs else np.empty(0, dtype=np.uint64)
         self.launches += 1
 
     def check(self, ptrs, mask, what):
@@ -100,7 +123,7 @@ class _Checker:
         p = p.reshape(-1).astype(np.uint64)
         if p.size == 0:
             return
-        valid = self.valid
+        valid = self.current.valid
         if valid.size:
             pos = np.minimum(np.searchsorted(valid, p), valid.size - 1)
             bad = valid[pos] != p
@@ -108,14 +131,14 @@ class _Checker:
             bad = np.ones(p.shape, dtype=bool)
         if bad.any():
             first = int(p[bad][0])
-            err = MemoryViolation(f"{self.kernel}: {what} of {int(bad.sum())} lane(s) outside every tensor it was "
+            err = MemoryViolation(f"{self.current.kernel}: {what} of {int(bad.sum())} lane(s) outside every tensor it was "
                                   f"given; first at {self._describe(first)}")
             self.violations.append(err)
             raise err
 
     def _describe(self, addr):
         best = None
-        for i, t in enumerate(self.tensors):
+        for i, t in enumerate(self.current.tensors):
             start = t.data_ptr()
             d = (addr - start) / t.element_size()
             if best is None or abs(d) < abs(best[0]):
@@ -157,11 +180,30 @@ def memory_checked():
     before = {name: b.__dict__.get(name) for name in patches}  # an enclosing check's, if nested
     for name, fn in patches.items():
         setattr(b, name, fn)  # instance attributes shadow the methods
+    eager, graph_step = launch_module._launch, executor.graph_step
+
+    def launching(kernel, grid, args, meta, keep_alive=(), site=None):
+        checker.current.keep_alive = keep_alive
+        try:
+            return eager(kernel, grid, args, meta, keep_alive, site)
+        finally:
+            checker.current.keep_alive = ()
+
+    def replaying(step):  # a captured graph's launch: no observer sees it otherwise
+        checker.current.keep_alive = step.keep_alive
+        try:
+            checker.observe(step.kernel, step.grid, step.args, step.meta)
+        finally:
+            checker.current.keep_alive = ()
+        return graph_step(step)
+
+    launch_module._launch, executor.graph_step = launching, replaying
     launch_observers.append(checker.observe)
     try:
         yield checker.violations
     finally:
         launch_observers.remove(checker.observe)
+        launch_module._launch, executor.graph_step = eager, graph_step
         for name, old in before.items():
             if old is None:
                 delattr(b, name)
