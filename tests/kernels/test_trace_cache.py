@@ -120,6 +120,30 @@ def test_real_kernels_stored_and_loaded_replay_without_interpreting():
     assert sum(v for k, v in K.trace_cache_counts.items() if k.startswith("not stored")) == not_stored
 
 
+def _indexing():
+    """Index kernels given tuples of index tensors (advanced indexing, index_select, flip)."""
+    g = np.random.default_rng(1)
+    x = tgrad.tensor(g.standard_normal((6, 5)), requires_grad=True)
+    rows, cols = tgrad.tensor(np.array([0, -1, 3, 3])), tgrad.tensor(np.array([4, 0, 2, 1], dtype=np.int32))
+    y = x[rows, cols].sum() + tgrad.index_select(x, 1, cols).sum() + tgrad.flip(x, (0, 1))[0].sum()
+    y.backward()
+    return [y.detach().numpy(), x.grad.numpy()]
+
+
+def test_tuples_of_index_tensors_are_stored_and_loaded():
+    # a new process's first run (nothing in memory) of every index launch replays what was stored
+    not_stored = sum(v for k, v in K.trace_cache_counts.items() if k.startswith("not stored"))
+    first = _indexing()
+    second = _indexing()  # records
+    _new_process()
+    with K.count_replays() as counts:
+        third = _indexing()
+    assert counts["interpreted"] == 0 and counts["recorded"] == 0 and counts["replayed"] > 3
+    for got, want in zip(third + second, first + first):
+        assert np.array_equal(got, want)
+    assert sum(v for k, v in K.trace_cache_counts.items() if k.startswith("not stored")) == not_stored
+
+
 def test_a_scalar_found_varying_is_keyed_so_from_the_first_sighting_of_a_new_process():
     x = torch.randn(8)
     for n in (3, 4, 5):  # n=4: n varies; n=5: that signature records
