@@ -157,6 +157,27 @@ def test_a_scalar_found_varying_is_keyed_so_from_the_first_sighting_of_a_new_pro
     assert counts["recorded"] == 1 and counts["interpreted"] == 0
 
 
+@triton.jit
+def _scaled_copy(out_ptr, args, BLOCK: tl.constexpr):  # args: (x, (scale,))
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(args[0] + offs) * args[1][0])
+
+
+def test_a_scalar_inside_nested_tuples_found_varying_is_keyed_so_in_a_new_process():
+    x = torch.randn(8)
+
+    def run(scale):
+        out = torch.empty(8)
+        launch(_scaled_copy, (1,), out, (x, (scale,)), BLOCK=8)
+        torch.testing.assert_close(out, x * scale)
+    for scale in (3, 4, 5):  # 4: the scale at position (1, 1, 0) varies; 5: that signature records
+        run(scale)
+    _new_process()
+    with K.count_replays() as counts:
+        run(7)
+    assert counts == {"replayed": 1}, counts
+
+
 def test_a_signature_seen_once_by_an_earlier_run_records_at_its_first_sighting():
     x = torch.randn(8)
     _run(x, 1)
