@@ -140,30 +140,23 @@ def _constexpr_key(v):
     return ("id", id(v))  # functions and other objects by identity (held in _KernelState.refs)
 
 
-def _tuple_atom(v):
-    """A tuple argument in ``_fast_key``: ints as they are, other elements tagged by type, tensors by
-    dtype (their addresses are replay inputs); None for an element it cannot key."""
-    atoms = []
-    for e in v:
-        t = type(e)
-        if t is int:
-            atoms.append(e)
-        elif t is torch.Tensor:
-            if e.device.type != "cpu":
-                return None
-            atoms.append(e.dtype)
-        elif t is tuple:
-            e = _tuple_atom(e)
-            if e is None:
-                return None
-            atoms.append(e)
-        elif t is bool:
-            atoms.append((bool, e))
-        elif t is float:
-            atoms.append((float, e.hex()))
-        else:
-            return None
-    return tuple(atoms)
+def _atom(v):
+    """A value in ``_fast_key``: ints, None and strings as they are, tensors by dtype (their
+    addresses are replay inputs), tuples element by element, other values tagged by type;
+    ``_MISSING`` for a value it cannot key."""
+    t = type(v)
+    if t is int or v is None or t is str:
+        return v
+    if t is torch.Tensor:
+        return v.dtype if v.device.type == "cpu" else _MISSING
+    if t is tuple:
+        atoms = tuple(_atom(e) for e in v)
+        return _MISSING if _MISSING in atoms else atoms
+    if t is bool:
+        return (bool, v)
+    if t is float:
+        return (float, v.hex())
+    return _MISSING
 
 
 def _tuple_static(v, pos, scalars):
@@ -289,19 +282,13 @@ class KernelState:
                 if v.device.type != "cpu":
                     return None
                 atoms.append(v.dtype)
-            elif t is tuple:
-                atom = _tuple_atom(v)
-                if atom is None:
-                    return None
-                atoms.append(atom)
-            elif t is bool:
-                atoms.append((bool, v))
-            elif t is float:
-                atoms.append((float, v.hex()))
-            elif is_const[k]:
-                atoms.append(("id", id(v)))
             else:
-                return None
+                atom = _atom(v)
+                if atom is _MISSING:
+                    if not is_const[k]:
+                        return None
+                    atom = ("id", id(v))
+                atoms.append(atom)
         return tuple(atoms)
 
     def _bind(self, grid, values):
