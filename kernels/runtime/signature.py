@@ -63,19 +63,13 @@ def _at(v, path):
 
 def _hole(atom, path, kind):
     """A tuple argument's atom with its element at ``path`` replaced by ``kind``; None when the
-    atom has no integer there (a pattern of another static part)."""
+    atom has no element there (a pattern of another static part)."""
+    if not path:
+        return kind
     if type(atom) is not tuple or path[0] >= len(atom):
         return None
-    if len(path) > 1:
-        inner = _hole(atom[path[0]], path[1:], kind)
-        if inner is None:
-            return None
-    else:
-        inner = atom[path[0]]
-        if type(inner) is not int and not (type(inner) is tuple and inner and inner[0] is bool):
-            return None
-        inner = kind
-    return atom[:path[0]] + (inner,) + atom[path[0] + 1:]
+    inner = _hole(atom[path[0]], path[1:], kind)
+    return None if inner is None else atom[:path[0]] + (inner,) + atom[path[0] + 1:]
 
 
 def _holed(fast, holes, values):
