@@ -8,6 +8,11 @@ their traces), then it is a replay input, keyed by its dtype only (a learning ra
 launch whose values repeat exactly reuses its bound plan without classifying anything again (plans
 leave replay inputs' values out: a value that changes every launch adds no plan).
 
+A tuple argument (nested or not: ``index_kernel``'s index tensors and their strides) is keyed by
+its structure in the static part and its elements as the top level's are: tensors by dtype with
+their addresses as replay inputs, ints and bools as scalars at position (argument, *path), floats
+as constants.
+
 Every scalar is a replay input slot, read or not. A static part's second recording probes the
 value-keyed scalars (``recording_call``): ``settle`` finds those no guard reads (free: the static
 part's generic signature keys them by dtype, ``generic_key``) and pins those a guard reads (a loop
@@ -49,6 +54,24 @@ def _kind(v):
     return np.dtype(np.uint64)
 
 
+def _at(v, path):
+    """The element of nested tuples ``v`` at index ``path``."""
+    for j in path:
+        v = v[j]
+    return v
+
+
+def _hole(atom, path, kind):
+    """A tuple argument's atom with its element at ``path`` replaced by ``kind``; None when the
+    atom has no element there (a pattern of another static part)."""
+    if not path:
+        return kind
+    if type(atom) is not tuple or path[0] >= len(atom):
+        return None
+    inner = _hole(atom[path[0]], path[1:], kind)
+    return None if inner is None else atom[:path[0]] + (inner,) + atom[path[0] + 1:]
+
+
 def _holed(fast, holes, values):
     """``fast`` (a ``_fast_key``) with the values at ``holes`` replaced by their kinds: the plan of a
     launch whose replay inputs are those positions, whatever their values. The kind stays in the key,
@@ -64,11 +87,16 @@ def _holed(fast, holes, values):
                 return None
             atoms[k + 2] = ("replay input", _kind(v))
         else:
-            if type(v) is not tuple or j >= len(v):
+            try:
+                e = _at(v, j)
+            except (TypeError, IndexError):
                 return None  # a pattern of another static part: it cannot match
-            t = list(atoms[k + 2])
-            t[j] = ("replay input", _kind(v[j]))
-            atoms[k + 2] = tuple(t)
+            if type(e) is not int and type(e) is not bool:
+                return None
+            atom = _hole(atoms[k + 2], j, ("replay input", _kind(e)))
+            if atom is None:
+                return None
+            atoms[k + 2] = atom
     return tuple(atoms)
 
 
@@ -104,6 +132,52 @@ def _constexpr_key(v):
     if isinstance(v, tl.dtype):
         return ("dtype", v.name)
     return ("id", id(v))  # functions and other objects by identity (held in _KernelState.refs)
+
+
+def _atom(v):
+    """A value in ``_fast_key``: ints, None and strings as they are, tensors by dtype (their
+    addresses are replay inputs), tuples element by element, other values tagged by type;
+    ``_MISSING`` for a value it cannot key."""
+    t = type(v)
+    if t is int or v is None or t is str:
+        return v
+    if t is torch.Tensor:
+        return v.dtype if v.device.type == "cpu" else _MISSING
+    if t is tuple:
+        atoms = tuple(_atom(e) for e in v)
+        return _MISSING if _MISSING in atoms else atoms
+    if t is bool:
+        return (bool, v)
+    if t is float:
+        return (float, v.hex())
+    return _MISSING
+
+
+def _tuple_static(v, pos, scalars):
+    """A tuple argument's part of the static signature: its structure (length, nesting), tensors'
+    dtypes and floats' values; its ints, bools and tensors are appended to ``scalars`` at their
+    positions (argument index, *path), depth first. None for an element it cannot key."""
+    part = ["T"]
+    for j, e in enumerate(v):
+        t = type(e)
+        if t is int or t is bool:
+            part.append(1)
+            scalars.append((pos + (j,), e))
+        elif isinstance(e, torch.Tensor):
+            if e.device.type != "cpu":
+                return None
+            part.append(e.dtype)
+            scalars.append((pos + (j,), e))
+        elif t is tuple:
+            e = _tuple_static(e, pos + (j,), scalars)
+            if e is None:
+                return None
+            part.append(e)
+        elif t is float:
+            part.append(("F", e.hex()))
+        else:
+            return None
+    return tuple(part)
 
 
 class KernelState:
@@ -165,7 +239,7 @@ class KernelState:
                 key, picks = plan
                 A, tensors = [], []
                 for k, j, what in picks:
-                    v = values[k] if j is None else values[k][j]
+                    v = values[k] if j is None else _at(values[k], j)
                     if what == TENSOR:
                         A.append(v.data_ptr())
                         tensors.append(v)
@@ -202,19 +276,13 @@ class KernelState:
                 if v.device.type != "cpu":
                     return None
                 atoms.append(v.dtype)
-            elif t is tuple:
-                for e in v:
-                    if type(e) is not int:
-                        return None
-                atoms.append(v)
-            elif t is bool:
-                atoms.append((bool, v))
-            elif t is float:
-                atoms.append((float, v.hex()))
-            elif is_const[k]:
-                atoms.append(("id", id(v)))
             else:
-                return None
+                atom = _atom(v)
+                if atom is _MISSING:
+                    if not is_const[k]:
+                        return None
+                    atom = ("id", id(v))
+                atoms.append(atom)
         return tuple(atoms)
 
     def _bind(self, grid, values):
@@ -237,11 +305,10 @@ class KernelState:
                 static.append(v.dtype)
                 scalars.append((k, v))
             elif t is tuple:
-                for e in v:
-                    if type(e) is not int and type(e) is not bool:
-                        return None
-                static.append(len(v))
-                scalars.extend(((k, j), e) for j, e in enumerate(v))
+                part = _tuple_static(v, (k,), scalars)
+                if part is None:
+                    return None
+                static.append(part)
             elif t is float:
                 static.append(("F", v.hex()))  # passed as a Python float: a constant of the trace
             elif v is None:
@@ -255,7 +322,7 @@ class KernelState:
         pinned = self.pinned
         keys, picks = [], []
         for pos, v in scalars:
-            k, j = pos if type(pos) is tuple else (pos, None)
+            k, j = (pos[0], pos[1:]) if type(pos) is tuple else (pos, None)
             if type(v) is not int and type(v) is not bool:  # a tensor: its address is an input
                 keys.append(0)
                 A.append(v.data_ptr())
@@ -329,17 +396,30 @@ class KernelState:
                 recorder.argument(t.handle, CONST)
                 slots.append(("scalar", _kind(v)))  # an input the trace does not read: slots stay A's
             return t
+
+        def pointer(v):
+            next(keys)
+            t = _pointer(v)
+            recorder.argument(t.handle, ARG, len(slots))
+            slots.append(("ptr", np.dtype(np.uint64)))
+            return t
+
+        def element(v, pos):  # an element of a tuple argument at position ``pos``, as ``_tuple_static`` keys it
+            t = type(v)
+            if t is tuple:
+                return tuple_create(v, [element(e, pos + (j,)) for j, e in enumerate(v)])
+            if t is int or t is bool:
+                return scalar(v, pos)
+            if isinstance(v, torch.Tensor):
+                return pointer(v)
+            return implicit_cvt(v)  # a float: a constant of the trace, as at the top level
         for k, (name, v) in enumerate(zip(names, values)):
             if self.is_const[k]:
                 call[name] = v
             elif isinstance(v, torch.Tensor):
-                next(keys)
-                t = _pointer(v)
-                recorder.argument(t.handle, ARG, len(slots))
-                slots.append(("ptr", np.dtype(np.uint64)))
-                call[name] = t
+                call[name] = pointer(v)
             elif type(v) is tuple:
-                call[name] = tuple_create(v, [scalar(e, (k, j)) for j, e in enumerate(v)])
+                call[name] = element(v, (k,))
             elif type(v) is int or type(v) is bool:
                 call[name] = scalar(v, k)
             else:

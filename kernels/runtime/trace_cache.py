@@ -324,7 +324,7 @@ def _read_varying(files, name, text):
         for p in facts["varying"]:
             if type(p) is int:
                 out.add(p)
-            elif type(p) is list and len(p) == 2 and all(type(x) is int for x in p):
+            elif type(p) is list and len(p) >= 2 and all(type(x) is int for x in p):  # (argument, *path)
                 out.add(tuple(p))
         return frozenset(out)
     except (ValueError, KeyError, TypeError):
