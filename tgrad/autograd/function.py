@@ -34,6 +34,8 @@ class Node:
 
     _next: tuple = ()
     _num_outputs = 1
+    _forward_cls = None  # a Function's node: the Function (a built-in's gradients go unchecked)
+    _materialize_grads = True  # an output without a gradient gets zeros (set_materialize_grads)
 
     def __init__(self):
         self._seq = next(_sequence)
@@ -186,11 +188,11 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        saved = getattr(self, "_saved", None)
+        saved = self.__dict__.get("_saved")  # (a node's missing attribute raises: costly per node)
         if saved is _FREED:
             raise RuntimeError(FREED_MESSAGE)
         if saved is None:
-            return tuple(getattr(self, "_to_save", ()))
+            return tuple(self.__dict__.get("_to_save", ()))
         return tuple(None if s is None else s.unpack() for s in saved)
 
     def mark_non_differentiable(self, *tensors):
