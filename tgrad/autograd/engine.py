@@ -16,13 +16,13 @@ import warnings
 import torch
 
 from .. import ops
-from .._dtype import Size
+from .._dtype import _BY_TORCH, Size
 from ..modes import set_grad_enabled
 from ..ops.common import sum_to_shape
 from ..ops.pointwise import Copy
 from ..tensor import Tensor
 from . import anomaly_mode
-from .function import AccumulateGrad, BackwardNode, edge_of
+from .function import AccumulateGrad, edge_of
 
 
 def _validate_root(i, t, g):
@@ -45,8 +45,8 @@ def _check_grads(node, grads):
     n_in = len(node._next)
     if not isinstance(grads, tuple):
         grads = (grads,)
-    user = isinstance(node, BackwardNode) and not node._forward_cls.builtin
-    if user:
+    cls = node._forward_cls  # None on an AccumulateGrad
+    if cls is not None and not cls.builtin:
         name = node.name()
         if len(grads) < n_in or any(g is not None for g in grads[n_in:]):
             raise RuntimeError(f"function {name} returned an incorrect number of gradients "
@@ -57,19 +57,19 @@ def _check_grads(node, grads):
             if g is not None and meta is None:
                 raise RuntimeError(f"function {name} returned a gradient different than None at position "
                                    f"{i + 1}, but the corresponding forward input was not a Variable")
-    grads = grads[:n_in]
     out = []
-    for i, (g, meta) in enumerate(zip(grads, node._input_meta)):
+    # (shapes compared as the storages' torch.Size: a tgrad Size per gradient costs per node)
+    for i, (g, meta) in enumerate(zip(grads[:n_in], node._input_meta)):
         if g is not None and meta is not None:
             shape, dtype, _ = meta
-            if tuple(g.shape) != tuple(shape):
+            if g._data.shape != shape:
                 # the one place where a gradient is fitted to its input: summed over the dims a
                 # broadcast expanded (as PyTorch's engine does); any other shape is an error
                 if not _expandable(shape, g.shape):
                     raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - "
                                        f"got {list(g.shape)} but expected shape compatible with {list(shape)}")
                 g = sum_to_shape(g, shape)
-            if g.dtype is not dtype:
+            if _BY_TORCH[g._data.dtype] is not dtype:
                 g = g.to(dtype)
         out.append(g)
     return out
@@ -99,7 +99,10 @@ def _run_node(node, grads):
 
 
 def _run_tensor_hooks(node, nr, grad):
-    for hook in list(node._tensor_hooks.get(nr, {}).values()):
+    hooks = node._tensor_hooks.get(nr)
+    if not hooks:
+        return grad
+    for hook in list(hooks.values()):  # (a copy: a hook may remove itself)
         r = hook(grad)
         if r is not None:
             if tuple(r.shape) != tuple(grad.shape):
@@ -226,7 +229,10 @@ def _accumulate(node: AccumulateGrad, grad, create_graph, steal=False):
 
 
 def _run_post_accumulate_hooks(var):
-    for hook in list((getattr(var, "_post_acc_hooks", None) or {}).values()):
+    hooks = getattr(var, "_post_acc_hooks", None)
+    if not hooks:
+        return
+    for hook in list(hooks.values()):
         if hook(var) is not None:
             raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
@@ -250,16 +256,24 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             node, nr = edge_of(x)
             targets.setdefault((node, nr), []).append(k)
 
-    # 1. reachable nodes, then the ones that matter
-    order, seen, stack = [], set(), [e[0][0] for e in roots]
+    # 1. reachable nodes and, in the same pass, the edges into each
+    root_nodes = list(dict.fromkeys(e[0][0] for e in roots))
+    order, stack = [], [n for n in root_nodes if n is not None]
+    deps = dict.fromkeys(stack, 0)
+    seen = set(stack)
     while stack:
         n = stack.pop()
-        if n is None or n in seen:
-            continue
-        seen.add(n)
         order.append(n)
-        stack.extend(nx for nx, _ in n._next if nx is not None and nx not in seen)
-    if targets is not None:
+        for nx, _ in n._next:
+            if nx is None:
+                continue
+            if nx in seen:
+                deps[nx] += 1
+            else:
+                seen.add(nx)
+                deps[nx] = 1
+                stack.append(nx)
+    if targets is not None:  # only the nodes that matter, and the edges among them
         target_nodes = {n for n, _ in targets}
         useful = set()
         # a node matters if it is a target or leads to one; children come after parents in `order`
@@ -273,13 +287,13 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if n in target_nodes or any(nx in useful for nx, _ in n._next):
                     useful.add(n)
                     changed = True
+        deps = dict.fromkeys(useful, 0)
+        for n in useful:
+            for nx, _ in n._next:
+                if nx in deps:
+                    deps[nx] += 1
     else:
-        useful = seen
-    deps = dict.fromkeys(useful, 0)
-    for n in useful:
-        for nx, _ in n._next:
-            if nx in deps:
-                deps[nx] += 1
+        useful = deps
 
     # 2. execute
     buffers = {}
@@ -288,14 +302,17 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             continue
         buf = buffers.setdefault(node, [None] * node._num_outputs)
         buf[nr] = g if buf[nr] is None else buf[nr] + g
-    ready = [(-n._seq, id(n), n) for n in useful if deps[n] == 0 and n in buffers]
+    # nothing leads into a node with no dependencies: only a root can be one
+    ready = [(-n._seq, id(n), n) for n in root_nodes
+             if n in useful and deps[n] == 0 and n in buffers]
     heapq.heapify(ready)
     captured = [None] * (len(inputs) if inputs is not None else 0)
     with set_grad_enabled(create_graph):
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = heapq.heappop(ready)[2]
             grads = buffers.pop(node, None) or [None] * node._num_outputs
-            if (node._tensor_hooks or node._retained) and not isinstance(node, AccumulateGrad):
+            leaf = type(node) is AccumulateGrad
+            if not leaf and (node._tensor_hooks or node._retained):
                 for nr in range(len(grads)):
                     if grads[nr] is not None:
                         grads[nr] = _run_tensor_hooks(node, nr, grads[nr])
@@ -304,10 +321,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 for nr in range(len(grads)):
                     for k in targets.get((node, nr), ()):
                         g = grads[nr]
-                        if isinstance(node, AccumulateGrad) and g is not None:
+                        if leaf and g is not None:
                             g = _run_tensor_hooks(node, 0, g)
                         captured[k] = g
-            if isinstance(node, AccumulateGrad):
+            if leaf:
                 if accumulate and grads[0] is not None:
                     # drop the loop's other references, so that the engine holds the gradient once
                     # and a fresh one can become .grad without a copy (_new_grad)
@@ -315,33 +332,43 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     _accumulate(node, g0, create_graph, steal=targets is None)
                     g0 = None
                 continue
-            if targets is not None and not accumulate and not any(nx in useful for nx, _ in node._next):
+            nexts = node._next
+            if targets is not None and not accumulate and not any(nx in useful for nx, _ in nexts):
                 continue
             if node._pre_hooks:
                 grads = _run_pre_hooks(node, grads)
-            if all(g is None for g in grads):
-                outs = [None] * len(node._next)
+            # (None by identity: a tensor compared to None with == would be an op)
+            if len(grads) == 1:  # most nodes: no list scans
+                if grads[0] is None:
+                    outs = [None] * len(nexts)
+                else:
+                    outs = _run_node(node, grads)
+            elif all(g is None for g in grads):
+                outs = [None] * len(nexts)
             else:
-                outs = _run_node(node, _materialize(node, grads))
+                if node._materialize_grads and any(g is None for g in grads):
+                    grads = _materialize(node, grads)
+                outs = _run_node(node, grads)
             if node._post_hooks:
                 outs = _run_post_hooks(node, outs, grads)
             if not retain_graph:
                 node._release()
-            for (nx, nr), g in zip(node._next, outs):
-                if nx is None or nx not in useful:
+            for (nx, nr), g in zip(nexts, outs):
+                if nx is None or nx not in deps:
                     continue
                 if g is not None:
-                    buf = buffers.setdefault(nx, [None] * nx._num_outputs)
+                    buf = buffers.get(nx)
+                    if buf is None:
+                        buf = buffers[nx] = [None] * nx._num_outputs
                     buf[nr] = g if buf[nr] is None else buf[nr] + g
-                deps[nx] -= 1
-                if deps[nx] == 0:
+                n_deps = deps[nx] - 1
+                deps[nx] = n_deps
+                if n_deps == 0:
                     heapq.heappush(ready, (-nx._seq, id(nx), nx))
     return captured
 
 
 def _materialize(node, grads):
-    if all(g is not None for g in grads) or not getattr(node, "_materialize_grads", True):
-        return grads  # (by identity: a tensor compared to None with == would be an op)
     out = list(grads)
     for i, g in enumerate(out):
         if g is None and i < len(node._output_meta) and node._output_meta[i] is not None:

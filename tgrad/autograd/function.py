@@ -38,6 +38,8 @@ class Node:
     _num_outputs = 1
     _pre_hooks = None   # {handle id: hook(grad_outputs)}, made by the first register_prehook
     _post_hooks = None  # {handle id: hook(grad_inputs, grad_outputs)}, made by the first register_hook
+    _forward_cls = None  # a Function's node: the Function (a built-in's gradients go unchecked)
+    _materialize_grads = True  # an output without a gradient gets zeros (set_materialize_grads)
 
     def __init__(self):
         self._seq = next(_sequence)
@@ -204,11 +206,11 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        saved = getattr(self, "_saved", None)
+        saved = self.__dict__.get("_saved")  # (a node's missing attribute raises: costly per node)
         if saved is _FREED:
             raise RuntimeError(FREED_MESSAGE)
         if saved is None:
-            return tuple(getattr(self, "_to_save", ()))
+            return tuple(self.__dict__.get("_to_save", ()))
         return tuple(None if s is None else s.unpack() for s in saved)
 
     def mark_non_differentiable(self, *tensors):
