@@ -346,9 +346,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             elif all(g is None for g in grads):
                 outs = [None] * len(nexts)
             else:
+                given = grads  # the post hooks see the gradients as they came (None for an unused output)
                 if node._materialize_grads and any(g is None for g in grads):
-                    grads = _materialize(node, grads)
-                outs = _run_node(node, grads)
+                    given = _materialize(node, grads)
+                outs = _run_node(node, given)
             if node._post_hooks:
                 outs = _run_post_hooks(node, outs, grads)
             if not retain_graph:
