@@ -32,15 +32,14 @@ from collections import Counter
 from contextlib import contextmanager
 
 import numpy as np
-import torch
 
 from .counters import growth
 from .interpreter import _interpreted, _interpreting
 from .recorder import Recorder, Refused, builder_instrumented, fold_probes, recording
 from . import trace_cache
 from .signature import MAX_ENTRIES, KernelState
-from .memory import memory_view
 from .trace import compile_launch
+from .verify import ReplayMismatch, Snapshot as _Snapshot, compare as _compare
 from .triton_private import interpreter_builder
 
 __all__ = ["replay_counts", "fallback_reasons", "count_replays", "set_replay", "replay_enabled", "replay_verify",
@@ -59,10 +58,6 @@ _local = _Local()
 MAX_VARIANTS = 8  # traces per signature (guard outcomes) before it interprets for good
 KERNEL_BYTES = 64 << 20  # constants (offsets, masks, folded values) per kernel
 COMPILE_ONLY_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
-
-
-class ReplayMismatch(AssertionError):
-    """Verify mode: a replay and the interpreter wrote different bytes."""
 
 
 def set_replay(enabled: bool | None = None, verify: bool | None = None) -> None:
@@ -143,38 +138,6 @@ def _state(kernel):
                 state.learned = lambda static: trace_cache.learned_varying(kernel, state, static)
                 _states.append(state)
     return state
-
-
-class _Snapshot:
-    """The bytes of every storage a launch can reach, to restore and compare (verify mode). Numpy
-    does the copying and comparing: torch stays storage, and a graph capture records none of it."""
-
-    def __init__(self, tensors):
-        self.views, seen = [], set()
-        for t in tensors:
-            if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
-                continue
-            s = t.untyped_storage()
-            if s.nbytes() == 0 or s.data_ptr() in seen:
-                continue
-            seen.add(s.data_ptr())
-            self.views.append(memory_view(s.data_ptr(), s.nbytes(), np.uint8))
-        self.saved = self.now()
-
-    def restore(self):
-        for v, s in zip(self.views, self.saved):
-            v[:] = s
-
-    def now(self):
-        return [v.copy() for v in self.views]
-
-
-def _compare(name, what, first, second):
-    for k, (a, b) in enumerate(zip(first, second)):
-        if not np.array_equal(a, b):
-            bad = int((a != b).sum())
-            raise ReplayMismatch(f"verify mode: {name}: {what} wrote different bytes ({bad} of {a.size} bytes of "
-                                 f"storage #{k} of the launch differ)")
 
 
 # NumPy 2 keeps its error state in a context variable: a replayed site sets it directly, as
