@@ -14,6 +14,8 @@ import torch
 
 from tgrad.ops.table import ROWS
 
+from support.fuzz_edge_ops import EDGE_OPS, dim_of as _dim
+
 SPECIAL = [np.nan, np.inf, -np.inf, -0.0, 0.0, 0.5, -0.5, 1.0, -1.0, 2.5]
 DTYPES = ["float32", "float64", "float16", "int64", "int32", "bool"]
 LAYOUTS = ["contiguous", "permuted", "sliced", "expanded", "odd1"]
@@ -166,17 +168,6 @@ for _row in ROWS:
                     OPS[_kind + _row.name] = _without_negative_zero(OPS[_kind + _row.name])
 
 
-def _op(name, n=0):
-    def deco(fn):
-        OPS[name] = (fn, n)
-        return fn
-    return deco
-
-
-def _dim(x, k):
-    return k % max(x.ndim, 1) if x.ndim else 0
-
-
 for _name, _expr in {
     "add": lambda L, F, a, b, s: a + b, "sub": lambda L, F, a, b, s: a - b, "mul": lambda L, F, a, b, s: a * b,
     "truediv": lambda L, F, a, b, s: a / b, "floordiv": lambda L, F, a, b, s: a // b,
@@ -259,74 +250,7 @@ for _name, _expr in {
 }.items():
     OPS["one:" + _name] = ((lambda f: lambda L, F, x, others, s: f(L, F, x, s))(_expr), 0)
 
-# ----------------------------------------------------------------------------- 0-size operands, multi-output
-# views, expanded targets: where an op's edge cases and its errors live
-
-
-@_op("one:index_select")
-def _index_select(L, F, x, others, s):
-    """Indices none, in range, repeated or out of range (both signs), over dims of any size (0 too)."""
-    d = _dim(x, s[2])
-    n = x.shape[d] if x.ndim else 1
-    idx = [[], [0], [n - 1, 0, n - 1], [n], [-1]][s[1] % 5]
-    return x.index_select(d, L.tensor(idx, dtype=L.int64 if s[2] % 3 else L.int32))
-
-
-@_op("one:gather")
-def _gather(L, F, x, others, s):
-    """An index shaped like x with dims cut to 0 or 1 (or one longer along ``dim``), all 0 or all
-    out of range."""
-    d = _dim(x, s[2])
-    shape = [(n, 0, min(n, 1))[(s[1] + k) % 3] for k, n in enumerate(x.shape)]
-    if shape and s[1] % 7 == 0:
-        shape[d] += 1
-    n = x.shape[d] if x.ndim else 1
-    return x.gather(d, L.full(tuple(shape), n if s[2] % 5 == 0 else 0, dtype=L.int64))
-
-
-@_op("one:matmul_empty")
-def _matmul_empty(L, F, x, others, s):
-    """x against a ones matrix with a dim of 0 or 2, through @, mm, inner or on the left; the inner
-    sizes sometimes differ (PyTorch's error)."""
-    k = x.shape[-1] if x.ndim else 0
-    m = x.shape[-2] if x.ndim >= 2 else k
-    n, off, kind = (0, 2)[s[1] % 2], int(s[2] % 4 == 0), (s[1] // 2) % 4
-    ones = (lambda *shape: L.ones(*shape, dtype=x.dtype))
-    return [lambda: x @ ones(k + off, n), lambda: L.mm(x, ones(k + off, n)), lambda: L.inner(x, ones(n, k + off)),
-            lambda: ones(n, m + off) @ x][kind]()
-
-
-def _parts(x, s):
-    d = _dim(x, s[2])
-    kind = s[1] % 3
-    parts = x.unbind(d) if kind == 0 else x.split(1 + s[1] % 3, d) if kind == 1 else x.chunk(1 + s[1] % 4, d)
-    return parts[s[2] % max(len(parts), 1)]  # (no part of a size-0 dim: IndexError in both)
-
-
-@_op("one:multi_view")
-def _multi_view(L, F, x, others, s):
-    """One of the views unbind, split or chunk return (the pool's later in-place ops reach it too)."""
-    return _parts(x, s)
-
-
-@_op("one:multi_view_")
-def _multi_view_inplace(L, F, x, others, s):
-    """An in-place op on one of several views an op returned: refused while it requires grad."""
-    v = _parts(x, s)
-    return [lambda: v.mul_(2), lambda: v.zero_(), lambda: v.add_(1)][s[2] % 3]()
-
-
-@_op("one:expanded_")
-def _expanded_inplace(L, F, x, others, s):
-    """An in-place op writing an expanded tensor (a new dim of 1 or 2, or x's size-1 dims widened),
-    where elements share memory: PyTorch refuses most, fill_ and zero_ too."""
-    shape = [3 if n == 1 and s[2] % 2 else n for n in x.shape]
-    lead = (1 + s[2] % 3 // 2,) if s[2] % 4 or not x.ndim else ()
-    e = x.expand(*lead, *shape)
-    return [lambda: e.add_(1), lambda: e.mul_(2), lambda: e.fill_(0.5), lambda: e.zero_(),
-            lambda: e.copy_(L.ones_like(e)), lambda: e.clamp_(min=0)][s[1] % 6]()
-
-
+OPS.update(EDGE_OPS)
 OP_NAMES = sorted(OPS)
 SCALARS = [2, -1, 0, 3, 0.5, -1.5, 2.0, True, False, float("nan"), float("inf"), np.float64(1.5), np.int64(2),
            np.float32(-0.5)]
