@@ -71,3 +71,14 @@ def test_errors(kw):
     assert str(got.value) == str(ref.value)
     with pytest.raises(RuntimeError, match="two or fewer dimensions but got an input with 3"):
         tgrad.cov(tgrad.ones(2, 2, 2))
+
+
+def test_float32_corrcoef_diagonal_is_exactly_one():
+    """c_ii / s_i / s_i rounds an ulp below 1 for these rows (PyTorch's diagonal is 1 here), and a
+    trunc() after it turned that into 0 (the program fuzzer's seed 101)."""
+    rows = [[1.0, 1.75, -1.25, 0.5, -2.5], [-0.0, 2.75, 2.25, -1.0, 2.75]]
+    want = torch.corrcoef(torch.tensor(rows))
+    got = tgrad.corrcoef(tgrad.tensor(rows))
+    assert torch.equal(got.diagonal().torch(), want.diagonal()) and bool((got.diagonal() == 1).all())
+    same(got.trunc(), want.trunc())
+    same(got, want, rtol=1e-6, atol=1e-6)

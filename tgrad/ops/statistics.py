@@ -6,7 +6,8 @@ and the statistics composed from reductions (each a kernel), whose gradients are
 - ``dist``: the p-norm of the difference.
 - ``renorm``: each slice scaled by maxnorm / (norm + 1e-7) where its p-norm exceeds maxnorm.
 - ``cov``/``corrcoef``: the (weighted) centred observations times their transpose (one matmul),
-  over the degrees of freedom; corrcoef divides by the standard deviations and clamps to [-1, 1].
+  over the degrees of freedom; corrcoef divides by the standard deviations and clamps to [-1, 1]
+  (its diagonal v / v: exactly 1).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import warnings
 
 from .. import _dtype
 from ..autograd.function import BuiltinFunction
+from .arrange import diagonal_scatter
 from .elementwise import where
 from .inplace import in_place
 from .matmul import mm
@@ -251,7 +253,10 @@ def corrcoef(input):  # noqa: A002
     c = cov(input)
     if c.ndim == 0:
         return c / c
-    std = c.diagonal().sqrt()
+    variances = c.diagonal()
+    std = variances.sqrt()
     c = c / std.reshape(-1, 1)
     c = c / std.reshape(1, -1)
-    return c.clamp(-1, 1)
+    # c_ii / s_i / s_i can round an ulp below 1 (and trunc makes that 0): the diagonal is v / v
+    # instead, exactly 1 (NaN where PyTorch's is)
+    return diagonal_scatter(c, variances / variances).clamp(-1, 1)
