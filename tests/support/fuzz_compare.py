@@ -31,13 +31,13 @@ def close(got, want, dtype):
                                rtol=rtol, atol=atol * max(1.0, scale)))
 
 
-def no_less_accurate(got, want, ref, dtype="float32", rounded=None):
+def no_less_accurate(got, want, ref, dtype="float32", rounded=()):
     """tgrad at least as close (within 2x) to the float64 reference as PyTorch in the same low
     precision is. Elements that are ill-conditioned in that precision are not compared: where
     PyTorch's own result is off the reference by more than the tolerance (a layer norm over two
     nearly equal numbers, tan of a large float32 number), or where rounding the intermediates to
-    that precision, or in float64 moving them by a few ulps (``rounded``: the reference computed
-    so), moves the reference that far
+    that precision, or in float64 moving them by a few ulps each way (``rounded``: the references
+    computed so), moves the reference that far
     (``exp(exp(exp(x))).sin()``: one ulp of the float32 argument changes the sine); there tgrad's
     result is only to be NaN or infinite where PyTorch's is."""
     g, w, r = as_float64(got), as_float64(want), as_float64(ref)
@@ -47,8 +47,7 @@ def no_less_accurate(got, want, ref, dtype="float32", rounded=None):
     finite_r = r[torch.isfinite(r)]
     tol = atol * max(1.0, float(finite_r.abs().max()) if finite_r.numel() else 1.0) + rtol * r.abs()
     ill = ((w - r).abs() > tol) | (torch.isnan(w) != torch.isnan(r))
-    if rounded is not None:
-        q = as_float64(rounded)
+    for q in map(as_float64, rounded):
         ill |= ((q - r).abs() > tol) | (torch.isnan(q) != torch.isnan(r))
     if not torch.equal(torch.isnan(g[ill]), torch.isnan(w[ill])) or \
             not torch.equal(torch.isinf(g[ill]), torch.isinf(w[ill])):

@@ -305,23 +305,24 @@ def _reads_a_view_of_its_gapped_target(name, x, others):
         o is not x and hasattr(o, "stride") and _shares_storage(o, x) and (_gapped(x) or _gapped(o)) for o in others)
 
 
-def execute(L, F, program, upcast=False, round_to=None):
+def execute(L, F, program, upcast=False, round_to=None, nudge=1):
     """(values, grads, error): every value made (the pool), the leaves' gradients, and the
     exception the program stopped at (None). ``round_to`` (with ``upcast``): the dtype each pool
     value has in the program's own precision; each step's float64 result is rounded to it in place,
-    or moved by a few ulps where it is float64 (the computation on intermediates as inexact as that
-    precision holds them: where that moves a value beyond the tolerance, the value is
-    ill-conditioned in that precision: ``x.pow(x).pow(x) % 2``)."""
+    or moved by a few ulps where it is float64, up or down at random per element (``nudge=-1``: each
+    the other way; the computation on intermediates as inexact as that precision holds them: where
+    that moves a value beyond the tolerance, the value is ill-conditioned in that precision:
+    ``x.pow(x).pow(x) % 2``, or ``trunc`` of a value that is 1 or an ulp below)."""
     default = L.get_default_dtype()
     if upcast:  # the reference computes an integer leaf's exp() in float64 too
         L.set_default_dtype(L.float64)
     try:
-        return _execute(L, F, program, upcast, round_to)
+        return _execute(L, F, program, upcast, round_to, nudge)
     finally:
         L.set_default_dtype(default)
 
 
-def _execute(L, F, program, upcast, round_to):
+def _execute(L, F, program, upcast, round_to, nudge):
     leaves_spec, steps, grad_seed = program
     leaves, pool = [], []
     try:
@@ -352,7 +353,7 @@ def _execute(L, F, program, upcast, round_to):
             try:
                 with L.no_grad():
                     if round_to[len(pool)] == L.float64:  # a few ulps, up or down
-                        signs = np.random.RandomState(len(pool)).choice([-1.0, 1.0], size=tuple(out.shape))
+                        signs = nudge * np.random.RandomState(len(pool)).choice([-1.0, 1.0], size=tuple(out.shape))
                         out.mul_(L.tensor(1.0 + 4 * np.finfo(np.float64).eps * signs, dtype=L.float64))
                     else:
                         out.copy_(out.to(round_to[len(pool)]))

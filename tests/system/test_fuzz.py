@@ -46,10 +46,10 @@ programs = st.tuples(st.lists(leaf, min_size=1, max_size=3), st.lists(step, min_
                      st.integers(0, 2 ** 16))
 
 
-def _run(L, F, program, upcast=False, round_to=None):
+def _run(L, F, program, upcast=False, round_to=None, nudge=1):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return execute(L, F, program, upcast, round_to)
+        return execute(L, F, program, upcast, round_to, nudge)
 
 
 def check(program):
@@ -88,11 +88,13 @@ def check(program):
         if ref is None:  # values: PyTorch on float64 leaves is the reference
             ref = _run(torch, TF, program, upcast=True)
             round_to = [v.dtype if isinstance(v, torch.Tensor) else None for v in want_pool]
-            rounded = _run(torch, TF, program, upcast=True, round_to=round_to)[0]
+            # (float64 values moved each way: a value an ulp below 1 before a trunc is ill-conditioned)
+            rounded = [_run(torch, TF, program, upcast=True, round_to=round_to, nudge=nudge)[0]
+                       for nudge in ((1, -1) if torch.float64 in round_to else (1,))]
         ref_all = list(ref[0]) + list(ref[1])
         j = i if i < len(pool) else len(ref[0]) + i - len(pool)
-        rounded_j = rounded[j] if j < len(rounded) and i < len(pool) and isinstance(rounded[j], torch.Tensor) and \
-            tuple(rounded[j].shape) == tuple(want.shape) else None
+        rounded_j = [q[j] for q in rounded if j < len(q) and i < len(pool) and isinstance(q[j], torch.Tensor) and
+                     tuple(q[j].shape) == tuple(want.shape)]
         assert j < len(ref_all) and ref_all[j] is not None and isinstance(ref_all[j], torch.Tensor) and \
             (close(got, ref_all[j], dtype) or no_less_accurate(got, want, ref_all[j], dtype, rounded_j)), \
             f"{where}: values differ\n tgrad {got}\n torch {want}"
@@ -150,6 +152,17 @@ def test_the_fuzzer_skips_float64_values_that_an_ulp_of_an_intermediate_changes(
     correct pow implementations) are the remainder's leading digits."""
     check(([([3, 5], "float64", "contiguous", 0, False, False)],
            [("bin:ipow", 0, 0, 0, 0, 0), ("bin:ipow", 0, 0, 0, 0, 0), ("bin:imod", 0, 1, 0, 0, 0)], 0))
+
+
+def test_the_fuzzer_skips_float64_values_an_ulp_below_an_integer_before_a_rounding():
+    """trunc(corrcoef(x)) in float64: PyTorch's diagonal can come an ulp below 1 (c_ii / s_i / s_i),
+    tgrad's is exactly 1, and trunc makes that 0 against 1; moving the reference's intermediates a
+    few ulps each way (not one way at random per element) shows the element ill-conditioned."""
+    for shape, seed in (([2, 4], 0), ([4, 3], 0), ([2, 6], 7)):
+        program = ([(shape, "float64", "contiguous", seed, False, False)],
+                   [("one:cov", 0, 0, 0, 0, 0), ("row:trunc", 1, 0, 0, 0, 0)], 0)
+        assert not bool((_run(torch, TF, program)[0][2].diagonal() == 1).all())
+        check(program)
 
 
 def test_the_fuzzer_leaves_in_place_ops_reading_views_of_their_gapped_target_uncompared():
