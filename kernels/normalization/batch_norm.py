@@ -15,6 +15,9 @@ mean and rstd are stored for the backward, which with g = dL/dy computes
     dw = sum(g xhat),  db = sum(g)
     dx = w rstd (g - db / M - xhat dw / M)    (training: mean and var depend on x)
     dx = w rstd g                              (eval: they are constants)
+where in training the backward's xhat is x - mean less its own mean: mean is stored rounded, and
+that rounding (an ulp of x) times rstd is large beside the gradient of a channel whose values
+nearly cancel.
 in two passes over the channel (the sums first). The running statistics are written in place by
 the forward launch itself.
 """
@@ -119,18 +122,24 @@ def bn_bwd_kernel(x_ptr, g_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_ptr, db_pt
     g_ch = ch * sgc
     sum_g = tl.zeros([BLOCK_R], COMPUTE)
     sum_gx = tl.zeros([BLOCK_R], COMPUTE)
+    shift = tl.zeros([BLOCK_R], COMPUTE)
     if TRAINING or NEED_DWB:
         acc_g = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
         acc_gx = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+        acc_x = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
         for start in range(0, M, BLOCK_C):
             x, mask = _chunk(x_ptr, x_ch, ch_mask, start, M, col_shape, x_col_strides, ND, COMPUTE,
                              BLOCK_C)
             g, mask = _chunk(g_ptr, g_ch, ch_mask, start, M, col_shape, g_col_strides, ND, COMPUTE,
                              BLOCK_C)
+            xc = tl.where(mask, x - mean[:, None], 0.0)
             acc_g += g
-            acc_gx += g * tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+            acc_gx += g * xc
+            acc_x += xc
         sum_g = tl.sum(acc_g, 1)
-        sum_gx = tl.sum(acc_gx, 1)
+        if TRAINING:  # mean is this batch's: the centred values' own mean is its rounding error
+            shift = tl.sum(acc_x, 1) / M
+        sum_gx = (tl.sum(acc_gx, 1) - shift * sum_g) * rstd
     if NEED_DWB:
         tl.store(dw_ptr + ch, sum_gx.to(dw_ptr.dtype.element_ty), mask=ch_mask)
         tl.store(db_ptr + ch, sum_g.to(db_ptr.dtype.element_ty), mask=ch_mask)
@@ -147,7 +156,7 @@ def bn_bwd_kernel(x_ptr, g_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_ptr, db_pt
             if TRAINING:
                 x, mask = _chunk(x_ptr, x_ch, ch_mask, start, M, col_shape, x_col_strides, ND,
                                  COMPUTE, BLOCK_C)
-                xhat = (x - mean[:, None]) * rstd[:, None]
+                xhat = (x - mean[:, None] - shift[:, None]) * rstd[:, None]
                 dx = (g - mean_g[:, None] - xhat * mean_gx[:, None]) * scale[:, None]
             else:
                 dx = g * scale[:, None]

@@ -6,6 +6,9 @@ Forward, per row x of length D (accumulated in fp32, fp64 for fp64 inputs):
 mu and rstd are stored (M floats each) for the backward, which with g = dL/dy computes
     dx = rstd * (g w - mean(g w) - xhat * mean(g w xhat))        (row by row)
     dw = sum over rows of g * xhat,     db = sum over rows of g
+where the backward's xhat is re-centred: x - mu less its own row mean. mu is stored rounded, and
+its rounding error (an ulp of x), times rstd, is large beside xhat's deviation from +-1 when a
+row's values nearly cancel (two close numbers): the float32 gradient came out a few % off there.
 dw and db use no atomics: program p sums its own rows into row p of a partial buffer (P, 2, D), kept
 in fp32/fp64, and ``kernels.reduce`` then adds the P rows in a fixed order, so the result is the same
 bit for bit on every run. Interpreted there is one program (it loops over the rows; the interpreter
@@ -119,8 +122,8 @@ def layer_norm_bwd_kernel(x_ptr, g_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_
             mean = tl.load(mean_ptr + rows, mask=row_mask, other=0).to(COMPUTE)
             rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0).to(COMPUTE)
             g = _tile(g_ptr, rows, g_rs, cols, g_cs, mask, COMPUTE)  # 0 on masked lanes
-            xhat = tl.where(mask, (_tile(x_ptr, rows, x_rs, cols, x_cs, mask, COMPUTE) - mean[:, None])
-                            * rstd[:, None], 0.0)
+            xc = tl.where(mask, _tile(x_ptr, rows, x_rs, cols, x_cs, mask, COMPUTE) - mean[:, None], 0.0)
+            xhat = tl.where(mask, xc - (tl.sum(xc, 1) / D)[:, None], 0.0) * rstd[:, None]
             if NEED_DX:
                 wg = g * w
                 c1 = tl.sum(wg * xhat, 1) / D
@@ -142,29 +145,33 @@ def layer_norm_bwd_kernel(x_ptr, g_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_
             rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0).to(COMPUTE)
             c1 = tl.zeros([BLOCK_R], COMPUTE)
             c2 = tl.zeros([BLOCK_R], COMPUTE)
-            if NEED_DX:  # the row sums first: every chunk of dx needs them
-                acc1 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
-                acc2 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
-                for start in range(0, D, BLOCK_C):
-                    cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
-                    col_mask = cols < D
-                    mask = row_mask[:, None] & col_mask[None, :]
+            # the row sums first (every chunk of dx needs them), and the centred row's own mean
+            acc1 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+            acc2 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+            acc3 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+            for start in range(0, D, BLOCK_C):
+                cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
+                col_mask = cols < D
+                mask = row_mask[:, None] & col_mask[None, :]
+                xc = tl.where(mask, _tile(x_ptr, rows, x_rs, cols, x_cs, mask, COMPUTE) - mean[:, None], 0.0)
+                acc3 += xc
+                if NEED_DX:
                     g = _tile(g_ptr, rows, g_rs, cols, g_cs, mask, COMPUTE)
                     if HAS_W:
                         g = g * _vec(w_ptr, cols, w_s, col_mask, COMPUTE)[None, :]
-                    xhat = tl.where(mask, (_tile(x_ptr, rows, x_rs, cols, x_cs, mask, COMPUTE)
-                                           - mean[:, None]) * rstd[:, None], 0.0)
-                    acc1 += g * xhat
+                    acc1 += g * xc
                     acc2 += g
-                c1 = tl.sum(acc1, 1) / D
+            shift = tl.sum(acc3, 1) / D
+            if NEED_DX:
                 c2 = tl.sum(acc2, 1) / D
+                c1 = (tl.sum(acc1, 1) / D - shift * c2) * rstd
             for start in range(0, D, BLOCK_C):
                 cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
                 col_mask = cols < D
                 mask = row_mask[:, None] & col_mask[None, :]
                 g = _tile(g_ptr, rows, g_rs, cols, g_cs, mask, COMPUTE)
                 xhat = tl.where(mask, (_tile(x_ptr, rows, x_rs, cols, x_cs, mask, COMPUTE)
-                                       - mean[:, None]) * rstd[:, None], 0.0)
+                                       - mean[:, None] - shift[:, None]) * rstd[:, None], 0.0)
                 if NEED_DX:
                     wg = g
                     if HAS_W:

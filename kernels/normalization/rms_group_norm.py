@@ -11,6 +11,8 @@ channels of SP spatial elements; InstanceNorm is G = C; RMSNorm is G = 1, CPG = 
 Backward, with gw = g w[ch]:
     dx = rstd (gw - mean(gw) - xhat mean(gw xhat))      (mean(gw) only when centred)
     dw[ch] = sum of g xhat over the channel's elements, db[ch] = sum of g
+where, centred, the backward's xhat is x - mu less its own row mean: mu is stored rounded, and that
+rounding (an ulp of x) times rstd is large beside the gradient of a row whose values nearly cancel.
 The backward launch writes dx and (for dw) the products g xhat; ``kernels.reduce`` sums those per
 channel (a fixed order, deterministic). mu and rstd are kept (M floats each), fp32 or fp64.
 """
@@ -82,29 +84,33 @@ def row_norm_bwd_kernel(x_ptr, g_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, gx_ptr,
     rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0).to(COMPUTE)
     c1 = tl.zeros([BLOCK_R], COMPUTE)
     c2 = tl.zeros([BLOCK_R], COMPUTE)
-    if NEED_DX:
+    shift = tl.zeros([BLOCK_R], COMPUTE)
+    if NEED_DX or CENTER:  # the row sums, and the centred row's own mean
         acc1 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
         acc2 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
+        acc3 = tl.zeros([BLOCK_R, BLOCK_C], COMPUTE)
         for start in range(0, D, BLOCK_C):
             cols = start + tl.arange(0, BLOCK_C).to(tl.int64)
             mask = row_mask[:, None] & (cols < D)[None, :]
             off = rows[:, None] * D + cols[None, :]
-            gw = tl.load(g_ptr + off, mask=mask, other=0).to(COMPUTE)
-            if HAS_W:
-                gw = gw * _channel_vec(w_ptr, rows, cols, G, CPG, SP, mask, COMPUTE)
-            xhat = tl.where(mask, (tl.load(x_ptr + off, mask=mask, other=0).to(COMPUTE) - mean[:, None])
-                            * rstd[:, None], 0.0)
-            acc1 += gw * xhat
-            acc2 += gw
-        c1 = tl.sum(acc1, 1) / D
+            xc = tl.where(mask, tl.load(x_ptr + off, mask=mask, other=0).to(COMPUTE) - mean[:, None], 0.0)
+            acc3 += xc
+            if NEED_DX:
+                gw = tl.load(g_ptr + off, mask=mask, other=0).to(COMPUTE)
+                if HAS_W:
+                    gw = gw * _channel_vec(w_ptr, rows, cols, G, CPG, SP, mask, COMPUTE)
+                acc1 += gw * xc
+                acc2 += gw
         if CENTER:
+            shift = tl.sum(acc3, 1) / D
             c2 = tl.sum(acc2, 1) / D
+        c1 = (tl.sum(acc1, 1) / D - shift * tl.sum(acc2, 1) / D) * rstd
     for start in range(0, D, BLOCK_C):
         cols = start + tl.arange(0, BLOCK_C).to(tl.int64)
         mask = row_mask[:, None] & (cols < D)[None, :]
         off = rows[:, None] * D + cols[None, :]
         g = tl.load(g_ptr + off, mask=mask, other=0).to(COMPUTE)
-        xhat = (tl.load(x_ptr + off, mask=mask, other=0).to(COMPUTE) - mean[:, None]) * rstd[:, None]
+        xhat = (tl.load(x_ptr + off, mask=mask, other=0).to(COMPUTE) - mean[:, None] - shift[:, None]) * rstd[:, None]
         if NEED_DX:
             gw = g
             if HAS_W:
