@@ -138,7 +138,7 @@ def _without_nan(op):
 
 # Ops whose PyTorch CPU result on a tie of signed zeros (x = -0.0, bound = 0.0) depends on the
 # tensor's size and layout (its vectorized body gives the bound, its scalar loop x; docs/differences.md): the
-# fuzzer gives them no -0.0 (x + 0.0 is +0.0 for either zero).
+# fuzzer gives them no -0.0 (x + 0.0 is +0.0 for either zero). (clamp by one tensor bound too: bin:clamp_t.)
 SIGNED_ZERO_TIE_BY_LAYOUT = ("clamp_min", "clamp_max")
 
 
@@ -197,6 +197,7 @@ for _name, _expr in {
     "clamp_": lambda L, F, a, b, s: a.clamp_(min=-1.0 if s[1] % 2 else None, max=1.5),
 }.items():
     OPS["bin:" + _name] = ((lambda f: lambda L, F, x, others, s: f(L, F, x, others[0], s))(_expr), 1)
+OPS["bin:clamp_t"] = _without_negative_zero(OPS["bin:clamp_t"])
 
 for _name, _expr in {
     "clamp": lambda L, F, x, s: x.clamp(min=(s[1] % 5) - 2.5 if s[1] % 3 else None, max=1.0 if s[1] % 2 else None)

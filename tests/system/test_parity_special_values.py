@@ -129,6 +129,22 @@ def test_clamp_by_a_number_keeps_x_on_a_signed_zero_tie():
         same(lambda L, F: eval(expr), signed_zeros=True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_clamp_on_a_signed_zero_tie_keeps_x_unless_one_tensor_bound_is_given(dtype):
+    """-0.0 against 0.0 and back: clamp/clip by numbers, or by a tensor minimum and maximum, keep x;
+    by one tensor bound PyTorch's clamp is its clamp_min/clamp_max, whose vectorized loop body gives
+    the bound (64 elements: all of them in the body; its scalar tail, under 16 elements or the
+    remainder, keeps x: docs/differences.md) and so does tgrad's."""
+    def program(L, F):
+        x = L.tensor([-0.0, 0.0] * 32, dtype=getattr(L, dtype))
+        zero, negative_zero = L.tensor(0.0, dtype=x.dtype), L.tensor(-0.0, dtype=x.dtype)
+        return (x.clamp(0.0), x.clamp(max=-0.0), x.clip(-0.0, 0.0), L.clamp(x, 0.0, -0.0),
+                x.clamp(zero, zero), x.clamp(negative_zero, negative_zero), x.clone().clamp_(zero, negative_zero),
+                x.clamp(min=zero), x.clamp(max=negative_zero), L.clip(x, None, zero), x.clone().clamp_(min=negative_zero),
+                L.clamp_min(x, zero), L.clamp_max(x, negative_zero))
+    same(program, signed_zeros=True)
+
+
 @pytest.mark.parametrize("bounds", [(-0.7, 0.7), (0.7, -0.7), (-0.7, None), (None, 0.7), (float("nan"), 1.0)])
 def test_half_clamp_gradient_compares_x_with_the_bounds_rounded_to_its_dtype(bounds):
     # fp16(0.7) = 0.7002 > 0.7: PyTorch's ClampBackward1 compares in fp16, so x == fp16(0.7) passes

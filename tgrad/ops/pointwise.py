@@ -80,10 +80,16 @@ class ClampTensor(BuiltinFunction):
         lowest, highest = (-math.inf, math.inf) if dtype.is_floating_point else (False, True) if \
             dtype is _dtype.bool else (torch.iinfo(dtype.torch).min, torch.iinfo(dtype.torch).max)
         ctx.dtype, ctx.params = dtype, (1.0 if hi is None else 0.0,)  # no maximum: any minimum is below it
+        # one tensor bound is PyTorch's clamp_min/clamp_max kernel, which gives the bound on a tie of
+        # signed zeros (its vectorized loop; clamp by two bounds, or by a number, keeps x)
+        one_tensor = (lo is None) != (hi is None) and isinstance(hi if lo is None else lo, Tensor)
         lo = as_operand(lowest if lo is None else lo, x, dtype)
         hi = as_operand(highest if hi is None else hi, x, dtype)
         check_runnable(x, lo, hi)
         ctx.save_for_backward(x, lo, hi)
+        if one_tensor and dtype.is_floating_point:  # (the absent bound is a 0-d +-inf)
+            return fused(M.clamp_min_t, [x, lo], dtype, (0.0,)) if ctx.params[0] else \
+                fused(M.clamp_max_t, [x, hi], dtype, (0.0,))
         return fused(M.clamp_t, [x, lo, hi], dtype)
 
     @staticmethod
