@@ -133,7 +133,7 @@ def test_clamp_by_a_number_keeps_x_on_a_signed_zero_tie():
 def test_clamp_on_a_signed_zero_tie_keeps_x_unless_one_tensor_bound_is_given(dtype):
     """-0.0 against 0.0 and back: clamp/clip by numbers, or by a tensor minimum and maximum, keep x;
     by one tensor bound PyTorch's clamp is its clamp_min/clamp_max, whose vectorized loop body gives
-    the bound (64 elements: all of them in the body; its scalar tail, under 16 elements or the
+    the bound (64 elements: all of them in the body; its scalar tail, under one vector or the
     remainder, keeps x: docs/differences.md) and so does tgrad's."""
     def program(L, F):
         x = L.tensor([-0.0, 0.0] * 32, dtype=getattr(L, dtype))
