@@ -412,7 +412,8 @@ class Tensor:
     def __iter__(self):
         if self._data.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
+        # as PyTorch: one unbind (one node for all rows), not an index op per row
+        return iter(self.unbind(0))
 
 
 # where a tensor class is defined, by name: pickle finds classes by ``__module__``, which the

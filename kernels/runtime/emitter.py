@@ -35,6 +35,7 @@ for _cmp, _uf in (("LE", np.less_equal), ("LT", np.less), ("GE", np.greater_equa
             _BINARY["create_icmp" + _cmp] = _uf
         else:
             _BINARY[_prefix + _cmp] = _uf
+_LOGICAL = ("create_and", "create_or", "create_xor")
 _UNARY = {"create_fneg": np.negative, "create_cos": np.cos, "create_exp": np.exp, "create_exp2": np.exp2,
           "create_iabs": np.abs, "create_floor": np.floor, "create_ceil": np.ceil, "create_log": np.log,
           "create_log2": np.log2, "create_precise_sqrt": np.sqrt, "create_sqrt": np.sqrt, "create_sin": np.sin}
@@ -159,7 +160,12 @@ class Emitter:
         in_nodes = [nodes[i] for i in op.ins]
         out_node = nodes[op.outs[0]] if op.outs else None
         k = op_index
-        if name in _BINARY and len(ins) == 2 and not all(n.value.dtype == np.bool_ for n in in_nodes):
+        bools = all(n.value.dtype == np.bool_ for n in in_nodes)
+        if name in _LOGICAL and len(ins) == 2 and bools:
+            # masks combined: on bools the interpreter's int8 round trip (its 1-bit wrap-around for
+            # arithmetic) gives numpy's own bitwise result
+            line = f"{self.const(f'f{k}', _BINARY[name])}({ins[0]}, {ins[1]})"
+        elif name in _BINARY and len(ins) == 2 and not bools:
             uf = _BINARY[name]
             with np.errstate(all="ignore"):
                 raw = uf(np.zeros(1, in_nodes[0].value.dtype), np.zeros(1, in_nodes[1].value.dtype)).dtype
@@ -195,6 +201,14 @@ class Emitter:
             line = self.load(op, ins, in_nodes, out_node, lines, ready)
         elif name in ("create_masked_store", "create_store"):
             line = self.store(k, op, ins, in_nodes, lines, ready)
+        elif name == "create_umulhi" and in_nodes[0].value.dtype.itemsize <= 4 and \
+                in_nodes[1].value.dtype.itemsize == in_nodes[0].value.dtype.itemsize:
+            # the interpreter's formula for narrow integers (Philox's rounds), without a builder call
+            dt = in_nodes[0].value.dtype
+            u, w = self.const(f"u{k}", np.dtype(f"uint{8 * dt.itemsize}")), \
+                self.const(f"w{k}", np.dtype(f"uint{16 * dt.itemsize}"))
+            line = (f"np.right_shift(np.multiply({ins[0]}.view({u}).astype({w}), {ins[1]}.view({u}).astype({w})), "
+                    f"{8 * dt.itemsize}).astype({u}).view({self.const(f'd{k}', dt)})")
         elif name == "create_splat":
             line = f"np.full({tuple(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
         elif name in ("create_int_to_ptr", "create_ptr_to_int"):

@@ -340,7 +340,8 @@ def _reduce_replay(kind, fast):
     return make
 
 
-_DIRECT = {"_sum_combine": np.sum, "_elementwise_max": np.nanmax, "_elementwise_min": np.nanmin}
+# (np.add.reduce is what np.sum runs for an ndarray, without its Python-level dispatch)
+_DIRECT = {"_sum_combine": np.add.reduce, "_elementwise_max": np.nanmax, "_elementwise_min": np.nanmin}
 
 
 def numpy_step(spec):

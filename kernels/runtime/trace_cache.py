@@ -106,11 +106,16 @@ def _digest(*parts) -> str:
 _env: list = []
 
 
+def _source_bytes(path) -> bytes:
+    with open(path, "rb") as f:  # closed at once: an open file per source leaks descriptors (ResourceWarning)
+        return f.read()
+
+
 def environment() -> str:
     """The versions a trace depends on, and the executor's own source (16 hex digits)."""
     if not _env:
         here = os.path.dirname(os.path.abspath(__file__))
-        sources = [open(os.path.join(here, f), "rb").read() for f in sorted(os.listdir(here)) if f.endswith(".py")]
+        sources = [_source_bytes(os.path.join(here, f)) for f in sorted(os.listdir(here)) if f.endswith(".py")]
         tgrad = sys.modules.get("tgrad")
         _env.append(_digest(getattr(tgrad, "__version__", "?"), triton.__version__, np.__version__,
                             sys.implementation.cache_tag, sys.version, *sources)[:16])

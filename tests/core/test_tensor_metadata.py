@@ -64,6 +64,27 @@ def test_len_and_iteration():
         iter(tgrad.tensor(1.0))
 
 
+def test_iteration_is_one_unbind_as_pytorchs():
+    """``iter(t)`` is ``t.unbind(0)``, as PyTorch's: the rows share one UnbindBackward0 node, the
+    gradient flows back as PyTorch's does, and an in-place write to a row is refused the same way."""
+    torch.manual_seed(0)
+    x0 = torch.randn(4, 3, dtype=torch.float64)
+    up = [torch.randn(3, dtype=torch.float64) for _ in range(4)]
+    grads, names, nodes = {}, {}, {}
+    for lib in (torch, tgrad):
+        x = lib.tensor(x0.numpy(), requires_grad=True)
+        rows = list(x)
+        names[lib] = [type(r.grad_fn).__name__ if lib is torch else r.grad_fn.name() for r in rows]
+        nodes[lib] = len({id(r.grad_fn) for r in rows})
+        sum((r * lib.tensor(u.numpy())).sum() for r, u in zip(rows, up)).backward()
+        grads[lib] = x.grad.numpy()
+        with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+            list(lib.tensor(x0.numpy(), requires_grad=True).clone())[0].add_(1.0)
+    assert names[tgrad] == names[torch] == ["UnbindBackward0"] * 4
+    assert nodes[tgrad] == nodes[torch] == 1
+    assert (grads[tgrad] == grads[torch]).all()
+
+
 def test_python_scalars_of_one_element_tensors():
     assert bool(tgrad.tensor([0.5])) is True and bool(tgrad.tensor(0.0)) is False and bool(tgrad.tensor([[0]])) is False
     assert float(tgrad.tensor([3])) == 3.0 and int(tgrad.tensor([[-2.7]])) == -2

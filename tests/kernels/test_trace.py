@@ -104,3 +104,31 @@ def test_a_load_masked_by_data_reads_only_its_live_lanes():
         launch(_pick_flagged, (1,), out, x, flags, 21, BLOCK=64)
         assert torch.equal(out, torch.where(flags > 0, x, torch.tensor(-2.0)))
     assert any("_gather" in s for s in _sources(_pick_flagged))
+
+
+def _builder_calls(kernel):
+    state = kernel.__dict__["_tgrad_replay"]
+    return {f.spec[1] for e in state.entries.values() for v in e.variants for f in v.namespace.values()
+            if getattr(f, "spec", ("",))[0] == "builder"}
+
+
+@triton.jit
+def _random_sums(out_ptr, seed, offset, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    r = tl.randint(seed, offset + offs)  # Philox: 32-bit umulhi rounds, xors and shifts
+    live = ((offs < n) & (r % 3 != 0)) | ((offs == 0) ^ (offs >= BLOCK))  # masks combined as bools
+    tl.store(out_ptr + offs, r, mask=live)
+    tl.store(out_ptr + BLOCK, tl.sum(tl.where(live, r & 255, 0), axis=0))
+
+
+def test_philox_rounds_and_mask_logic_replay_inline_as_the_interpreter():
+    """A random kernel's trace computes umulhi and the masks' and/or/xor in numpy, not through the
+    interpreter's builder; verify mode compares each replay with a fresh interpretation."""
+    with K.count_replays() as counts:
+        for seed, offset, n in [(1, 0, 20), (2, 64, 30), (7, 5, 64), (9, 1000, 3), (11, 3, 41)]:
+            out = torch.zeros(65, dtype=torch.int32)
+            launch(_random_sums, (1,), out, seed, offset, n, BLOCK=64)
+            live = out[:64] != 0
+            assert int(out[64]) == int((out[:64][live] & 255).sum())
+    assert counts["replayed"] >= 2
+    assert not _builder_calls(_random_sums) & {"create_umulhi", "create_and", "create_or", "create_xor"}

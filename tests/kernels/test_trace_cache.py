@@ -341,3 +341,17 @@ def test_replays_never_touch_the_disk(monkeypatch):
     _new_process()
     _run(x, 1)  # a first sighting in this process: looked up on disk
     assert "first_sighting" in calls and "_read" in calls
+
+
+def test_environment_hash_closes_the_sources_it_reads(monkeypatch):
+    """The environment's hash reads the runtime's sources; each file is closed at once (an unclosed
+    one is a ResourceWarning and a descriptor held until the garbage collector finds it)."""
+    import gc
+    import warnings
+    monkeypatch.setattr(trace_cache, "_env", [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        digest = trace_cache.environment()
+        gc.collect()
+    assert len(digest) == 16
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]

@@ -75,6 +75,13 @@ def getitem(x: Tensor, index):
     if type(index) is slice or type(index) is int:  # one basic index (the common x[i], x[a:b]): as it is
         if x._data.dim() == 0:
             _refuse_0d(index)
+        if type(index) is slice:
+            if index.step is None:  # nothing for normalize_basic to check or rewrite
+                return V.Slice.apply(x, (index,))
+        else:
+            size = x._data.shape[0]
+            if -size <= index < size:
+                return V.Select.apply(x, (index % size,))
         return _basic_getitem(x, (index,), False)
     index = as_index(index)
     is_tuple = isinstance(index, tuple)

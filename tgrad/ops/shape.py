@@ -30,6 +30,8 @@ def _ints(shape):
 
 
 def _infer_shape(x: Tensor, shape):
+    if all(type(s) is int and s >= 0 for s in shape) and math.prod(shape) == x._data.numel():
+        return shape  # the common case: plain sizes, all given (a tuple: *shape)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = tuple(shape[0])
     shape = _ints(shape)

@@ -11,6 +11,7 @@ import weakref
 import torch
 
 from ..autograd.function import BuiltinFunction, Node, _Saved, edge_of
+from ..autograd.view_function import ViewFunction
 from ..modes import enable_grad
 from ..tensor import Tensor
 from tgrad.kernels import elementwise as M
@@ -140,7 +141,7 @@ def scatter_slice_into_zeros(g: Tensor, shape, index) -> Tensor:
     return z
 
 
-class View(BuiltinFunction):
+class View(ViewFunction):
     node_name = "ViewBackward0"
 
     @staticmethod
@@ -170,7 +171,7 @@ class ReshapeAlias(View):
     node_name = "ReshapeAliasBackward0"
 
 
-class Permute(BuiltinFunction):
+class Permute(ViewFunction):
     node_name = "PermuteBackward0"
 
     @staticmethod
@@ -186,7 +187,7 @@ class Permute(BuiltinFunction):
         return g.permute(*inverse), None
 
 
-class Transpose(BuiltinFunction):
+class Transpose(ViewFunction):
     node_name = "TransposeBackward0"
 
     @staticmethod
@@ -199,7 +200,7 @@ class Transpose(BuiltinFunction):
         return g.transpose(*ctx.dims), None, None
 
 
-class T(BuiltinFunction):
+class T(ViewFunction):
     node_name = "TBackward0"
 
     @staticmethod
@@ -211,7 +212,7 @@ class T(BuiltinFunction):
         return g.t()
 
 
-class Reshaped(BuiltinFunction):
+class Reshaped(ViewFunction):
     """squeeze/unsqueeze: a view whose gradient is the upstream gradient reshaped back."""
 
     @staticmethod
@@ -240,7 +241,7 @@ class Unsqueeze(Reshaped):
     node_name = "UnsqueezeBackward0"
 
 
-class Expand(BuiltinFunction):
+class Expand(ViewFunction):
     node_name = "ExpandBackward0"
 
     @staticmethod
@@ -253,7 +254,7 @@ class Expand(BuiltinFunction):
         return g, None  # the engine sums it back over the expanded dims
 
 
-class Slice(BuiltinFunction):
+class Slice(ViewFunction):
     """Basic indexing (ints, slices, None, ...): a view; its gradient is scattered into zeros."""
     node_name = "SliceBackward0"
 
