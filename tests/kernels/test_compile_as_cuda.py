@@ -19,6 +19,7 @@ from triton.runtime.jit import JITFunction
 import tgrad
 import tgrad.kernels
 import tgrad.nn.functional as F
+from support.compile_report_table import families, markdown, rows
 from support.launches import arg_type
 from support.workloads import core_workload, resample_workload, sequence_workload
 from tgrad.kernels import attention as KA
@@ -134,6 +135,17 @@ def test_jit_functions_read_no_plain_python_globals():
                 if isinstance(value, (bool, int, float, str, tuple, list, dict)):
                     plain.append(f"{name} reads {node.id} = {value!r}")
     assert not plain, "wrap these in tl.constexpr:\n" + "\n".join(sorted(set(plain)))
+
+
+def test_the_compile_report_table_groups_kernels_by_family():
+    report = {"pointwise_kernel sm_90": dict(configurations=3, failures=1, registers=200, spill_bytes=40, shared=2048),
+              "pointwise_kernel sm_80": dict(configurations=2, failures=0, registers=180, spill_bytes=0, shared=1024),
+              "loss_fwd_kernel sm_90": dict(configurations=1, failures=0, registers=60, spill_bytes=0, shared=0),
+              "_probe_kernel sm_90": dict(configurations=4, failures=0, registers=32, spill_bytes=0, shared=0)}
+    lines = markdown(rows(report, families())).splitlines()
+    assert lines[2:] == ["| losses.elementwise | 1 | 1 | 0 | 0 | 60 / 0 | 0 / 0 | 0 / 0 |",
+                         "| pointwise | 1 | 3 | 2 | 1 | 200 / 180 | 40 / 0 | 2 / 1 |",
+                         "| tests' own | 1 | 4 | 0 | 0 | 32 / 0 | 0 / 0 | 0 / 0 |"]
 
 
 def test_as_cuda_configures_cpu_launches_as_a_gpu_and_nothing_else():
