@@ -11,9 +11,6 @@ __all__ = ["trunc", "frac", "pass_bwd", "square", "square_bwd", "clamp_min_t", "
            "leaky_relu_bwd", "elu", "elu_bwd", "hardsigmoid", "hardsigmoid_bwd", "hardswish", "hardswish_bwd",
            "mish", "mish_bwd", "logsigmoid", "logsigmoid_bwd", "selu", "selu_bwd", "celu", "celu_bwd"]
 
-SELU_ALPHA = 1.6732632423543772848170429916717
-SELU_SCALE = 1.0507009873554804934193349852946
-
 # ----------------------------------------------------------------------------- rounding
 
 @triton.jit

@@ -20,10 +20,6 @@ __all__ = ["expm1", "log1p", "tanh", "atan", "exp", "mul_bwd_y", "log", "log_bwd
            "remainder", "remainder_bwd", "lerp", "lerp_bwd"]
 
 
-LN2 = 0.6931471805599453
-PI = 3.141592653589793
-HALF_PI = 1.5707963267948966
-
 # ----------------------------------------------------------------------------- helpers
 
 @triton.jit

@@ -15,8 +15,8 @@ from .elementary import log1p, tan
 __all__ = ["lgamma", "lgamma_bwd", "digamma", "digamma_bwd", "erfinv", "erfinv_bwd", "lgamma_of", "digamma_of",
            "trigamma_of", "polygamma_of", "polygamma", "polygamma_bwd"]
 
-PI = 3.141592653589793
-
+# pi and 2^-53 are literals: a GPU compile reads only tl.constexpr globals, and the interpreter keeps
+# a tl.constexpr times a tensor as a constexpr, which tl.sin and .to() reject
 
 # ----------------------------------------------------------------------------- lgamma
 
@@ -89,7 +89,7 @@ def lgamma_of(x):
     neg = w <= 0.0
     pos = _lgamma_positive(tl.where(neg, 1.0 - w, w))
     d = tl.abs(w - tl.floor(w + 0.5))
-    reflected = tl.log(PI / tl.sin(PI * tl.where(d == 0.0, 0.5, d))) - pos
+    reflected = tl.log(3.141592653589793 / tl.sin(3.141592653589793 * tl.where(d == 0.0, 0.5, d))) - pos
     r = tl.where(neg, tl.where(d == 0.0, float("inf"), reflected), pos)
     r = tl.where((w == float("inf")) | (w == -float("inf")), float("inf"), r)
     return tl.where(w != w, w, r).to(x.dtype)
@@ -125,7 +125,7 @@ def digamma_of(x):
     neg = w < 0.0
     r = _digamma_positive(tl.where(neg, 1.0 - w, w))
     frac = w - tl.ceil(w)
-    r = tl.where(neg, r - PI / tan(PI * frac, 0.0), r)
+    r = tl.where(neg, r - 3.141592653589793 / tan(3.141592653589793 * frac, 0.0), r)
     r = tl.where(neg & (frac == 0.0), float("nan"), r)
     zero = w == 0.0
     r = tl.where(zero & (1.0 / tl.where(zero, w, 1.0) < 0), float("inf"), tl.where(zero, -float("inf"), r))
@@ -138,8 +138,8 @@ def trigamma_of(x):
     the asymptotic series to x^-7."""
     w = x.to(tl.float64)
     low = w < 0.5
-    s = tl.sin(PI * w)
-    r = tl.where(low, -(PI * PI) / (s * s), 0.0)
+    s = tl.sin(3.141592653589793 * w)
+    r = tl.where(low, -(3.141592653589793 * 3.141592653589793) / (s * s), 0.0)
     w = tl.where(low, 1.0 - w, w)
     for _ in range(6):
         r = r + 1.0 / (w * w)
@@ -168,8 +168,7 @@ def digamma_bwd(x, g, p):
 
 # ----------------------------------------------------------------------------- polygamma
 
-MACHEP = 1.11022302462515654042E-16
-ZETA_SUMMED = 24  # terms summed before the Euler-Maclaurin tail: enough for q > -14 (docs/differences.md)
+ZETA_SUMMED = tl.constexpr(24)  # terms summed before the Euler-Maclaurin tail: enough for q > -14 (docs/differences.md)
 
 
 @triton.jit
@@ -180,7 +179,7 @@ def _zeta_tail_term(s, a, b, k, w, xs, done, c):
     b = b / w
     t = a * b / c
     s = tl.where(done, s, s + t)
-    done = done | (tl.abs(t / s) < MACHEP)
+    done = done | (tl.abs(t / s) < 1.1102230246251565e-16)
     k = k + 1.0
     a = a * (xs + k)
     b = b / w
@@ -203,7 +202,7 @@ def _hurwitz_zeta(xs, q):
         a = tl.where(more, a + 1.0, a)
         b = tl.where(more, real_pow(a, e), b)
         s = tl.where(more, s + b, s)
-        done = done | (more & (-MACHEP * s < b) & (b < MACHEP * s))
+        done = done | (more & (-1.1102230246251565e-16 * s < b) & (b < 1.1102230246251565e-16 * s))
     short = (done == 0) & (a <= 9.0)
     w = a
     s = tl.where(done, s, s + b * w / (xs - 1.0) - 0.5 * b)

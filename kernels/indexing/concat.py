@@ -36,8 +36,9 @@ _NO_START = 1 << 62  # the padding rows' start: above every index
 
 @triton.jit
 def _read(rows, kind, off, mask, like, K: tl.constexpr, OUT: tl.constexpr):
-    """The values of the lanes whose input has kind K, as OUT (0 elsewhere)."""
-    src = tl.load(rows).to(tl.pointer_type(like.dtype.element_ty)) + off
+    """The values of the lanes whose input has kind K, as OUT (0 elsewhere). A masked lane's row
+    may lie past the table (its search ends on a padding slot): its address is not read."""
+    src = tl.load(rows, mask=mask, other=0).to(tl.pointer_type(like.dtype.element_ty)) + off
     return tl.load(src, mask=mask & (kind == K), other=0).to(OUT)
 
 

@@ -36,8 +36,9 @@ PADDING = {"zeros": 0, "border": 1, "reflection": 2}
 
 @triton.jit
 def _source(c, L, PAD: tl.constexpr, ALIGN: tl.constexpr):
-    """(src, d src / d c) of normalised coordinates c along a dim of size L."""
-    Lf = L.to(c.dtype)
+    """(src, d src / d c) of normalised coordinates c along a dim of size L. L goes through
+    ``tl.to_tensor``: a GPU launch turns an int argument equal to 1 into a constant, which has no ``.to``."""
+    Lf = tl.to_tensor(L).to(c.dtype)
     if ALIGN:
         src = (c + 1.0) * ((Lf - 1.0) * 0.5)
         d = c * 0.0 + (Lf - 1.0) * 0.5
@@ -180,7 +181,15 @@ def grid_sample_dgrid_kernel(x_ptr, g_ptr, grid_ptr, dgrid_ptr, TOTAL, C, P, H, 
 
 
 def _cfg(x, mode, padding_mode, align_corners):
-    return dict(PAD=PADDING[padding_mode], ALIGN=bool(align_corners), COMPUTE=compute_dtype(x.dtype))
+    return dict(PAD=PADDING[padding_mode], ALIGN=bool(align_corners), COMPUTE=compute_dtype(x.dtype),
+                num_warps=8 if x.dtype == torch.float64 else 4)
+
+
+def _block(total, x):
+    """fp64 takes blocks of at most 512 over 8 warps (2 lanes a thread): at 1024 over 4 warps the grid
+    gradient's four taps per channel spilled 128 B a thread on sm_90 and 416 B on sm_80."""
+    block = block_for(total, x.device)
+    return min(block, 512) if x.dtype == torch.float64 else block
 
 
 def grid_sample_forward(x: torch.Tensor, grid: torch.Tensor, mode: str, padding_mode: str, align_corners: bool):
@@ -191,9 +200,9 @@ def grid_sample_forward(x: torch.Tensor, grid: torch.Tensor, mode: str, padding_
     out = torch.empty((N, C, Ho, Wo), dtype=x.dtype, device=x.device)
     total = out.numel()
     if total:
-        block = block_for(total, x.device)
+        block = _block(total, x)
         launch(grid_sample_fwd_kernel, (cdiv(total, block),), x, grid, out, total, C, Ho * Wo, H, W,
-               NEAREST=mode == "nearest", BLOCK=block, num_warps=4, **_cfg(x, mode, padding_mode, align_corners))
+               NEAREST=mode == "nearest", BLOCK=block, **_cfg(x, mode, padding_mode, align_corners))
     return out
 
 
@@ -210,16 +219,16 @@ def grid_sample_backward(g: torch.Tensor, x: torch.Tensor, grid: torch.Tensor, m
         dx = torch.zeros((N, C, H, W), dtype=acc, device=x.device)
         total = g.numel()
         if total:
-            block = block_for(total, x.device)
+            block = _block(total, x)
             launch(grid_sample_dinput_kernel, (cdiv(total, block),), g, grid, dx, total, C, Ho * Wo, H, W,
-                   NEAREST=mode == "nearest", BLOCK=block, num_warps=4, **cfg)
+                   NEAREST=mode == "nearest", BLOCK=block, **cfg)
         if acc != x.dtype:  # fp16 / bf16: accumulated in fp32, cast once
             dx, = pointwise(elementwise.identity, [dx], dx.shape, [x.dtype], compute=tl.float32)
     if need_grid:
         dgrid = torch.zeros((N, Ho, Wo, 2), dtype=grid.dtype, device=grid.device)
         total = N * Ho * Wo
         if total and mode != "nearest":
-            block = block_for(total, x.device)
+            block = _block(total, x)
             launch(grid_sample_dgrid_kernel, (cdiv(total, block),), x, g, grid, dgrid, total, C, Ho * Wo, H, W,
-                   BLOCK=block, num_warps=4, **cfg)
+                   BLOCK=block, **cfg)
     return dx, dgrid

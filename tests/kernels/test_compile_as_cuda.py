@@ -5,6 +5,8 @@ tests/support/workloads.py's and one more for what they do not reach; the test f
 any kernel tgrad defines that none of them launches, so a new kernel is covered once a workload
 reaches it, and says which. The whole suite runs this way with ``pytest tests --as-cuda
 --compile-for 90,80 --compile-coverage`` (docs/gpu.md: 18 minutes here)."""
+import ast
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from triton.runtime.jit import JITFunction
 import tgrad
 import tgrad.kernels
 import tgrad.nn.functional as F
+from support.compile_report_table import families, markdown, rows
 from support.launches import arg_type
 from support.workloads import core_workload, resample_workload, sequence_workload
 from tgrad.kernels import attention as KA
@@ -27,17 +30,21 @@ from tgrad.kernels.runtime.launch import launch, launch_observers
 from tgrad.kernels.runtime.target import as_cuda, target
 
 
-def _kernels():
-    """Every launchable kernel of tgrad.kernels: its modules' JIT functions named *_kernel."""
-    names = set()
+def _jit_functions():
+    """Every JIT function the modules of tgrad.kernels define or import, by name."""
+    found = {}
     root = Path(tgrad.kernels.__file__).parent
     for path in root.rglob("*.py"):  # the kernels live in the families' modules, never in an __init__
         if path.name == "__init__.py":
             continue
         module = __import__(".".join(("tgrad.kernels",) + path.relative_to(root).with_suffix("").parts), fromlist=["_"])
-        names |= {name for name, value in vars(module).items()
-                  if isinstance(value, JITFunction) and name.endswith("_kernel")}
-    return names
+        found.update((name, value) for name, value in vars(module).items() if isinstance(value, JITFunction))
+    return found
+
+
+def _kernels():
+    """Every launchable kernel of tgrad.kernels: its modules' JIT functions named *_kernel."""
+    return {name for name in _jit_functions() if name.endswith("_kernel")}
 
 
 def _training_workload():
@@ -111,6 +118,34 @@ def test_every_kernel_compiles_for_sm90_and_sm80_as_a_gpu_launches_it():
     for arch in (90, 80):
         missing = _kernels() - {k for k, a in compiled if a == arch}
         assert not missing, f"kernels no workload launches (add them to one): {sorted(missing)}"
+
+
+def test_jit_functions_read_no_plain_python_globals():
+    """A GPU compile lets a JIT function read a module global only if it is a ``tl.constexpr`` (or a
+    module, function or dtype); the interpreter reads any, so a plain float passed every CPU test
+    and failed every GPU compile of lgamma, digamma and polygamma (their PI, MACHEP, ZETA_SUMMED)."""
+    plain = []
+    for name, fn in _jit_functions().items():
+        tree = ast.parse(textwrap.dedent(fn.src))
+        local = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+        local |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id not in local:
+                value = fn.fn.__globals__.get(node.id)
+                if isinstance(value, (bool, int, float, str, tuple, list, dict)):
+                    plain.append(f"{name} reads {node.id} = {value!r}")
+    assert not plain, "wrap these in tl.constexpr:\n" + "\n".join(sorted(set(plain)))
+
+
+def test_the_compile_report_table_groups_kernels_by_family():
+    report = {"pointwise_kernel sm_90": dict(configurations=3, failures=1, registers=200, spill_bytes=40, shared=2048),
+              "pointwise_kernel sm_80": dict(configurations=2, failures=0, registers=180, spill_bytes=0, shared=1024),
+              "loss_fwd_kernel sm_90": dict(configurations=1, failures=0, registers=60, spill_bytes=0, shared=0),
+              "_probe_kernel sm_90": dict(configurations=4, failures=0, registers=32, spill_bytes=0, shared=0)}
+    lines = markdown(rows(report, families())).splitlines()
+    assert lines[2:] == ["| losses.elementwise | 1 | 1 | 0 | 0 | 60 / 0 | 0 / 0 | 0 / 0 |",
+                         "| pointwise | 1 | 3 | 2 | 1 | 200 / 180 | 40 / 0 | 2 / 1 |",
+                         "| tests' own | 1 | 4 | 0 | 0 | 32 / 0 | 0 / 0 | 0 / 0 |"]
 
 
 def test_as_cuda_configures_cpu_launches_as_a_gpu_and_nothing_else():
@@ -212,11 +247,39 @@ def test_interpolate_of_size_one_compiles_as_a_gpu_launch_specialises_it():
     assert not failures, "\n".join(failures)
 
 
+def test_grid_sample_of_size_one_compiles_and_fp64_spills_nothing():
+    """An input of height or width 1 made H or W a compile-time constant, on which the source
+    coordinate's ``.to()`` failed (72 failed compilations in a whole-suite report); fp64 at 1024
+    lanes over 4 warps spilled 128 B a thread on sm_90 (416 B on sm_80) in the grid gradient."""
+    observer = cuda_compile.CompileObserver(archs=(90,), usage=True)
+    deterministic = tgrad.are_deterministic_algorithms_enabled()
+    tgrad.use_deterministic_algorithms(False)  # the input gradient's scatter-add kernel too
+    launch_observers.append(observer)
+    try:
+        with as_cuda():
+            for dtype in (tgrad.float32, tgrad.float64):
+                for shape in ((1, 2, 1, 5), (1, 2, 4, 1), (2, 3, 40, 40)):
+                    x = tgrad.randn(*shape, dtype=dtype, requires_grad=True)
+                    grid = tgrad.randn(shape[0], 30, 40, 2, dtype=dtype, requires_grad=True)
+                    for mode, padding in (("bilinear", "reflection"), ("bilinear", "zeros"), ("nearest", "border")):
+                        F.grid_sample(x, grid, mode, padding).sum().backward()
+    finally:
+        launch_observers.remove(observer)
+        tgrad.use_deterministic_algorithms(deterministic)
+    assert not observer.failures, "\n".join(f"{k} sm_{a}: {m}" for _, k, a, m in observer.failures)
+    records = [r for r in observer.compiled.values() if r["kernel"].startswith("grid_sample")]
+    assert {r["kernel"] for r in records} == {"grid_sample_fwd_kernel", "grid_sample_dinput_kernel",
+                                              "grid_sample_dgrid_kernel"}
+    spills = [r for r in records if r["spill_bytes"]]
+    assert not spills, spills
+
+
 def test_multinomial_of_many_samples_compiles_for_sm90_without_spilling():
     """8192 samples: an uncapped sample block spilled 35 KB of registers and took 253 s to compile;
     in GPU blocks the search tile stays (16, 256) whatever the count."""
     launched = []
-    launch_observers.append(lambda kernel, grid, args, meta: launched.append((kernel, args, meta)))
+    # a copy of meta: the CPU executor pops the compile-only options (num_warps) from the launch's own
+    launch_observers.append(lambda kernel, grid, args, meta: launched.append((kernel, args, dict(meta))))
     try:
         with as_cuda():
             tgrad.multinomial(tgrad.rand(1, 300), 8192, replacement=True)

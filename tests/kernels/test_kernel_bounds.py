@@ -248,6 +248,17 @@ def test_embedding_forward_and_backward(sorted_path, monkeypatch):
     backprop(y, yr, [(w, wr)])
 
 
+def test_cat_of_unequal_inputs_and_dtypes_reads_only_its_table():
+    """cat finds each element's input by a binary search over a pointer table; the lanes past the
+    output's end (masked) end the search on the padding slot past the last input, whose row lies
+    beyond the table: its address was read unmasked for every source dtype but the first."""
+    parts = [guard((3, 5), transpose=True), guard((2, 5), torch.float64, seed=1, step=3), guard((1, 5), seed=2)]
+    y = tgrad.cat([leaf(g, requires_grad=False) for g in parts], 0)
+    assert y.dtype == tgrad.float64 and y.shape == (6, 5)
+    close(y, torch.cat([g.view.to(F64) for g in parts], 0), torch.float64)
+    unchanged(*parts)
+
+
 def test_sort_nonzero_and_one_hot():
     g = guard((5, 37), transpose=True, step=2)
     x = leaf(g, requires_grad=False)

@@ -54,10 +54,46 @@ def element_offsets(shape, strides) -> np.ndarray:
     return off.reshape(-1)
 
 
-def element_addresses(t: torch.Tensor) -> np.ndarray:
-    if t.numel() == 0:
-        return np.empty(0, dtype=np.uint64)
-    return (t.data_ptr() + element_offsets(t.shape, t.stride()) * t.element_size()).astype(np.uint64)
+class _Region:
+    """The element addresses of a strided view, tested by arithmetic rather than enumerated (a
+    launch over a large tensor would otherwise list, sort and search every one of its addresses).
+    Dims are taken outermost first by stride; where each stride passes the extent of the dims
+    inside it (every view torch makes without ``as_strided`` overlap), an address's index along a
+    dim is its offset divided by that stride, so membership is a few integer operations per lane.
+    An overlapping layout falls back to the sorted list of its addresses."""
+
+    def __init__(self, base: int, item: int, shape, strides):
+        dims = sorted(((st, n) for n, st in zip(shape, strides) if n > 1 and st != 0), reverse=True)
+        self.base, self.item, self.dims, self.listed = base, item, dims, None
+        if 0 in tuple(shape):
+            self.listed = np.empty(0, dtype=np.uint64)
+            return
+        extent = 0
+        for st, n in reversed(dims):
+            if st <= extent:
+                self.listed = np.unique(base + element_offsets([n for _, n in dims], [s for s, _ in dims])
+                                        .astype(np.uint64) * np.uint64(item))
+                break
+            extent += (n - 1) * st
+
+    @classmethod
+    def of(cls, t: torch.Tensor):
+        return cls(t.data_ptr(), t.element_size(), t.shape, t.stride())
+
+    def contains(self, p: np.ndarray) -> np.ndarray:
+        if self.listed is not None:
+            if not self.listed.size:
+                return np.zeros(p.shape, dtype=bool)
+            pos = np.minimum(np.searchsorted(self.listed, p), self.listed.size - 1)
+            return self.listed[pos] == p
+        d = p.astype(np.int64) - np.int64(self.base)
+        inside = (d >= 0) & (d % self.item == 0)
+        e = d // self.item
+        for st, n in self.dims:
+            i = e // st
+            inside &= i < n
+            e = e - np.minimum(i, n - 1) * st
+        return inside & (e == 0)
 
 
 def _tensors(values):
@@ -74,7 +110,7 @@ def _table_addresses(width, pointers, count):
     def decode(args):
         table, like = args[0], args[1]
         item = like.element_size()
-        return [np.asarray(row[c], dtype=np.uint64) + np.arange(row[count], dtype=np.uint64) * item
+        return [_Region(row[c], item, (row[count],), (1,))
                 for row in _int64s(table).reshape(-1, width).tolist() for c in pointers if row[c]]
     return decode
 
@@ -94,7 +130,7 @@ class _Launch(threading.local):
     """What the checker knows of the launch running on this thread (threads launch concurrently)."""
     kernel = None
     tensors: list = []
-    valid = np.empty(0, dtype=np.uint64)
+    regions: list = []  # a _Region per tensor and table row the launch may touch
     keep_alive: tuple = ()  # set by the patched ``_launch`` for its observer
 
 
@@ -110,10 +146,10 @@ class _Checker:
         if not tensors:
             return
         self.current.kernel, self.current.tensors = kernel.__name__, tensors
-        addrs = [element_addresses(t) for t in self.current.tensors]
+        regions = [_Region.of(t) for t in tensors if t.numel()]
         if kernel.__name__ in _INDIRECT:
-            addrs += _INDIRECT[kernel.__name__](args)
-        self.current.valid = np.unique(np.concatenate(addrs)) if addrs else np.empty(0, dtype=np.uint64)
+            regions += _INDIRECT[kernel.__name__](args)
+        self.current.regions = regions
         self.launches += 1
 
     def check(self, ptrs, mask, what):
@@ -123,12 +159,11 @@ class _Checker:
         p = p.reshape(-1).astype(np.uint64)
         if p.size == 0:
             return
-        valid = self.current.valid
-        if valid.size:
-            pos = np.minimum(np.searchsorted(valid, p), valid.size - 1)
-            bad = valid[pos] != p
-        else:
-            bad = np.ones(p.shape, dtype=bool)
+        bad = np.ones(p.shape, dtype=bool)
+        for region in self.current.regions:
+            bad[bad] = ~region.contains(p[bad])
+            if not bad.any():
+                break
         if bad.any():
             first = int(p[bad][0])
             err = MemoryViolation(f"{self.current.kernel}: {what} of {int(bad.sum())} lane(s) outside every tensor it was "
