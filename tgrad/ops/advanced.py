@@ -32,6 +32,7 @@ from tgrad.kernels import elementwise as M
 from .factories import tensor
 from .common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
+from .inplace import check_no_overlap
 from .views import normalize_basic, rebase_history
 
 
@@ -310,6 +311,8 @@ def advanced_setitem(x: Tensor, plan, value):
     """``x[plan] = value`` in place (index_put): recorded as IndexPutBackward0 when x or value
     requires grad, else one kernel writing straight into x."""
     value = _value_operand(value, x, plan.shape)
+    if not (plan.unique and value.numel() == 1):  # (PyTorch fills through one mask: masked_fill_, unchecked)
+        check_no_overlap(plan.view(x._data), value._data)
     check_inplace(x)
     if not records(x, value):
         check_runnable(x, value)
