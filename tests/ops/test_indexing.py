@@ -246,29 +246,6 @@ def test_setitem_errors():
                               "destination and Double for the source.")
 
 
-@pytest.mark.parametrize("expr", [
-    "x[L.tensor([0, 1])] = x[1:3]", "x[L.tensor([0, 1])] = x[2:4]", "x[L.tensor([0, 1, 2, 3])] = x",
-    "x[L.tensor([0, 1, 2, 3])] = x.t()", "x[L.tensor([0, 1])] = x[0, 0]", "x[0, L.tensor([0, 1])] = x[0, 2:]",
-    "x[L.tensor([0, 1]), L.tensor([1, 2])] = x[0, :2]", "x[L.tensor([True, True, False, False])] = x[1:3]",
-    "x[L.tensor([True, False, False, False])] = x[0:1]",
-    # allowed: no memory shared, a gapped layout (PyTorch: too hard to tell), one mask and one value
-    "x[0, L.tensor([0, 1])] = x[1, :2]", "x[::2, L.tensor([0])] = x[1::2, :1]", "x[:, L.tensor([1])] = x[:, :1]",
-    "x[L.tensor([True, True, False, False])] = x[0, 0]", "x[x > 14] = x[0, :1]", "x[x > 5] = x[3, 3]"])
-@pytest.mark.parametrize("requires_grad", [False, True])
-def test_setitem_refuses_a_value_sharing_the_written_memory(expr, requires_grad):
-    """x[idx] = v reading memory that x[idx] writes: PyTorch's index_put_ refuses it, the same
-    memory too (unlike copy_), unless it fills through one mask with a single value."""
-    def run(L):
-        base = L.arange(16.0, dtype=L.float64, requires_grad=requires_grad)
-        x = base.reshape(4, 4) * 1 if requires_grad else base.reshape(4, 4)
-        try:
-            exec(expr, {"L": L, "x": x})
-        except RuntimeError as err:
-            return str(err)
-        return (x.detach() if L is torch else x.detach().torch()).tolist()
-    assert run(tgrad) == run(torch)
-
-
 # ----------------------------------------------------------------------------- masked_fill, masked_select
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .. import return_types
+from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction, records
 from ..tensor import Tensor
 from ..autograd.inplace_checks import check_inplace
@@ -33,6 +33,7 @@ from .factories import tensor
 from .common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
 from .inplace import check_no_overlap
+from .registry import op
 from .views import normalize_basic, rebase_history
 
 
@@ -113,10 +114,10 @@ def _scatter_into_zeros(plan, g: Tensor, shape) -> Tensor:
     return fused(M.identity, [wrap(z)], g.dtype, compute=g.dtype) if low else wrap(z)
 
 
-def _put(plan, data: torch.Tensor, value: torch.Tensor):
+def _put(plan, data: torch.Tensor, value: torch.Tensor, mode="put"):
     if value.untyped_storage().data_ptr() == data.untyped_storage().data_ptr():
         value = value.clone()  # a value aliasing the destination would be read while written
-    _run("put", plan, data, value)
+    _run(mode, plan, data, value)
 
 
 # ----------------------------------------------------------------------------- resolving an index
@@ -241,22 +242,25 @@ class IndexAdd(BuiltinFunction):
 
 
 class IndexPut(BuiltinFunction):
-    """out-of-place ``x[idx] = value``; ``advanced_setitem`` rebases x onto it."""
+    """out-of-place ``x[idx] = value`` (``accumulate``: ``x[idx] += value``, repeated positions
+    adding up); ``advanced_setitem`` rebases x onto it."""
     node_name = "IndexPutBackward0"
 
     @staticmethod
-    def forward(ctx, x, value, plan):
+    def forward(ctx, x, value, plan, accumulate=False):
         check_runnable(x, value)
-        ctx.plan = plan
+        ctx.plan, ctx.accumulate = plan, accumulate
         out = fused(M.identity, [x], x.dtype, compute=x.dtype)
-        _put(plan, out._data, value._data)
+        _put(plan, out._data, value._data, "add" if accumulate else "put")
         return out
 
     @staticmethod
     def backward(ctx, g):
-        gx = IndexZero.apply(g, ctx.plan) if ctx.needs_input_grad[0] else None
+        gx = None
+        if ctx.needs_input_grad[0]:
+            gx = g if ctx.accumulate else IndexZero.apply(g, ctx.plan)
         gv = Index.apply(g, ctx.plan) if ctx.needs_input_grad[1] else None  # the engine sums it to value's shape
-        return gx, gv, None
+        return gx, gv, None, None
 
 
 class IndexZero(BuiltinFunction):
@@ -297,6 +301,11 @@ def _value_operand(value, x: Tensor, shape) -> Tensor:
     lead = value.ndim - len(shape)
     if lead > 0 and all(s == 1 for s in value.shape[:lead]):
         value = value.reshape(tuple(value.shape[lead:]))
+    _check_value_shape(value, shape)
+    return value
+
+
+def _check_value_shape(value: Tensor, shape):
     try:
         ok = value.ndim <= len(shape) and tuple(broadcast_shapes(value.shape, shape)) == tuple(shape)
     except RuntimeError:
@@ -304,19 +313,58 @@ def _value_operand(value, x: Tensor, shape) -> Tensor:
     if not ok:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
                            f"indexing result of shape {list(shape)}")
-    return value
 
 
-def advanced_setitem(x: Tensor, plan, value):
-    """``x[plan] = value`` in place (index_put): recorded as IndexPutBackward0 when x or value
-    requires grad, else one kernel writing straight into x."""
+def advanced_setitem(x: Tensor, plan, value, accumulate=False):
+    """``x[plan] = value`` in place (index_put; ``accumulate``: added): recorded as
+    IndexPutBackward0 when x or value requires grad, else one kernel writing straight into x."""
     value = _value_operand(value, x, plan.shape)
-    if not (plan.unique and value.numel() == 1):  # (PyTorch fills through one mask: masked_fill_, unchecked)
+    # (PyTorch fills through one mask with a single CPU value by masked_fill_, unchecked)
+    if accumulate or not (plan.unique and value.numel() == 1 and value.device.type == "cpu"):
         check_no_overlap(plan.view(x._data), value._data)
     check_inplace(x)
     if not records(x, value):
         check_runnable(x, value)
-        _put(plan, x._data, value._data)
+        _put(plan, x._data, value._data, "add" if accumulate else "put")
         x._version.value += 1
         return
-    rebase_history(x, IndexPut.apply(x, value, plan))
+    rebase_history(x, IndexPut.apply(x, value, plan, accumulate))
+
+
+def _index_put_plan(name, x, indices, values, accumulate):
+    """The plan of ``x.index_put_(indices, values, accumulate)``, after PyTorch's argument checks:
+    a tuple (or list) of index tensors, one for each leading dim (a bool mask for as many dims as
+    it has), and values of a shape that broadcasts to the result's (no leading 1s dropped, unlike
+    ``x[idx] = v``). 0-d integer indices are put as 1-element ones (the result has a 1 more)."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'indices' (position 1) must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    bad = next((k for k, i in enumerate(indices) if not isinstance(i, Tensor)), None)
+    if bad is not None:
+        raise TypeError(f"expected Tensor as element {bad} in argument 0, but got {type(indices[bad]).__name__}")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{name}(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if not isinstance(accumulate, bool):
+        raise TypeError(f"{name}(): argument 'accumulate' must be bool, not {type(accumulate).__name__}")
+    if not indices:
+        raise RuntimeError(f"{name}(): expected at least one index tensor")
+    if len(indices) > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim} (got {len(indices)})")
+    scalar = [i.ndim == 0 and i.dtype in (_dtype.int64, _dtype.int32) for i in indices]
+    plan, _ = resolve(x, tuple(i.reshape(1) if one else i for i, one in zip(indices, scalar)))
+    _check_value_shape(values, plan.shape[1:] if all(scalar) else plan.shape)
+    return plan
+
+
+@op("index_put_")
+def index_put_(input, indices, values, accumulate=False):  # noqa: A002
+    advanced_setitem(input, _index_put_plan("index_put_", input, indices, values, accumulate), values, accumulate)
+    return input
+
+
+@op("index_put")
+def index_put(input, indices, values, accumulate=False):  # noqa: A002
+    plan = _index_put_plan("index_put", input, indices, values, accumulate)
+    out = input.clone()
+    advanced_setitem(out, plan, values, accumulate)
+    return out
