@@ -59,6 +59,9 @@ def test_index_put_of_integers_and_bools():
     _both(lambda L: L.arange(12).reshape(3, 4).index_put_((L.tensor([1, 1]),), L.tensor([5, 6, 7, 8]), accumulate=True))
     _both(lambda L: L.zeros(3, dtype=L.bool).index_put_((L.tensor([1]),), L.tensor(True)))
     _both(lambda L: L.arange(6).reshape(2, 3).index_put((L.tensor([0, 0]), L.tensor([1, 1])), L.tensor(4), True))
+    for dtype in ("int8", "int16", "uint8", "bool"):  # (added in int32, cast back: wrapping, or any)
+        _both(lambda L: L.tensor([[100, 0, 1], [1, 1, 0]], dtype=getattr(L, dtype)).t().index_put_(
+            (L.tensor([0, 0, 2]),), L.tensor([100, 0], dtype=getattr(L, dtype)), accumulate=True))
 
 
 @pytest.mark.parametrize("call", [
@@ -77,6 +80,16 @@ def test_index_put_of_integers_and_bools():
     lambda L: L.zeros(3, 4).index_put_((L.tensor([True, False]),), L.tensor(1.0)),
     lambda L: L.zeros(3, 4, requires_grad=True).index_put_((L.tensor([0]),), L.tensor(1.0)),
     lambda L: L.index_put(L.zeros(3, 4), (L.tensor([0]),), L.ones(2, 4)),
+    # PyTorch's order: memory shared, an index into a dim of size 0, the shapes, the dtypes, the range
+    lambda L: L.ones(4, 3).index_put_((L.tensor([9]),), L.ones(4, 3)[1]),
+    lambda L: (lambda x: x.index_put_((L.tensor([0]),), x[1:3]))(L.ones(4, 3)),
+    lambda L: (lambda x: x.index_put_((L.tensor([9]),), x[1]))(L.ones(4, 3)),
+    lambda L: L.zeros(0, 3).index_put_((L.tensor([0]),), L.ones(2, dtype=L.int16)),
+    lambda L: L.zeros(4, 3).index_put_((L.tensor([0]),), L.ones(2, dtype=L.int32)),
+    lambda L: L.zeros(4, 3).index_put_((L.tensor([9]),), L.ones((), dtype=L.int32)),
+    # one mask and one value is PyTorch's masked_fill_: any dtype, memory shared allowed
+    lambda L: L.zeros(3, 4).index_put_((L.tensor([True, False, True]),), L.tensor(2, dtype=L.int16)),
+    lambda L: (lambda x: x.index_put_((L.tensor([True, False, True]),), x[1, 2]))(L.arange(12.).reshape(3, 4)),
 ])
 def test_index_put_errors(call):
     _both(call)
@@ -134,3 +147,18 @@ def test_fill_diagonal_gradient(shape, wrap):
     """The filled elements get no gradient."""
     x = torch.rand(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     run(lambda x: (x * 2).fill_diagonal_(0.5, wrap=wrap), lambda x: (x * 2).fill_diagonal_(0.5, wrap=wrap), [x])
+
+
+@pytest.mark.parametrize("expr", [
+    "L.zeros(1, 0, 0)[T([1])]", "L.zeros(1, 0, 0)[[1]]", "L.zeros(3, 0)[T([5])]", "L.zeros(2, 0)[T([3]), :]",
+    "L.zeros(2, 3)[T([5]), T([], dtype=L.int64)]", "L.zeros(1, 0, 0).index_put_((T([1]),), T(1.))",
+    "L.zeros(3, 2).index_put_((T([5]), T([], dtype=L.int64)), T(1.))", "L.zeros(0)[T([1])]",
+    "L.zeros(0, 0)[:, T([1])]", "L.zeros(0).index_put_((T([-1]),), L.ones(3))", "L.zeros(2, 3)[T([5]), T([0, 1])]"])
+def test_an_index_out_of_range_is_refused_only_where_the_result_has_elements(expr):
+    """PyTorch's index kernel checks each index as it reads or writes through it, so an empty
+    result checks none; an index into a dim of size 0 is refused first, whatever the result."""
+    def fn(L):
+        x = L.zeros(1)
+        exec(f"x = {expr}", {"L": L, "T": L.tensor}, scope := {"x": x})
+        return scope["x"]
+    _both(fn)

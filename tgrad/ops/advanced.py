@@ -33,7 +33,6 @@ from .factories import tensor
 from .common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
 from .inplace import check_no_overlap
-from .registry import op
 from .views import normalize_basic, rebase_history
 
 
@@ -134,7 +133,7 @@ def _index_tensor(item, device):
     return t.to(device), host
 
 
-def _resolve(x: Tensor, items):
+def _resolve(x: Tensor, items, check_bounds=True):
     """(plan, None) for an index with tensor/list/mask parts, else (None, the index as basic items)."""
     basic, adv = [], []  # adv: (position in basic, kind, tensor, host values)
     for item in items:
@@ -202,12 +201,29 @@ def _resolve(x: Tensor, items):
     except RuntimeError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                          + ", ".join(str(list(i.shape)) for i in indices)) from None
-    for k, t, host, size in checks:
+    plan.bounds = checks
+    if check_bounds:
+        check_index_bounds(plan)
+    return plan, None
+
+
+def check_no_index_into_an_empty_dim(plan):
+    if any(size == 0 and t.numel() for _, t, _, size in plan.bounds):
+        raise IndexError("index is out of bounds for dimension with size 0")
+
+
+def check_index_bounds(plan):
+    """IndexError naming the first index out of its dim's range (host values where the index came
+    from a list, else one kernel), as PyTorch's index kernel finds it: only when the result has
+    elements (an index into a dim of size 0 is refused before)."""
+    check_no_index_into_an_empty_dim(plan)
+    if 0 in plan.shape:
+        return
+    for k, t, host, size in plan.bounds:
         bad = next((i for i in host if not -size <= i < size), None) if host is not None \
             else KI.first_out_of_bounds(t, size)
         if bad is not None:
             raise IndexError(f"index {bad} is out of bounds for dimension {k} with size {size}")
-    return plan, None
 
 
 # ----------------------------------------------------------------------------- getitem / setitem
@@ -280,16 +296,17 @@ class IndexZero(BuiltinFunction):
         return IndexZero.apply(gg, ctx.plan), None
 
 
-def resolve(x: Tensor, items):
-    """(plan, None) for an index with tensor/list/mask parts, else (None, the index as basic items)."""
-    return _resolve(x, items)
+def resolve(x: Tensor, items, check_bounds=True):
+    """(plan, None) for an index with tensor/list/mask parts, else (None, the index as basic items);
+    without ``check_bounds``, ``check_index_bounds(plan)`` is the caller's."""
+    return _resolve(x, items, check_bounds)
 
 
 def advanced_getitem(x: Tensor, plan):
     return Index.apply(x, plan)
 
 
-def _value_operand(value, x: Tensor, shape) -> Tensor:
+def value_operand(value, x: Tensor, shape) -> Tensor:
     if not isinstance(value, Tensor):
         if isinstance(value, numbers.Number):
             return as_operand(value, x, x.dtype)
@@ -301,11 +318,11 @@ def _value_operand(value, x: Tensor, shape) -> Tensor:
     lead = value.ndim - len(shape)
     if lead > 0 and all(s == 1 for s in value.shape[:lead]):
         value = value.reshape(tuple(value.shape[lead:]))
-    _check_value_shape(value, shape)
+    check_value_shape(value, shape)
     return value
 
 
-def _check_value_shape(value: Tensor, shape):
+def check_value_shape(value: Tensor, shape):
     try:
         ok = value.ndim <= len(shape) and tuple(broadcast_shapes(value.shape, shape)) == tuple(shape)
     except RuntimeError:
@@ -318,53 +335,28 @@ def _check_value_shape(value: Tensor, shape):
 def advanced_setitem(x: Tensor, plan, value, accumulate=False):
     """``x[plan] = value`` in place (index_put; ``accumulate``: added): recorded as
     IndexPutBackward0 when x or value requires grad, else one kernel writing straight into x."""
-    value = _value_operand(value, x, plan.shape)
+    value = value_operand(value, x, plan.shape)
     # (PyTorch fills through one mask with a single CPU value by masked_fill_, unchecked)
     if accumulate or not (plan.unique and value.numel() == 1 and value.device.type == "cpu"):
         check_no_overlap(plan.view(x._data), value._data)
     check_inplace(x)
     if not records(x, value):
         check_runnable(x, value)
-        _put(plan, x._data, value._data, "add" if accumulate else "put")
+        if accumulate and x.dtype in _NO_ATOMIC_ADD:
+            _add_in_int32(plan, x, value)
+        else:
+            _put(plan, x._data, value._data, "add" if accumulate else "put")
         x._version.value += 1
         return
     rebase_history(x, IndexPut.apply(x, value, plan, accumulate))
 
 
-def _index_put_plan(name, x, indices, values, accumulate):
-    """The plan of ``x.index_put_(indices, values, accumulate)``, after PyTorch's argument checks:
-    a tuple (or list) of index tensors, one for each leading dim (a bool mask for as many dims as
-    it has), and values of a shape that broadcasts to the result's (no leading 1s dropped, unlike
-    ``x[idx] = v``). 0-d integer indices are put as 1-element ones (the result has a 1 more)."""
-    if not isinstance(indices, (tuple, list)):
-        raise TypeError(f"{name}(): argument 'indices' (position 1) must be tuple of Tensors, not "
-                        f"{type(indices).__name__}")
-    bad = next((k for k, i in enumerate(indices) if not isinstance(i, Tensor)), None)
-    if bad is not None:
-        raise TypeError(f"expected Tensor as element {bad} in argument 0, but got {type(indices[bad]).__name__}")
-    if not isinstance(values, Tensor):
-        raise TypeError(f"{name}(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
-    if not isinstance(accumulate, bool):
-        raise TypeError(f"{name}(): argument 'accumulate' must be bool, not {type(accumulate).__name__}")
-    if not indices:
-        raise RuntimeError(f"{name}(): expected at least one index tensor")
-    if len(indices) > x.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {x.ndim} (got {len(indices)})")
-    scalar = [i.ndim == 0 and i.dtype in (_dtype.int64, _dtype.int32) for i in indices]
-    plan, _ = resolve(x, tuple(i.reshape(1) if one else i for i, one in zip(indices, scalar)))
-    _check_value_shape(values, plan.shape[1:] if all(scalar) else plan.shape)
-    return plan
+_NO_ATOMIC_ADD = (_dtype.bool, _dtype.int8, _dtype.int16, _dtype.uint8)
 
 
-@op("index_put_")
-def index_put_(input, indices, values, accumulate=False):  # noqa: A002
-    advanced_setitem(input, _index_put_plan("index_put_", input, indices, values, accumulate), values, accumulate)
-    return input
-
-
-@op("index_put")
-def index_put(input, indices, values, accumulate=False):  # noqa: A002
-    plan = _index_put_plan("index_put", input, indices, values, accumulate)
-    out = input.clone()
-    advanced_setitem(out, plan, values, accumulate)
-    return out
+def _add_in_int32(plan, x: Tensor, value: Tensor):
+    """x[plan] += value for dtypes the kernels' atomic add lacks: added in int32, cast back (bool:
+    any nonzero; the small ints wrap around, as PyTorch's own additions in those dtypes do)."""
+    wide = fused(M.identity, [x], _dtype.int32, compute=_dtype.int32)
+    _put(plan, wide._data, fused(M.identity, [value], _dtype.int32, compute=_dtype.int32)._data, "add")
+    fused(M.identity, [wide], x.dtype, compute=_dtype.int32, out=x)
