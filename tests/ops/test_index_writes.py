@@ -125,6 +125,8 @@ FILL_DIAGONALS = [
     # other layouts: transposed (wrap follows memory, as PyTorch's), sliced, permuted, expanded
     lambda L: L.arange(21.).reshape(3, 7).t().fill_diagonal_(-1., wrap=True),
     lambda L: L.arange(21.).reshape(7, 3)[::2].fill_diagonal_(-1.),
+    lambda L: L.arange(48.).reshape(16, 3)[::2].fill_diagonal_(-1., wrap=True),  # one wrapped block
+    lambda L: L.arange(30.).reshape(10, 3)[::2].fill_diagonal_(-1., wrap=True),
     lambda L: L.zeros(5, 4, 3).permute(2, 1, 0)[:, :3, :3].fill_diagonal_(4),
     lambda L: L.zeros(1).expand(2, 2).fill_diagonal_(1), lambda L: L.zeros(2, 1).expand(2, 2).fill_diagonal_(1),
     # values: cast to the dtype, a 0-d tensor; empty
@@ -162,3 +164,9 @@ def test_an_index_out_of_range_is_refused_only_where_the_result_has_elements(exp
         exec(f"x = {expr}", {"L": L, "T": L.tensor}, scope := {"x": x})
         return scope["x"]
     _both(fn)
+
+
+def test_fill_diagonal_wrap_past_the_first_block_of_a_gapped_tensor_is_refused():
+    """docs/differences.md: there PyTorch follows storage past the tensor's own elements."""
+    with pytest.raises(RuntimeError, match="outside it in storage"):
+        tgrad.zeros(24, 3)[::2].fill_diagonal_(1.0, wrap=True)

@@ -334,12 +334,18 @@ def fill_diagonal_(input, fill_value, wrap=False):  # noqa: A002
         diag = diagonal_view(diag, 0, 0, diag.ndim - 1)
     diag.fill_(fill_value)
     if wrap and input.ndim == 2 and height > width + 1:
+        count = -(-input.numel() // (width + 1)) - width
         if input.is_contiguous():
             shape.view(input, -1)[width * (width + 1)::width + 1].fill_(fill_value)
-        else:
-            count = -(-input.numel() // (width + 1)) - width
+        elif views.storage_order(input) is not None:
             input.as_strided((count,), (builtins.sum(input.stride()),),
                              input.storage_offset() + input.stride(0) * (width + 1)).fill_(fill_value)
+        elif count <= builtins.min(width, height - width - 1):  # memory and x agree on the first block
+            diagonal_view(input[width + 1:], 0, 0, 1)[:count].fill_(fill_value)
+        else:
+            raise RuntimeError("fill_diagonal_(wrap=True): past its first block the wrapped diagonal of a tensor "
+                               "whose elements are not one dense block lies outside it in storage (PyTorch writes "
+                               "there); call .contiguous() first")
     return input
 
 
