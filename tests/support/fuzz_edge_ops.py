@@ -81,3 +81,26 @@ def _expanded_inplace(L, F, x, others, s):
     e = x.expand(*lead, *shape)
     return [lambda: e.add_(1), lambda: e.mul_(2), lambda: e.fill_(0.5), lambda: e.zero_(),
             lambda: e.copy_(L.ones_like(e)), lambda: e.clamp_(min=0)][s[1] % 6]()
+
+
+@_op("one:index_put")
+def _index_put(L, F, x, others, s):
+    """index_put, or index_put_ on x itself, at dim-0 indices none, in range, repeated or out of
+    range, accumulating or not, of a 0-d value, x's own first row (memory shared: refused in place;
+    a copy unless x is contiguous, where PyTorch's check gives up and its loop order decides) or a
+    value of another dtype (refused)."""
+    n = x.shape[0] if x.ndim else 1
+    index = L.tensor([[], [0], [n - 1, 0, n - 1], [n], [-1]][s[1] % 5], dtype=L.int64)
+    value = [lambda: L.full((), 0.5, dtype=x.dtype), lambda: x[:1] if x.is_contiguous() else x[:1].clone(),
+             lambda: L.ones((), dtype=L.int16)][s[2] % 3]()
+    accumulate = bool(s[1] % 2)
+    if s[2] % 4 == 0:
+        return x.index_put_((index,), value, accumulate=accumulate)
+    return L.index_put(x, (index,), value, accumulate)
+
+
+@_op("one:fill_diagonal_")
+def _fill_diagonal(L, F, x, others, s):
+    """fill_diagonal_ of x (2 or more equal dims; else PyTorch's error), wrapped where x is
+    contiguous (docs/differences.md: PyTorch wraps another layout through its storage)."""
+    return x.fill_diagonal_([0.5, -1, 2.0][s[1] % 3], wrap=bool(s[2] % 2) and x.is_contiguous())

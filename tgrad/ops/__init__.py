@@ -14,7 +14,7 @@ from . import generated, elementwise, integer, arrange, products, select, triang
 from . import factories, gather_scatter, matmul, random, reduce, shape, softmax, sorting, statistics  # noqa: F401
 from . import methods  # noqa: F401
 from . import arithmetic, construction, geometry, indexing, promotion, scans, splits, thresholds  # noqa: F401
-from . import broadcasting, comparisons, stacking, uniques  # noqa: F401
+from . import broadcasting, comparisons, index_put, stacking, uniques  # noqa: F401
 from .conventions import apply_to_registry
 
 apply_to_registry()  # out= and keepdims= on every op, once

@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .. import return_types
+from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction, records
 from ..tensor import Tensor
 from ..autograd.inplace_checks import check_inplace
@@ -32,6 +32,7 @@ from tgrad.kernels import elementwise as M
 from .factories import tensor
 from .common import as_operand, broadcast_shapes, check_runnable, wrap
 from .formula import fused
+from .inplace import check_no_overlap
 from .views import normalize_basic, rebase_history
 
 
@@ -112,10 +113,10 @@ def _scatter_into_zeros(plan, g: Tensor, shape) -> Tensor:
     return fused(M.identity, [wrap(z)], g.dtype, compute=g.dtype) if low else wrap(z)
 
 
-def _put(plan, data: torch.Tensor, value: torch.Tensor):
+def _put(plan, data: torch.Tensor, value: torch.Tensor, mode="put"):
     if value.untyped_storage().data_ptr() == data.untyped_storage().data_ptr():
         value = value.clone()  # a value aliasing the destination would be read while written
-    _run("put", plan, data, value)
+    _run(mode, plan, data, value)
 
 
 # ----------------------------------------------------------------------------- resolving an index
@@ -132,7 +133,7 @@ def _index_tensor(item, device):
     return t.to(device), host
 
 
-def _resolve(x: Tensor, items):
+def _resolve(x: Tensor, items, check_bounds=True):
     """(plan, None) for an index with tensor/list/mask parts, else (None, the index as basic items)."""
     basic, adv = [], []  # adv: (position in basic, kind, tensor, host values)
     for item in items:
@@ -200,12 +201,29 @@ def _resolve(x: Tensor, items):
     except RuntimeError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                          + ", ".join(str(list(i.shape)) for i in indices)) from None
-    for k, t, host, size in checks:
+    plan.bounds = checks
+    if check_bounds:
+        check_index_bounds(plan)
+    return plan, None
+
+
+def check_no_index_into_an_empty_dim(plan):
+    if any(size == 0 and t.numel() for _, t, _, size in plan.bounds):
+        raise IndexError("index is out of bounds for dimension with size 0")
+
+
+def check_index_bounds(plan):
+    """IndexError naming the first index out of its dim's range (host values where the index came
+    from a list, else one kernel), as PyTorch's index kernel finds it: only when the result has
+    elements (an index into a dim of size 0 is refused before)."""
+    check_no_index_into_an_empty_dim(plan)
+    if 0 in plan.shape:
+        return
+    for k, t, host, size in plan.bounds:
         bad = next((i for i in host if not -size <= i < size), None) if host is not None \
             else KI.first_out_of_bounds(t, size)
         if bad is not None:
             raise IndexError(f"index {bad} is out of bounds for dimension {k} with size {size}")
-    return plan, None
 
 
 # ----------------------------------------------------------------------------- getitem / setitem
@@ -240,22 +258,25 @@ class IndexAdd(BuiltinFunction):
 
 
 class IndexPut(BuiltinFunction):
-    """out-of-place ``x[idx] = value``; ``advanced_setitem`` rebases x onto it."""
+    """out-of-place ``x[idx] = value`` (``accumulate``: ``x[idx] += value``, repeated positions
+    adding up); ``advanced_setitem`` rebases x onto it."""
     node_name = "IndexPutBackward0"
 
     @staticmethod
-    def forward(ctx, x, value, plan):
+    def forward(ctx, x, value, plan, accumulate=False):
         check_runnable(x, value)
-        ctx.plan = plan
+        ctx.plan, ctx.accumulate = plan, accumulate
         out = fused(M.identity, [x], x.dtype, compute=x.dtype)
-        _put(plan, out._data, value._data)
+        _put(plan, out._data, value._data, "add" if accumulate else "put")
         return out
 
     @staticmethod
     def backward(ctx, g):
-        gx = IndexZero.apply(g, ctx.plan) if ctx.needs_input_grad[0] else None
+        gx = None
+        if ctx.needs_input_grad[0]:
+            gx = g if ctx.accumulate else IndexZero.apply(g, ctx.plan)
         gv = Index.apply(g, ctx.plan) if ctx.needs_input_grad[1] else None  # the engine sums it to value's shape
-        return gx, gv, None
+        return gx, gv, None, None
 
 
 class IndexZero(BuiltinFunction):
@@ -275,16 +296,17 @@ class IndexZero(BuiltinFunction):
         return IndexZero.apply(gg, ctx.plan), None
 
 
-def resolve(x: Tensor, items):
-    """(plan, None) for an index with tensor/list/mask parts, else (None, the index as basic items)."""
-    return _resolve(x, items)
+def resolve(x: Tensor, items, check_bounds=True):
+    """(plan, None) for an index with tensor/list/mask parts, else (None, the index as basic items);
+    without ``check_bounds``, ``check_index_bounds(plan)`` is the caller's."""
+    return _resolve(x, items, check_bounds)
 
 
 def advanced_getitem(x: Tensor, plan):
     return Index.apply(x, plan)
 
 
-def _value_operand(value, x: Tensor, shape) -> Tensor:
+def value_operand(value, x: Tensor, shape) -> Tensor:
     if not isinstance(value, Tensor):
         if isinstance(value, numbers.Number):
             return as_operand(value, x, x.dtype)
@@ -296,6 +318,11 @@ def _value_operand(value, x: Tensor, shape) -> Tensor:
     lead = value.ndim - len(shape)
     if lead > 0 and all(s == 1 for s in value.shape[:lead]):
         value = value.reshape(tuple(value.shape[lead:]))
+    check_value_shape(value, shape)
+    return value
+
+
+def check_value_shape(value: Tensor, shape):
     try:
         ok = value.ndim <= len(shape) and tuple(broadcast_shapes(value.shape, shape)) == tuple(shape)
     except RuntimeError:
@@ -303,17 +330,33 @@ def _value_operand(value, x: Tensor, shape) -> Tensor:
     if not ok:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
                            f"indexing result of shape {list(shape)}")
-    return value
 
 
-def advanced_setitem(x: Tensor, plan, value):
-    """``x[plan] = value`` in place (index_put): recorded as IndexPutBackward0 when x or value
-    requires grad, else one kernel writing straight into x."""
-    value = _value_operand(value, x, plan.shape)
+def advanced_setitem(x: Tensor, plan, value, accumulate=False):
+    """``x[plan] = value`` in place (index_put; ``accumulate``: added): recorded as
+    IndexPutBackward0 when x or value requires grad, else one kernel writing straight into x."""
+    value = value_operand(value, x, plan.shape)
+    # (PyTorch fills through one mask with a single CPU value by masked_fill_, unchecked)
+    if accumulate or not (plan.unique and value.numel() == 1 and value.device.type == "cpu"):
+        check_no_overlap(plan.view(x._data), value._data)
     check_inplace(x)
     if not records(x, value):
         check_runnable(x, value)
-        _put(plan, x._data, value._data)
+        if accumulate and x.dtype in _NO_ATOMIC_ADD:
+            _add_in_int32(plan, x, value)
+        else:
+            _put(plan, x._data, value._data, "add" if accumulate else "put")
         x._version.value += 1
         return
-    rebase_history(x, IndexPut.apply(x, value, plan))
+    rebase_history(x, IndexPut.apply(x, value, plan, accumulate))
+
+
+_NO_ATOMIC_ADD = (_dtype.bool, _dtype.int8, _dtype.int16, _dtype.uint8)
+
+
+def _add_in_int32(plan, x: Tensor, value: Tensor):
+    """x[plan] += value for dtypes the kernels' atomic add lacks: added in int32, cast back (bool:
+    any nonzero; the small ints wrap around, as PyTorch's own additions in those dtypes do)."""
+    wide = fused(M.identity, [x], _dtype.int32, compute=_dtype.int32)
+    _put(plan, wide._data, fused(M.identity, [value], _dtype.int32, compute=_dtype.int32)._data, "add")
+    fused(M.identity, [wide], x.dtype, compute=_dtype.int32, out=x)

@@ -315,6 +315,40 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
     return diagonal_scatter(out, input, offset, -2, -1).movedim((-2, -1), (dim1, dim2))
 
 
+@op("fill_diagonal_", function=False)
+def fill_diagonal_(input, fill_value, wrap=False):  # noqa: A002
+    """PyTorch's: the elements (i, i, ..., i) set to a number; ``wrap``: a matrix taller than wide
+    continues the diagonal in memory every width + 1 elements (contiguous: every width + 1 rows;
+    another layout through a view of its storage, as PyTorch's)."""
+    if input.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = input.shape[0], input.shape[1]
+    if input.ndim > 2 and any(n != height for n in input.shape[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if isinstance(fill_value, Tensor):  # a number argument: a 0-d tensor gives its value, unless it requires grad
+        if fill_value.ndim or fill_value.requires_grad:
+            raise TypeError("fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not Tensor")
+        fill_value = fill_value.item()
+    diag = input
+    while diag.ndim > 1:
+        diag = diagonal_view(diag, 0, 0, diag.ndim - 1)
+    diag.fill_(fill_value)
+    if wrap and input.ndim == 2 and height > width + 1:
+        count = -(-input.numel() // (width + 1)) - width
+        if input.is_contiguous():
+            shape.view(input, -1)[width * (width + 1)::width + 1].fill_(fill_value)
+        elif views.storage_order(input) is not None:
+            input.as_strided((count,), (builtins.sum(input.stride()),),
+                             input.storage_offset() + input.stride(0) * (width + 1)).fill_(fill_value)
+        elif count <= builtins.min(width, height - width - 1):  # memory and x agree on the first block
+            diagonal_view(input[width + 1:], 0, 0, 1)[:count].fill_(fill_value)
+        else:
+            raise RuntimeError("fill_diagonal_(wrap=True): past its first block the wrapped diagonal of a tensor "
+                               "whose elements are not one dense block lies outside it in storage (PyTorch writes "
+                               "there); call .contiguous() first")
+    return input
+
+
 @op("trace")
 def trace(input):  # noqa: A002
     if input.dtype is _dtype.bool:

@@ -8,7 +8,7 @@ from ..autograd.inplace_checks import check_inplace
 from .common import as_operand, broadcast_shapes, check_runnable, result_type
 from .formula import fused
 from .registry import op
-from .views import rebase_history, storage_order
+from .views import rebase_history
 
 
 def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
@@ -41,20 +41,39 @@ def write_inplace(t: Tensor, fn, *others, formula=None, params=(), fill=False):
     return t
 
 
+def _overlap(a, b):
+    """PyTorch's overlap status of torch tensors a (written) and b (read): "full" (the same memory in
+    the same layout), "partial" (some shared), or None (none shared, or too hard to tell: a layout
+    that is not a dense block in some dim order, which PyTorch lets through)."""
+    if a is b:
+        return "full"
+    if not a.numel() or not b.numel() or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return None
+    if any(not t.permute(sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))).is_contiguous() for t in (a, b)):
+        return None
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    if (a0, a1) == (b0, b1):
+        return "full" if a.stride() == b.stride() else "partial"
+    return "partial" if a0 < b1 and b0 < a1 else None
+
+
+_SHARED = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+           "memory location. Please clone() the tensor before performing the operation.")
+
+
 def check_no_partial_overlap(t: Tensor, other: Tensor):
     """PyTorch's refusal to read an operand that shares some, but not exactly all, of the memory
     written (``x.add_(x.t())``; the same tensor, or the same layout, is fine), for dense layouts."""
-    a, b = t._data, other._data
-    if a is b or not a.numel() or not b.numel() or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
-        return
-    if storage_order(t) is None or storage_order(other) is None:  # PyTorch: too hard to tell, allowed
-        return
-    a0, b0 = a.data_ptr(), b.data_ptr()
-    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
-    if (a0, a1) == (b0, b1) and a.stride() == b.stride() or a1 <= b0 or b1 <= a0:
-        return
-    raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor refer to "
-                       "a single memory location. Please clone() the tensor before performing the operation.")
+    if _overlap(t._data, other._data) == "partial":
+        raise RuntimeError(_SHARED)
+
+
+def check_no_overlap(written, read):
+    """PyTorch's refusal (index_put_) to read a torch tensor that shares any memory with the one
+    written, the same memory too (``x[idx] = x[1:3]``), for dense layouts."""
+    if _overlap(written, read) is not None:
+        raise RuntimeError(_SHARED)
 
 
 def check_no_internal_overlap(t: Tensor):
