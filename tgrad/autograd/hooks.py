@@ -1,5 +1,6 @@
-"""Tensor hooks: ``register_hook`` (run on the gradient, may replace it) and
-``register_post_accumulate_grad_hook`` (run after ``.grad`` is updated)."""
+"""Hooks: registering tensor hooks (``register_hook``: run on the gradient, may replace it;
+``register_post_accumulate_grad_hook``: run after ``.grad`` is updated) and running every kind
+the engine calls (tensor hooks, graph nodes' pre- and post-hooks, post-accumulate hooks)."""
 from __future__ import annotations
 
 from collections import OrderedDict
