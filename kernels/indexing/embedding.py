@@ -30,7 +30,7 @@ __all__ = ["embedding_forward", "embedding_backward", "one_hot", "index_range"]
 
 @triton.jit
 def embedding_fwd_kernel(idx_ptr, w_ptr, out_ptr, bad_ptr, K, V, D, idx_shape, idx_strides,
-                         w_rs, w_cs, NDIM: tl.constexpr, BLOCK_R: tl.constexpr,
+                         w_rs, w_cs, NDIM: tl.constexpr, FLOAT: tl.constexpr, BLOCK_R: tl.constexpr,
                          BLOCK_C: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_mask = rows < K
@@ -39,14 +39,15 @@ def embedding_fwd_kernel(idx_ptr, w_ptr, out_ptr, bad_ptr, K, V, D, idx_shape, i
     ok = row_mask & (i >= 0) & (i < V)
     tl.atomic_min(bad_ptr, tl.min(tl.where(row_mask & ~ok, rows, K), 0))
     i = tl.where(ok, i, 0)
+    w_rows = w_ptr + i[:, None] * w_rs  # each row's address once, not per block of columns
+    out_rows = out_ptr + rows[:, None] * D
     for start in range(0, D, BLOCK_C):
         cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
         col_mask = cols < D
-        v = tl.load(w_ptr + (i[:, None] * w_rs + cols[None, :] * w_cs),
-                    mask=ok[:, None] & col_mask[None, :], other=0)
-        v = tl.where(ok[:, None], v, float("nan"))  # out of range: NaN, never another row's values
-        tl.store(out_ptr + (rows[:, None] * D + cols[None, :]), v,
-                 mask=row_mask[:, None] & col_mask[None, :])
+        v = tl.load(w_rows + cols[None, :] * w_cs, mask=ok[:, None] & col_mask[None, :], other=0)
+        if FLOAT:  # out of range: NaN, never another row's values (integers stay exact: 0 there)
+            v = tl.where(ok[:, None], v, float("nan"))
+        tl.store(out_rows + cols[None, :], v, mask=row_mask[:, None] & col_mask[None, :])
 
 
 @triton.jit
@@ -59,12 +60,13 @@ def embedding_bwd_kernel(idx_ptr, g_ptr, dw_ptr, K, V, D, idx_shape, idx_strides
                 other=0).to(tl.int64)
     # the padding row gets no gradient; an out-of-range index (a replayed graph does not check) none either
     live = row_mask & (i != padding_idx) & (i >= 0) & (i < V)
+    g_rows = g_ptr + rows[:, None] * g_rs  # each row's address once, not per block of columns
+    dw_rows = dw_ptr + i[:, None] * D
     for start in range(0, D, BLOCK_C):
         cols = tl.arange(0, BLOCK_C).to(tl.int64) + start
         mask = live[:, None] & (cols < D)[None, :]
-        g = tl.load(g_ptr + (rows[:, None] * g_rs + cols[None, :] * g_cs), mask=mask, other=0)
-        tl.atomic_add(dw_ptr + (i[:, None] * D + cols[None, :]), g.to(dw_ptr.dtype.element_ty),
-                      mask=mask)
+        g = tl.load(g_rows + cols[None, :] * g_cs, mask=mask, other=0)
+        tl.atomic_add(dw_rows + cols[None, :], g.to(dw_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -109,7 +111,8 @@ def embedding_forward(idx: torch.Tensor, weight: torch.Tensor):
     bad = torch.full((1,), K, dtype=torch.int64, device=idx.device)
     block_r, block_c, warps = block_shape_2d(K, max(D, 1), weight.device)
     launch(embedding_fwd_kernel, (cdiv(K, block_r),), idx, weight, out, bad, K, V, D, shape,
-           strides, weight.stride(0), weight.stride(1), NDIM=len(shape), BLOCK_R=block_r,
+           strides, weight.stride(0), weight.stride(1), NDIM=len(shape), FLOAT=weight.dtype.is_floating_point,
+           BLOCK_R=block_r,
            BLOCK_C=block_c, num_warps=warps)
     if is_capturing():  # a captured graph cannot stop to read back; its bad rows hold NaN
         return out, None

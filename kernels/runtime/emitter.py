@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import triton.language as tl
 
-from .memory import address_range, fill_live, gather, memory_view, overlaps, run_load, run_range, run_store
+from .memory import (address_range, fill_live, gather, memory_view, overlaps, prefix_load, prefix_store, run_load,
+                     run_range, run_store)
 from .recorder import ATOMICS, PID, SIDE_EFFECTS, LaunchRecord, Refused, _Arg
 from .triton_private import TensorHandle, get_np_dtype, native
 
@@ -81,7 +82,7 @@ def single_output(fn):
 # the names the emitted source calls (a trace loaded from disk runs in a copy of these too)
 BASE_NAMESPACE = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": fill_live,
                   "_run_load": run_load, "_run_store": run_store, "_run_range": run_range, "_gather": gather,
-                  "address_range": address_range}
+                  "_prefix_load": prefix_load, "_prefix_store": prefix_store, "address_range": address_range}
 
 
 class _Operands:
@@ -287,6 +288,9 @@ class Emitter:
             slot, start, nbytes, index, _, _ = whole
             v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{k}', dt)})"
             filled = self.masked_fill(k, other_node, other, shape, dt)
+            prefix = self.prefix_mask(mask_node, index, lines, ready)
+            if prefix is not None:
+                return f"_prefix_load({v}, {prefix}, {filled})"
             return f"_gather({v}, {self.const(f'i{k}', index)}, {mask}, {filled})"
         run = self.dynamic_run(ptr, dt, lines, ready) if out_node.value.flags.c_contiguous else None
         if run is not None and (other_node is None or other_node.value.dtype == dt):
@@ -352,12 +356,35 @@ class Emitter:
                 v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{op_key}', dt)})"
                 full = ins[1] if value.value.shape == ptr.value.shape else \
                     f"np.broadcast_to({ins[1]}, {ptr.value.shape!r})"
+                prefix = self.prefix_mask(mask_node, index, lines, ready)
+                if prefix is not None:
+                    return f"_prefix_store({v}, {prefix}, {full})"
                 return f"{v}.__setitem__({self.const(f'i{k}', index)}[{ins[2]}], {full}[{ins[2]}])"
         mask = ins[2] if mask_node is not None else self.const(f"m{k}", np.ones(ptr.value.shape, bool))
         run = self.dynamic_run(ptr, dt, lines, ready) if value.value.dtype == dt else None
         if run is not None:
             return f"_run_store({run[0]}, {run[1]}, {mask}, {ins[1]}, {ptr.value.shape!r}, {self.const(f'd{k}', dt)})"
         return f"native.store({ins[0]}, {ins[1]}, {mask})"
+
+    def prefix_mask(self, mask_node, index, lines, ready):
+        """``"n, first"`` (expressions) when the mask is ``first + tl.arange(0, B) < n`` with ``n`` one
+        scalar splat over the block and the access reads lanes 0..B-1 of its view in order: the
+        live lanes are then the first ``clip(n - first, 0, B)``, a slice rather than a mask."""
+        nodes, ops = self.record.nodes, self.record.ops
+        if mask_node.op is None or ops[mask_node.op].name != "create_icmpSLT" or index.ndim != 1 or \
+                not np.array_equal(index, np.arange(index.size)):
+            return None
+        offs, bound = (nodes[i] for i in ops[mask_node.op].ins)
+        if offs.op is not None or offs.tag > PID or offs.value.shape != index.shape or bound.op is None or \
+                ops[bound.op].name != "create_splat" or offs.value.dtype.kind != "i" or \
+                bound.value.dtype != offs.value.dtype:
+            return None
+        scalar = nodes[ops[bound.op].ins[0]]
+        first = int(offs.value[0])
+        if scalar.value.dtype != bound.value.dtype or \
+                not np.array_equal(offs.value, np.arange(first, first + index.size, dtype=offs.value.dtype)):
+            return None
+        return f"{self.expr(ops[bound.op].ins[0], lines, ready)}, {first}"
 
     def view_access(self, ptr, mask_node, dt, kind, unique=False):
         """(slot, first byte, span in bytes, element index array, live-lane mask or None, contiguous)

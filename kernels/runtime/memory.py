@@ -16,8 +16,8 @@ import numpy as np
 
 from .triton_private import native
 
-__all__ = ["memory_view", "live_prefix", "run_pointers", "run_load", "run_store", "gather", "fill_live",
-           "address_range", "run_range", "overlaps"]
+__all__ = ["memory_view", "live_prefix", "run_pointers", "run_load", "run_store", "gather", "prefix_load",
+           "prefix_store", "fill_live", "address_range", "run_range", "overlaps"]
 
 
 _views: dict = {}  # (address, bytes, dtype) -> its array: a view only reads or writes what lies there now
@@ -81,6 +81,25 @@ def gather(view, index, mask, filled):
     out = np.array(filled)
     out[mask] = view[index[mask]]
     return out
+
+
+def _live_count(n, first, block):
+    live = int(n.reshape(-1)[0]) - first
+    return 0 if live < 0 else block if live > block else live
+
+
+def prefix_load(view, n, first, filled):
+    """``gather`` under the mask ``first + arange(B) < n``: its live lanes, the first ones, copied as a slice."""
+    out = np.array(filled)
+    live = _live_count(n, first, out.size)
+    out[:live] = view[:live]
+    return out
+
+
+def prefix_store(view, n, first, value):
+    """A store of ``value`` (B lanes) under the mask ``first + arange(B) < n`` into lanes 0..B-1 of ``view``."""
+    live = _live_count(n, first, value.shape[0])
+    view[:live] = value[:live]
 
 
 def fill_live(filled, where, view):

@@ -3,7 +3,9 @@ gradients backward gives across broadcasting, dtypes and subgradients, as PyTorc
 
 Messages are PyTorch's exact texts with ``tgrad`` where PyTorch names itself; warnings match on the
 prefix."""
+import numpy as np
 import pytest
+import torch
 
 import tgrad
 import tgrad.nn as nn
@@ -91,6 +93,29 @@ def test_diamond_sums_both_paths():
     x = tgrad.tensor(2., requires_grad=True)
     (x * 3 + x * x).backward()
     assert x.grad.item() == 7.
+
+
+def _meeting_gradients(lib, keep):
+    """A graph whose gradients meet in one node's input buffer four times, against PyTorch."""
+    rng = np.random.default_rng(3)
+    x0, a0, up0 = rng.standard_normal(6), rng.standard_normal(6), rng.standard_normal(6)
+    x = lib.tensor(x0, requires_grad=True)
+    a, up = lib.tensor(a0), lib.tensor(up0)
+    y = x.exp()
+    parts = [y * a, y * 2.0, y.sin(), y / 3.0, y.tanh()]
+    # the newest part runs first: its gradient is the first in y's buffer, the one others add to
+    parts[-1].grad_fn.register_hook(lambda grad_inputs, grad_outputs: keep.append(grad_inputs[0]))
+    sum(parts).backward(up)
+    return x.grad.numpy()
+
+
+def test_gradients_meeting_in_a_buffer_sum_as_pytorchs():
+    """Where gradients meet, the engine sums into the buffer in place when nothing else holds it;
+    a gradient a hook kept is not summed into (it is held elsewhere), as in PyTorch."""
+    kept, kept_torch = [], []
+    got, want = _meeting_gradients(tgrad, kept), _meeting_gradients(torch, kept_torch)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    np.testing.assert_allclose(kept[0].numpy(), kept_torch[0].numpy(), rtol=1e-12, atol=1e-15)
 
 
 def test_reset_grad():

@@ -132,3 +132,25 @@ def test_philox_rounds_and_mask_logic_replay_inline_as_the_interpreter():
             assert int(out[64]) == int((out[:64][live] & 255).sum())
     assert counts["replayed"] >= 2
     assert not _builder_calls(_random_sums) & {"create_umulhi", "create_and", "create_or", "create_xor"}
+
+
+@triton.jit
+def _shifted_copy(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=-1.0) * 2.0, mask=offs < n)
+
+
+def test_a_prefix_mask_over_a_varying_size_is_a_slice():
+    """``offs < n`` with ``n`` varying between launches: the live lanes are the first n - offs[0]
+    (clipped to the block), read and written as slices; lanes past them keep their memory."""
+    sizes = [5, 16, 1, 0, 11, 40, 17, 32, 3]
+    with K.count_replays() as counts:
+        for n in sizes:
+            x = torch.randn(48)
+            out = torch.full((48,), 7.0)
+            launch(_shifted_copy, (2,), out, x, n, BLOCK=16)
+            m = min(n, 32)
+            assert torch.equal(out[:m], x[:m] * 2) and torch.equal(out[m:], torch.full((48 - m,), 7.0))
+    assert counts["replayed"] >= 3
+    sources = _sources(_shifted_copy)
+    assert any("_prefix_load" in s and "_prefix_store" in s for s in sources)

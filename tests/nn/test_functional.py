@@ -248,6 +248,16 @@ def test_embedding_int32_strided_indices_transposed_weight_small_blocks(monkeypa
     assert torch.equal(F.one_hot(tgrad.from_torch(idx.long()), 9).torch(), TF.one_hot(idx.long(), 9))
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_embedding_of_integer_weights_is_exact(dtype):
+    """Integer rows are copied as they are (no float round trip: 2**24 + 1 stays odd)."""
+    big = 2 ** 40 + 1 if dtype == torch.int64 else 2 ** 30 + 1
+    wr = torch.tensor([[big, 3, -7], [16777217, -5, 2 ** 24 + 3], [0, 1, -big]], dtype=dtype)
+    idx = torch.tensor([[1, 0], [2, 1], [0, 0]])
+    out = F.embedding(tgrad.from_torch(idx.clone()), tgrad.from_torch(wr.clone()))
+    assert torch.equal(out.torch(), TF.embedding(idx, wr))
+
+
 @pytest.mark.parametrize("bad", [7, -1])
 def test_embedding_out_of_range_index(bad):
     w = tgrad.randn(7, 3, requires_grad=True)

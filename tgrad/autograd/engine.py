@@ -23,6 +23,7 @@ from ..ops.pointwise import Copy
 from ..tensor import Tensor
 from . import anomaly_mode
 from .function import AccumulateGrad, edge_of
+from .hooks import run_post_accumulate_hooks, run_post_hooks, run_pre_hooks, run_tensor_hooks
 
 
 def _validate_root(i, t, g):
@@ -98,72 +99,6 @@ def _run_node(node, grads):
         raise
 
 
-def _run_tensor_hooks(node, nr, grad):
-    hooks = node._tensor_hooks.get(nr)
-    if not hooks:
-        return grad
-    for hook in list(hooks.values()):  # (a copy: a hook may remove itself)
-        r = hook(grad)
-        if r is not None:
-            if tuple(r.shape) != tuple(grad.shape):
-                raise RuntimeError(f"hook '{getattr(hook, '__name__', 'hook')}' has changed the size of value")
-            grad = r
-    return grad
-
-
-def _hook_result(hook, before, after):
-    """A node hook's replacement for the gradients ``before`` (PyTorch's checks: a tuple of as many,
-    each None or a tensor of the same type and size; a None gradient stays None)."""
-    name = getattr(hook, "__name__", "<unknown>")
-    if not isinstance(after, tuple):
-        raise TypeError(f"expected tuple, but hook returned '{type(after).__name__}'")
-    if len(after) != len(before):
-        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(after)}, but "
-                           f"expected {len(before)})")
-    for old, new in zip(before, after):
-        if new is None:
-            continue
-        if old is None:
-            raise RuntimeError("can't replace a None gradient with a non-None value")
-        if not isinstance(new, Tensor):
-            raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
-        if new.dtype is not old.dtype or new.device != old.device:
-            raise RuntimeError(f"hook '{name}' has changed the type of value (was {_type_name(old)} got "
-                               f"{_type_name(new)})")
-        if tuple(new.shape) != tuple(old.shape):
-            raise RuntimeError(f"hook '{name}' has changed the size of value")
-    return list(after)
-
-
-def _type_name(t):
-    return f"tgrad.{'cuda.' if t.device.type == 'cuda' else ''}{t.dtype.legacy}"
-
-
-def _run_pre_hooks(node, grads):
-    """``Node.register_prehook`` hooks on the gradients of the node's outputs."""
-    for hook in list(node._pre_hooks.values()):
-        r = hook(tuple(grads))
-        if r is not None:
-            grads = _hook_result(hook, grads, r)
-    return grads
-
-
-def _run_post_hooks(node, outs, grads):
-    """``Node.register_hook`` hooks on the gradients the node computed for its inputs (those of its
-    ``next_functions``: a built-in's non-tensor arguments have no entry) and of its outputs."""
-    pos = getattr(node, "_edge_pos", None)
-    pos = range(len(outs)) if pos is None else pos
-    shown = [outs[i] for i in pos]
-    for hook in list(node._post_hooks.values()):
-        r = hook(tuple(shown), tuple(grads))
-        if r is not None:
-            shown = _hook_result(hook, shown, r)
-    outs = list(outs)
-    for i, g in zip(pos, shown):
-        outs[i] = g
-    return outs
-
-
 def _retain(node, nr, grad, create_graph):
     ref = node._retained.get(nr)
     t = ref() if ref is not None else None
@@ -197,10 +132,10 @@ def _new_grad(grad, create_graph, steal=False):
 _OWN_REFS = 5
 
 
-def _unreachable(grad) -> bool:
+def _unreachable(grad, own_refs=_OWN_REFS) -> bool:
     """Whether ``grad`` (a tgrad Tensor) and its storage are held by nobody but the engine: no other
     Python reference to the wrapper or its torch tensor, no other tensor or view on the storage."""
-    if sys.getrefcount(grad) > _OWN_REFS or grad._requires_grad:
+    if sys.getrefcount(grad) > own_refs or grad._requires_grad:
         return False
     data = grad._data
     # the wrapper's attribute, `data` and getrefcount's argument; the storage: its tensor and the
@@ -209,13 +144,32 @@ def _unreachable(grad) -> bool:
             and torch._C._storage_Use_Count(data.untyped_storage()._cdata) <= 2)
 
 
+# references to a buffered gradient nothing else holds: the buffer's slot, _sum_into's `old`,
+# _unreachable's parameter and getrefcount's argument
+_BUFFER_REFS = 4
+
+
+def _sum_into(buf, nr, g, create_graph):
+    """``buf[nr] += g`` where gradients meet in a node's input buffer: in place when nothing but the
+    buffer holds the sum so far and no graph is being recorded (as PyTorch's InputBuffer does),
+    else a new tensor (a full op: an allocation and a node when create_graph records it)."""
+    old = buf[nr]
+    if old is None:
+        buf[nr] = g
+    elif not create_graph and old._data.shape == g._data.shape and old._data.dtype == g._data.dtype \
+            and _unreachable(old, _BUFFER_REFS):
+        old._accumulate_(g)
+    else:
+        buf[nr] = old + g
+
+
 def _accumulate(node: AccumulateGrad, grad, create_graph, steal=False):
     var = node.variable
     # a hook may keep what it was given, or return it
     hooked = bool(node._tensor_hooks.get(0) or node._pre_hooks or node._post_hooks)
-    grad = _run_tensor_hooks(node, 0, grad)
+    grad = run_tensor_hooks(node, 0, grad)
     if node._pre_hooks:
-        (grad,) = _run_pre_hooks(node, [grad])
+        (grad,) = run_pre_hooks(node, [grad])
     if grad is not None:  # (a pre-hook may drop it)
         if var._grad is None:
             var._grad = _new_grad(grad, create_graph, steal and not hooked)
@@ -223,18 +177,9 @@ def _accumulate(node: AccumulateGrad, grad, create_graph, steal=False):
             var._grad = var._grad + grad
         else:
             var._grad._accumulate_(grad)
-        _run_post_accumulate_hooks(var)
+        run_post_accumulate_hooks(var)
     if node._post_hooks:  # the node has no inputs: grad_inputs is ()
-        _run_post_hooks(node, [], [grad])
-
-
-def _run_post_accumulate_hooks(var):
-    hooks = getattr(var, "_post_acc_hooks", None)
-    if not hooks:
-        return
-    for hook in list(hooks.values()):
-        if hook(var) is not None:
-            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+        run_post_hooks(node, [], [grad])
 
 
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, accumulate=True):
@@ -315,14 +260,14 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             if not leaf and (node._tensor_hooks or node._retained):
                 for nr in range(len(grads)):
                     if grads[nr] is not None:
-                        grads[nr] = _run_tensor_hooks(node, nr, grads[nr])
+                        grads[nr] = run_tensor_hooks(node, nr, grads[nr])
                         _retain(node, nr, grads[nr], create_graph)
             if targets is not None:
                 for nr in range(len(grads)):
                     for k in targets.get((node, nr), ()):
                         g = grads[nr]
                         if leaf and g is not None:
-                            g = _run_tensor_hooks(node, 0, g)
+                            g = run_tensor_hooks(node, 0, g)
                         captured[k] = g
             if leaf:
                 if accumulate and grads[0] is not None:
@@ -336,7 +281,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             if targets is not None and not accumulate and not any(nx in useful for nx, _ in nexts):
                 continue
             if node._pre_hooks:
-                grads = _run_pre_hooks(node, grads)
+                grads = run_pre_hooks(node, grads)
             # (None by identity: a tensor compared to None with == would be an op)
             if len(grads) == 1:  # most nodes: no list scans
                 if grads[0] is None:
@@ -351,7 +296,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     given = _materialize(node, grads)
                 outs = _run_node(node, given)
             if node._post_hooks:
-                outs = _run_post_hooks(node, outs, grads)
+                outs = run_post_hooks(node, outs, grads)
             if not retain_graph:
                 node._release()
             for (nx, nr), g in zip(nexts, outs):
@@ -361,7 +306,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     buf = buffers.get(nx)
                     if buf is None:
                         buf = buffers[nx] = [None] * nx._num_outputs
-                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                    _sum_into(buf, nr, g, create_graph)
                 n_deps = deps[nx] - 1
                 deps[nx] = n_deps
                 if n_deps == 0:
@@ -419,7 +364,7 @@ def _accumulate_into(x, g, create_graph):
         x._grad = x._grad + g
     else:
         x._grad._accumulate_(g)
-    _run_post_accumulate_hooks(x)
+    run_post_accumulate_hooks(x)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,

@@ -123,14 +123,14 @@ def constant(x, dtype: _dtype.dtype, device) -> Tensor:
     device, kept (a recorded op saves its operands for backward, where a user could write them:
     it takes ``as_operand``'s fresh tensor)."""
     key = (type(x), x, dtype.torch, device)
-    data = _CONSTANTS.get(key)
-    if data is None:
-        data = torch.full((), x, dtype=dtype.torch, device=device)
+    t = _CONSTANTS.get(key)
+    if t is None:
+        t = wrap(torch.full((), x, dtype=dtype.torch, device=device))  # the wrapper kept too: read only
         if x == x and x != 0:  # a NaN key never matches; 0.0 and -0.0 are equal keys, not equal values
             if len(_CONSTANTS) > 1024:
                 _CONSTANTS.clear()
-            _CONSTANTS[key] = data
-    return wrap(data)
+            _CONSTANTS[key] = t
+    return t
 
 
 def sum_to_shape(grad: Tensor, shape) -> Tensor:
