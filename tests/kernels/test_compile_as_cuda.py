@@ -274,6 +274,25 @@ def test_grid_sample_of_size_one_compiles_and_fp64_spills_nothing():
     assert not spills, spills
 
 
+def test_pointwise_special_functions_keep_their_series_in_registers():
+    """At eight lanes a thread lgamma's gradient, digamma and polygamma spilled up to 200 B a thread
+    on sm_90; four 32-bit or two 64-bit lanes keep them in registers. fp64 sin keeps libdevice's
+    40-byte argument-reduction array, which is the code's own, not a spill."""
+    observer = cuda_compile.CompileObserver(archs=(90,), usage=True)
+    launch_observers.append(observer)
+    try:
+        with as_cuda():
+            for dtype in (tgrad.float32, tgrad.float64):
+                x = (tgrad.rand(3000, dtype=dtype) + 0.5).requires_grad_()
+                (x.lgamma().sum() + tgrad.polygamma(2, x).sum() + x.sin().sum()).backward()
+    finally:
+        launch_observers.remove(observer)
+    assert not observer.failures
+    records = [r for r in observer.compiled.values() if r["kernel"] == "pointwise_kernel"]
+    assert len(records) >= 12 and not [r for r in records if r["spill_bytes"]], records
+    assert max(r["local_arrays"] for r in records) == 40
+
+
 def test_multinomial_of_many_samples_compiles_for_sm90_without_spilling():
     """8192 samples: an uncapped sample block spilled 35 KB of registers and took 253 s to compile;
     in GPU blocks the search tile stays (16, 256) whatever the count."""
