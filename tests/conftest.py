@@ -72,7 +72,8 @@ def _launch_target(request):
     observer = getattr(request.config, "_compile_observer", None)
     before = len(observer.failures) if observer else 0
     with (as_cuda() if request.config.getoption("--as-cuda", default=False) else nullcontext(),
-          memory_checked() if request.config.getoption("--memory-check", default=False) else nullcontext()):
+          memory_checked() if request.config.getoption("--memory-check", default=False)
+          and not request.node.get_closest_marker("breaks_memory_rules") else nullcontext()):
         yield
     if observer and len(observer.failures) > before:
         pytest.fail("launches that do not compile for CUDA:\n" + "\n".join(
@@ -85,6 +86,8 @@ def pytest_configure(config):
                                        "under --as-cuda, which replaces them with the GPU's")
     config.addinivalue_line("markers", "executor_replay: asserts the CPU executor's replays (counts, variants, "
                                        "fallbacks); skipped under --memory-check, where every launch interprets")
+    config.addinivalue_line("markers", "breaks_memory_rules: makes out-of-bounds accesses on purpose (to test the "
+                                       "checker); run without --memory-check's checker")
     archs = config.getoption("--compile-for", default=None)
     if archs:
         config._compile_observer = CompileObserver(

@@ -242,4 +242,11 @@ def _arguments(op, inputs, shape, out_dtypes, bits, outs, compute):
     return (grid,), (*out_ptrs, *ptrs, *bits, numel, cshape, cstrides[0], *in_strides), dict(
         OP=op, N_IN=len(inputs), N_OUT=len(outs), N_PARAMS=n_params,
         NDIM=len(cshape), MODE_OUT=modes[0], MODE0=modes[1], MODE1=modes[2], MODE2=modes[3], MODE3=modes[4],
-        COMPUTE=compute, ONE_PROGRAM=grid == 1, MASKED=numel % block != 0, BLOCK=block, num_warps=4)
+        COMPUTE=compute, ONE_PROGRAM=grid == 1, MASKED=numel % block != 0, BLOCK=block,
+        num_warps=_WARPS.get(compute.primitive_bitwidth, 4))
+
+
+# A GPU thread holds 1024 / (32 num_warps) lanes of every live value: four 32-bit or two 64-bit ones
+# keep the special functions' series in registers (lgamma, digamma and polygamma spilled up to 200 B
+# a thread at eight lanes), and a thread's lanes of a 32- or 64-bit operand are one 16-byte access.
+_WARPS = {32: 8, 64: 16}

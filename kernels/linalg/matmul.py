@@ -236,7 +236,7 @@ def _tuned_config(key, candidates, measure, capturing: bool):
     return best
 
 
-def _config(dtype, M, N, K, device, allow_tf32):
+def _config(dtype, M, N, K, device, allow_tf32, activation=None):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); tl.dot needs every block dim >= 16."""
     if target(device) == "cpu":
         # The interpreter pays per program instance and per tl op, not per flop: few, big tiles
@@ -248,6 +248,10 @@ def _config(dtype, M, N, K, device, allow_tf32):
         bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
     else:  # fp64: 8-byte elements, keep the staged tiles within shared memory
         bm, bn, bk, warps, stages = 64, 64, 16, 4, 2
+    if activation is not None and dtype in (torch.float32, torch.float64) and not allow_tf32:
+        # the epilogue keeps its temporaries for each accumulator a thread holds: at 32 a thread,
+        # tanh spilled 1 KB in fp32 and gelu_tanh 1.5 KB in fp64; 16 (fp32) or 8 (fp64) fit
+        bm, warps = (bm, 8) if dtype == torch.float32 else (32, 8)
     # Small problems: shrink the tile rather than mask most of it away.
     return _pow2(M, 16, bm), _pow2(N, 16, bn), _pow2(K, 16, bk), warps, stages
 
@@ -327,13 +331,13 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
 
         def arguments():
             got = []
-            run(_config(a.dtype, M, N, K, a.device, allow_tf32),
+            run(_config(a.dtype, M, N, K, a.device, allow_tf32, activation),
                 lambda kernel, grid, *args, **meta: got.append((grid, args, meta)))
             return got[0]
         launch_site(matmul_kernel, site, [a, b, out, preact, out if bias is None else bias,
                                           out if sums is None else sums], arguments)
         return result
-    config = _config(a.dtype, M, N, K, a.device, allow_tf32)
+    config = _config(a.dtype, M, N, K, a.device, allow_tf32, activation)
     candidates = _TENSOR_CORE_CANDIDATES.get(a.element_size() if a.dtype != torch.float32 or tf32 else 0)
     if tf32 and not batch and (a.stride(-1) != 1 or b.stride(-2) != 1):
         # Hopper's wgmma reads tf32 operands K-major only; Triton falls back to the older, slower

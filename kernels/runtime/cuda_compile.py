@@ -12,6 +12,7 @@ and grid-limit violations with whatever ``context()`` names (the running test).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -65,11 +66,13 @@ def _compile(src, options, arch: int):
 
 
 def resource_usage(compiled) -> dict:
-    """{'registers', 'spill_bytes', 'shared' (static and Triton's dynamic bytes)} of a compiled
-    kernel, read from its cubin with the cuobjdump Triton bundles and from its metadata.
-    ``spill_bytes`` is the local memory a thread uses, its stack frame included: where ptxas gives
-    up on a kernel's register pressure it reports few registers and puts the spills on the stack
-    (attention's backward at 64 x 64 fp32 tiles: 32 registers, a 7,808-byte stack frame)."""
+    """{'registers', 'spill_bytes', 'local_arrays', 'shared' (static and Triton's dynamic bytes)}
+    of a compiled kernel, read from its cubin with the cuobjdump Triton bundles, its PTX and its
+    metadata. ``spill_bytes`` is the local memory a thread uses beyond the arrays its PTX declares
+    (``local_arrays``: libdevice's fp64 sin/cos/tan argument reduction keeps a 40-byte one, which
+    no tile size changes), its stack frame included: where ptxas gives up on a kernel's register
+    pressure it reports few registers and puts the spills on the stack (attention's backward at
+    64 x 64 fp32 tiles: 32 registers, a 7,808-byte stack frame)."""
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
@@ -78,9 +81,14 @@ def resource_usage(compiled) -> dict:
         text = subprocess.run([tool, "--dump-resource-usage", path], capture_output=True, text=True,
                               check=True).stdout
     fields = dict(item.split(":", 1) for item in text.split() if ":" in item and item.split(":", 1)[1].isdigit())
+    arrays = sum(int(n) for n in _LOCAL_ARRAY.findall(compiled.asm.get("ptx", "")))
     return {"registers": int(fields.get("REG", 0)),
-            "spill_bytes": int(fields.get("LOCAL", 0)) + int(fields.get("STACK", 0)),
+            "spill_bytes": max(0, int(fields.get("LOCAL", 0)) + int(fields.get("STACK", 0)) - arrays),
+            "local_arrays": arrays,
             "shared": int(fields.get("SHARED", 0)) + int(getattr(compiled.metadata, "shared", 0))}
+
+
+_LOCAL_ARRAY = re.compile(r"\.local\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]")
 
 
 @dataclass

@@ -24,6 +24,7 @@ from support.launches import arg_type
 from support.workloads import core_workload, resample_workload, sequence_workload
 from tgrad.kernels import attention as KA
 from tgrad.kernels import attention_whole as KW
+from tgrad.kernels.linalg import matmul as KM
 from tgrad.kernels.runtime import cuda_compile
 from tgrad.kernels.runtime.cuda_compile import compile_launch, resource_usage
 from tgrad.kernels.runtime.launch import launch, launch_observers
@@ -272,6 +273,44 @@ def test_grid_sample_of_size_one_compiles_and_fp64_spills_nothing():
                                               "grid_sample_dgrid_kernel"}
     spills = [r for r in records if r["spill_bytes"]]
     assert not spills, spills
+
+
+def test_pointwise_special_functions_keep_their_series_in_registers():
+    """At eight lanes a thread lgamma's gradient, digamma and polygamma spilled up to 200 B a thread
+    on sm_90; four 32-bit or two 64-bit lanes keep them in registers. fp64 sin keeps libdevice's
+    40-byte argument-reduction array, which is the code's own, not a spill."""
+    observer = cuda_compile.CompileObserver(archs=(90,), usage=True)
+    launch_observers.append(observer)
+    try:
+        with as_cuda():
+            for dtype in (tgrad.float32, tgrad.float64):
+                x = (tgrad.rand(3000, dtype=dtype) + 0.5).requires_grad_()
+                (x.lgamma().sum() + tgrad.polygamma(2, x).sum() + x.sin().sum()).backward()
+    finally:
+        launch_observers.remove(observer)
+    assert not observer.failures
+    records = [r for r in observer.compiled.values() if r["kernel"] == "pointwise_kernel"]
+    assert len(records) >= 12 and not [r for r in records if r["spill_bytes"]], records
+    assert max(r["local_arrays"] for r in records) == 40
+
+
+def test_matmul_activation_epilogues_of_fma_tiles_spill_nothing():
+    """fp32 (IEEE) and fp64 tiles hold 32 accumulators a thread over 4 warps; an fp64 tanh on each
+    spilled 1 KB (fp32 tanh) and 1.5 KB (fp64 gelu_tanh): with an activation they take 8 warps
+    (fp64 also half the rows)."""
+    observer = cuda_compile.CompileObserver(archs=(90, 80), usage=True)
+    launch_observers.append(observer)
+    try:
+        with as_cuda():
+            for dtype in (tgrad.float32, tgrad.float64):
+                a, b, bias = tgrad.rand(200, 64, dtype=dtype), tgrad.rand(64, 200, dtype=dtype), tgrad.rand(200, dtype=dtype)
+                for activation in ("tanh", "gelu_tanh"):
+                    KM.matmul(a.torch(), b.torch(), bias=bias.torch(), activation=activation)
+    finally:
+        launch_observers.remove(observer)
+    records = [r for r in observer.compiled.values() if r["kernel"] == "matmul_kernel"]
+    assert len(records) == 8 and not observer.failures
+    assert not [r for r in records if r["spill_bytes"]], records
 
 
 def test_multinomial_of_many_samples_compiles_for_sm90_without_spilling():

@@ -28,6 +28,7 @@ def _t(x):
     return tgrad.tensor(x.numpy())
 
 
+@pytest.mark.executor_replay
 def test_a_site_replays_after_recording_with_each_calls_own_tensors():
     with K.count_replays() as counts:
         for k in range(5):
@@ -65,6 +66,7 @@ def test_params_that_change_replay_as_inputs():
         assert torch.equal(torch.from_numpy(got.numpy()), torch.nn.functional.leaky_relu(x, slope))
 
 
+@pytest.mark.executor_replay
 def test_verify_mode_checks_planned_sites_against_binding():
     x = _t(torch.randn(5, 3))
     for _ in range(4):
@@ -111,6 +113,7 @@ def test_a_tensor_argument_the_site_did_not_name_is_never_planned():
     assert not _twice.__dict__["_tgrad_replay"].sites
 
 
+@pytest.mark.executor_replay
 @pytest.mark.cpu_launch_decisions
 def test_a_planned_site_replays_without_building():
     x, out = torch.randn(6), torch.empty(6)
@@ -127,6 +130,7 @@ def test_a_planned_site_replays_without_building():
     assert replay.run_site(_twice, ("twice", 6), [out, x], build) and len(builds) == 3  # replayed, not built
 
 
+@pytest.mark.executor_replay
 @pytest.mark.cpu_launch_decisions
 def test_verify_mode_catches_a_plan_that_binding_disagrees_with():
     x, y = _t(torch.randn(6)), _t(torch.randn(6))
@@ -143,6 +147,7 @@ def test_verify_mode_catches_a_plan_that_binding_disagrees_with():
         K.clear_replay_cache()
 
 
+@pytest.mark.executor_replay
 def test_a_planned_site_whose_trace_left_the_cache_binds_again():
     a, b = torch.randn(6, 4, dtype=torch.float64), torch.randn(6, 4, dtype=torch.float64)
     ta, tb = _t(a), _t(b)

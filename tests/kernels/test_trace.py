@@ -34,6 +34,7 @@ def _scale_rows(table, n_rows, EVEN_ONLY: tl.constexpr, BLOCK: tl.constexpr):
         tl.store(out + offs, tl.load(x + offs, mask=mask, other=-1.0) * 3.0, mask=mask)
 
 
+@pytest.mark.executor_replay
 @pytest.mark.parametrize("even_only", [False, True])
 def test_loads_and_stores_through_table_addresses_replay_as_the_interpreter(even_only):
     sizes = (5, 16, 1, 11)
@@ -77,6 +78,7 @@ def _masked_copy(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
 
 
+@pytest.mark.executor_replay
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
 def test_masked_stores_write_through_views_of_the_output(dtype):
     for _ in range(4):
@@ -96,6 +98,7 @@ def _pick_flagged(out_ptr, x_ptr, flag_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=live, other=-2.0), mask=offs < n)
 
 
+@pytest.mark.executor_replay
 def test_a_load_masked_by_data_reads_only_its_live_lanes():
     for _ in range(5):
         x = torch.randn(21)

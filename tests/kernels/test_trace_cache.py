@@ -67,6 +67,7 @@ def _traces(directory):
     return sorted(os.path.join(d, f) for d, _, files in os.walk(directory) for f in files if f.endswith(".trace"))
 
 
+@pytest.mark.executor_replay
 def test_a_stored_trace_replays_at_once_in_a_new_process_with_the_interpreters_bytes(cache):
     x = torch.randn(8)
     with K.count_replays() as counts:
@@ -117,6 +118,7 @@ def _indexing():
     return [y.detach().numpy(), x.grad.numpy()]
 
 
+@pytest.mark.executor_replay
 @pytest.mark.parametrize("workload", [_workload, _indexing], ids=["ops", "tuples of index tensors"])
 def test_real_kernels_stored_and_loaded_replay_without_interpreting(workload):
     not_stored = sum(v for k, v in K.trace_cache_counts.items() if k.startswith("not stored"))
@@ -131,6 +133,7 @@ def test_real_kernels_stored_and_loaded_replay_without_interpreting(workload):
     assert sum(v for k, v in K.trace_cache_counts.items() if k.startswith("not stored")) == not_stored
 
 
+@pytest.mark.executor_replay
 def test_a_scalar_found_varying_is_keyed_so_from_the_first_sighting_of_a_new_process():
     x = torch.randn(8)
     for n in (3, 4, 5):  # n=4: n varies; n=5: that signature records
@@ -150,6 +153,7 @@ def _scaled_copy(out_ptr, args, BLOCK: tl.constexpr):  # args: (x, (scale,))
     tl.store(out_ptr + offs, tl.load(args[0] + offs) * args[1][0])
 
 
+@pytest.mark.executor_replay
 def test_a_scalar_inside_nested_tuples_found_varying_is_keyed_so_in_a_new_process():
     x = torch.randn(8)
 
@@ -165,6 +169,7 @@ def test_a_scalar_inside_nested_tuples_found_varying_is_keyed_so_in_a_new_proces
     assert counts == {"replayed": 1}, counts
 
 
+@pytest.mark.executor_replay
 def test_a_signature_seen_once_by_an_earlier_run_records_at_its_first_sighting():
     x = torch.randn(8)
     _run(x, 1)
@@ -198,6 +203,7 @@ def _damage(path, how, other):
 
 @pytest.mark.parametrize("how", ["truncated", "a flipped byte", "another environment", "another signature's entry",
                                  "a foreign file", "writable by others"])
+@pytest.mark.executor_replay
 def test_a_damaged_or_foreign_entry_is_ignored_and_rewritten(cache, how):
     if how == "writable by others" and not hasattr(os, "getuid"):
         pytest.skip("no file ownership on this platform")
@@ -221,6 +227,7 @@ def test_a_damaged_or_foreign_entry_is_ignored_and_rewritten(cache, how):
     assert counts["replayed"] == 2 and counts["recorded"] == 0
 
 
+@pytest.mark.executor_replay
 def test_verify_mode_checks_a_loaded_trace_against_the_interpreter(cache):
     x = torch.randn(8)
     for _ in range(2):
@@ -236,6 +243,7 @@ def test_verify_mode_checks_a_loaded_trace_against_the_interpreter(cache):
         _run(x, 1)
 
 
+@pytest.mark.executor_replay
 def test_concurrent_writers_of_the_same_entries_leave_a_cache_that_loads(cache):
     script = ("import numpy as np, tgrad\n"
               "for _ in range(2):\n"
@@ -260,6 +268,7 @@ def test_concurrent_writers_of_the_same_entries_leave_a_cache_that_loads(cache):
     assert not [f for _, _, files in os.walk(cache) for f in files if f.startswith(".tmp-")]
 
 
+@pytest.mark.executor_replay
 def test_the_size_bound_keeps_the_most_recently_used(cache):
     x = torch.randn(64)
     for _ in range(2):
@@ -310,6 +319,7 @@ def test_a_bad_size_is_a_clear_error():
     assert out.returncode != 0 and "ValueError: TGRAD_CACHE_SIZE: 'lots' is not a size" in out.stderr
 
 
+@pytest.mark.executor_replay
 def test_info_and_clear_commands(cache):
     for _ in range(2):
         _run(torch.randn(8), 1)
@@ -325,6 +335,7 @@ def test_info_and_clear_commands(cache):
     assert json.loads(json.dumps(trace_cache.info(cache)))["environments"] == {}
 
 
+@pytest.mark.executor_replay
 def test_replays_never_touch_the_disk(monkeypatch):
     K.set_replay(verify=False)
     x = torch.randn(8)

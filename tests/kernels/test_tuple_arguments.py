@@ -12,7 +12,7 @@ import tgrad.kernels as K
 from tgrad.kernels.runtime import executor
 from tgrad.kernels.runtime.launch import launch
 
-pytestmark = pytest.mark.usefixtures("replay_verify_mode")
+pytestmark = [pytest.mark.usefixtures("replay_verify_mode"), pytest.mark.executor_replay]
 
 
 def _third_launch_replays(op, want):
