@@ -94,7 +94,7 @@ KERNELS = ROOT / "kernels"
 ATOMICS = {
     ("losses/cross_entropy.py", "tl.atomic_min(bad_ptr"): "int64 min of a row number: order-independent",
     ("indexing/embedding.py", "tl.atomic_min(bad_ptr"): "int64 min of a row number: order-independent",
-    ("indexing/embedding.py", "tl.atomic_add(dw_ptr"): "float: replaced by segment.embedding_grad when deterministic",
+    ("indexing/embedding.py", "tl.atomic_add(dw_rows"): "float: replaced by segment.embedding_grad when deterministic",
     ("indexing/embedding.py", "tl.atomic_min(out_ptr"): "int64 min of an index: order-independent",
     ("indexing/embedding.py", "tl.atomic_max(out_ptr"): "int64 max of an index: order-independent",
     ("indexing/index.py", "tl.atomic_add(src"): "float: replaced by segment.index_add when deterministic",
