@@ -198,6 +198,12 @@ def svd_sort_kernel(g_ptr, v_ptr, u_ptr, s_ptr, vecs_ptr, m, n,
     tl.store(vecs_ptr + v_work, V.to(vecs_ptr.dtype.element_ty), mask=square)
 
 
+def _warps(block):
+    """A GPU program holds whole matrices (and V): past 16 rows over 8 warps, as at 4 a 32 x 32 fp64
+    sweep spilled 64 B a thread and a 64 x 64 one 1 KB."""
+    return 8 if block >= 32 else 4
+
+
 def _work_dtype(dtype):
     return torch.float64 if dtype == torch.float64 else torch.float32
 
@@ -222,7 +228,8 @@ def eigh(A: torch.Tensor, max_sweeps: int = 30):
     wd = _work_dtype(A.dtype)
     work, vwork = (torch.empty((batch, n, n), dtype=wd, device=A.device) for _ in range(2))
     off = torch.empty((batch,), dtype=wd, device=A.device)
-    meta = dict(COMPUTE=compute_dtype(A.dtype), BLOCK_N=max(next_pow2(n), 2))
+    block = max(next_pow2(n), 2)
+    meta = dict(COMPUTE=compute_dtype(A.dtype), BLOCK_N=block, num_warps=_warps(block))
     _sweep(eigh_sweep_kernel, (batch,), A, work, vwork, off, (n,), max_sweeps, **meta)
     launch(eigh_sort_kernel, (batch,), work, vwork, w, V, n, **meta)
     return w, V
@@ -240,7 +247,8 @@ def svd(A: torch.Tensor, max_sweeps: int = 30):
     wd = _work_dtype(A.dtype)
     work, vwork = torch.empty((batch, m, n), dtype=wd, device=A.device), torch.empty_like(V, dtype=wd)
     off = torch.empty((batch,), dtype=wd, device=A.device)
-    meta = dict(COMPUTE=compute_dtype(A.dtype), BLOCK_M=max(next_pow2(m), 2), BLOCK_N=max(next_pow2(n), 2))
+    bm, bn = max(next_pow2(m), 2), max(next_pow2(n), 2)
+    meta = dict(COMPUTE=compute_dtype(A.dtype), BLOCK_M=bm, BLOCK_N=bn, num_warps=_warps(bm))
     _sweep(svd_sweep_kernel, (batch,), A, work, vwork, off, (m, n), max_sweeps, **meta)
     launch(svd_sort_kernel, (batch,), work, vwork, U, S, V, m, n, **meta)
     _complete_zero_columns(U, S)

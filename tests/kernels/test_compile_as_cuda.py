@@ -313,6 +313,23 @@ def test_matmul_activation_epilogues_of_fma_tiles_spill_nothing():
     assert not [r for r in records if r["spill_bytes"]], records
 
 
+def test_jacobi_sweeps_of_32_columns_spill_at_most_a_word():
+    """A sweep program holds the whole matrix and V: at 4 warps a 32-column fp64 SVD sweep spilled
+    64 B a thread on sm_90; over 8 warps nothing (eigh's later sweeps keep 8 B on sm_90)."""
+    observer = cuda_compile.CompileObserver(archs=(90, 80), usage=True)
+    launch_observers.append(observer)
+    try:
+        with as_cuda():
+            for dtype in (tgrad.float32, tgrad.float64):
+                a = tgrad.randn(20, 17, dtype=dtype)
+                tgrad.linalg.svd(a), tgrad.linalg.eigh(a.t() @ a)
+    finally:
+        launch_observers.remove(observer)
+    sweeps = [r for r in observer.compiled.values() if r["kernel"].endswith("_sweep_kernel")]
+    assert len(sweeps) >= 8 and not observer.failures
+    assert not [r for r in sweeps if r["spill_bytes"] > (8 if r["kernel"] == "eigh_sweep_kernel" else 0)], sweeps
+
+
 def test_multinomial_of_many_samples_compiles_for_sm90_without_spilling():
     """8192 samples: an uncapped sample block spilled 35 KB of registers and took 253 s to compile;
     in GPU blocks the search tile stays (16, 256) whatever the count."""
