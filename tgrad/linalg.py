@@ -41,7 +41,7 @@ from .ops.matmul import matmul
 from .ops.arrange import diagonal as _diagonal
 from .ops.random import eye as _eye
 from .ops.arrange import cumprod as _cumprod
-from .ops.shape import cat as _cat
+from .ops.joins import cat as _cat
 from .ops.elementwise import where as _where
 from .ops.factories import ones as _ones
 from .ops.products import cross_along

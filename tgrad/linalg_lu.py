@@ -22,7 +22,7 @@ from .distributions._linalg import solve_lower
 from .kernels.linalg import lu as K
 from .ops.common import check_runnable, wrap
 from .ops.random import arange as _arange, eye as _eye
-from .ops.shape import cat as _cat
+from .ops.joins import cat as _cat
 from .tensor import Tensor
 
 __all__ = ["lu_factor", "lu_solve", "flat", "perm_of", "unpack", "perm_sign", "raise_if_failed"]

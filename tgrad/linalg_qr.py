@@ -13,7 +13,7 @@ from .kernels.linalg import qr as K
 from .linalg_lu import flat
 from .ops.common import check_runnable, wrap
 from .ops.random import eye as _eye
-from .ops.shape import cat as _cat
+from .ops.joins import cat as _cat
 from .tensor import Tensor
 
 __all__ = ["qr"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..tensor import Tensor
 from . import registry
 from . import generated, elementwise, integer, arrange, products, select, triangular, multinomial  # noqa: F401
-from . import factories, gather_scatter, matmul, random, reduce, shape, softmax, sorting, statistics  # noqa: F401
+from . import factories, gather_scatter, joins, matmul, random, reduce, shape, softmax, sorting, statistics  # noqa: F401
 from . import methods  # noqa: F401
 from . import arithmetic, construction, geometry, indexing, promotion, scans, splits, thresholds  # noqa: F401
 from . import broadcasting, comparisons, index_put, stacking, uniques  # noqa: F401

@@ -12,7 +12,7 @@ from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
 from tgrad.kernels import elementwise as M
 from tgrad.kernels.reductions import scan as KS
-from . import factories, gather_scatter, random, shape, views
+from . import factories, gather_scatter, joins, random, shape, views
 from .common import check_runnable, normalize_dim, require_argument, wrap
 from .elementwise import where
 from .formula import fused
@@ -254,14 +254,14 @@ def roll(input, shifts, dims=None):  # noqa: A002
             continue
         s %= n
         if s:
-            out = shape.cat([out.narrow(d, n - s, s), out.narrow(d, 0, n - s)], d)
+            out = joins.cat([out.narrow(d, n - s, s), out.narrow(d, 0, n - s)], d)
     return out
 
 
 @op("diff")
 def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
     d = normalize_dim(input, dim)
-    x = shape.cat([t for t in (prepend, input, append) if t is not None], d) if prepend is not None or \
+    x = joins.cat([t for t in (prepend, input, append) if t is not None], d) if prepend is not None or \
         append is not None else input
     for _ in range(n):
         m = x.shape[d]

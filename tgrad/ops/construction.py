@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 
 from .. import _dtype
-from . import arrange, factories, random, shape
+from . import arrange, factories, joins, random, shape
 from .gather_scatter import nonzero
 from .registry import op
 
@@ -39,7 +39,7 @@ def cartesian_prod(*tensors):
     if len(tensors) == 1:
         return tensors[0]
     grids = arrange.meshgrid(*tensors, indexing="ij")
-    return shape.stack([shape.reshape(g, (-1,)) for g in grids], 1)
+    return joins.stack([shape.reshape(g, (-1,)) for g in grids], 1)
 
 
 def combinations(input, r=2, with_replacement=False):  # noqa: A002
@@ -79,9 +79,9 @@ def block_diag(*tensors):
         r, c = b.shape
         parts = [factories.zeros((r, left), dtype=dtype, device=b.device), b.to(dtype),
                  factories.zeros((r, width - left - c), dtype=dtype, device=b.device)]
-        rows.append(shape.cat(parts, 1))
+        rows.append(joins.cat(parts, 1))
         left += c
-    return shape.cat(rows, 0)
+    return joins.cat(rows, 0)
 
 
 for _f in (logspace, triu_indices, tril_indices, cartesian_prod, combinations, block_diag):

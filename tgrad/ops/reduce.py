@@ -12,7 +12,7 @@ from tgrad.kernels.reductions import reduce as K
 from .arrange import cumprod, flip_dims
 from .common import check_runnable, wrap
 from .factories import ones, zeros_like
-from .shape import cat
+from .joins import cat
 from .generated import function_class
 from .pointwise import Where
 from .table import BY_NAME

@@ -11,7 +11,7 @@ import torch
 from .. import _dtype, return_types
 from ..autograd.function import BuiltinFunction
 from ..tensor import Tensor
-from . import factories, gather_scatter, random, shape, sorting
+from . import factories, gather_scatter, joins, random, sorting
 from .common import normalize_dim
 from .elementwise import where
 from .inplace import write_inplace
@@ -143,7 +143,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
         elif not keepdim:
             v = v.squeeze(d)
         outs.append(v)
-    return outs[0] if scalar_q or (isinstance(q, Tensor) and q.ndim == 0) else shape.stack(outs, 0)
+    return outs[0] if scalar_q or (isinstance(q, Tensor) and q.ndim == 0) else joins.stack(outs, 0)
 
 
 @op("searchsorted", method=False)
@@ -368,13 +368,13 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
         elif include_self and reduce == "mean":
             acc = (acc + here) / (count + 1)
         elif include_self:  # amax, amin
-            acc = getattr(shape.cat([acc, here], d), reduce)(d, keepdim=True)
+            acc = getattr(joins.cat([acc, here], d), reduce)(d, keepdim=True)
         elif reduce == "mean":
             acc = acc / count.clamp(min=1)  # rows without a hit keep their input (below): no 0/0 there
         if not input.dtype.is_floating_point and reduce == "mean":
             acc = acc.floor().to(input.dtype)
         slices.append(where(count > 0, acc.to(input.dtype), here))
-    return shape.cat(slices, d) if slices else input.clone()
+    return joins.cat(slices, d) if slices else input.clone()
 
 
 def _in_place(name, fn):

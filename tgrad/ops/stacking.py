@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from .registry import op
-from .shape import cat, reshape, unsqueeze
+from .joins import cat
+from .shape import reshape, unsqueeze
 
 
 def _at_least(tensors, lift):

@@ -8,7 +8,7 @@ import math
 
 from .. import _dtype
 from ..autograd.function import BuiltinFunction
-from . import factories, gather_scatter, shape, sorting
+from . import factories, gather_scatter, joins, sorting
 from .arrange import cumsum
 from .common import normalize_dim
 from .registry import op
@@ -20,7 +20,7 @@ def _run_starts(x, differ):
     n = x.shape[0]
     if n == 0:
         return factories.zeros(0, dtype=_dtype.bool, device=x.device)
-    return shape.cat([factories.ones(1, dtype=_dtype.bool, device=x.device),
+    return joins.cat([factories.ones(1, dtype=_dtype.bool, device=x.device),
                       differ(x.narrow(0, 1, n - 1), x.narrow(0, 0, n - 1))], 0)
 
 
@@ -28,7 +28,7 @@ def _run_counts(first):
     starts = gather_scatter.nonzero(first).reshape(-1)
     if starts.numel() == 0:
         return starts
-    ends = shape.cat([starts.narrow(0, 1, starts.numel() - 1),
+    ends = joins.cat([starts.narrow(0, 1, starts.numel() - 1),
                       factories.tensor([first.numel()], dtype=_dtype.int64, device=first.device)], 0)
     return ends - starts
 
