@@ -77,3 +77,20 @@ def test_embedding_bag_errors_are_torchs():
         F.embedding_bag(i, w, tgrad.tensor([0]), per_sample_weights=tgrad.ones(2))
     with pytest.raises(RuntimeError, match="^Expected tensor for argument #1 'indices' to have one of the following"):
         F.embedding_bag(tgrad.ones(2), w, tgrad.tensor([0]))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_of_only_padding_stays_in_the_graph(mode):
+    # every index is padding_idx, so no row reaches a bag: the zeros still depend on the weight, as
+    # PyTorch's (max mode once returned a tensor needing no grad; nn fuzzer seed 4242)
+    idx, offsets = torch.zeros(5, dtype=torch.int64), torch.tensor([0, 2, 2])
+    w = uniform64((1, 1), seed=5)
+    run(lambda w: TF.embedding_bag(idx, w, offsets, mode=mode, padding_idx=0),
+        lambda w: F.embedding_bag(tgrad.from_torch(idx), w, tgrad.from_torch(offsets), mode=mode, padding_idx=0), [w])
+    wt, wg = w.clone().requires_grad_(), tgrad.from_torch(w.clone()).requires_grad_()
+    got = F.embedding_bag(tgrad.from_torch(idx), wg, tgrad.from_torch(offsets), mode=mode, padding_idx=0)
+    want = TF.embedding_bag(idx, wt, offsets, mode=mode, padding_idx=0)
+    assert got.requires_grad == want.requires_grad
+    got.sum().backward()
+    want.sum().backward()
+    assert wg.grad is not None and wg.grad.tolist() == wt.grad.tolist()

@@ -417,3 +417,19 @@ def test_unique_bincount_histc_like_pytorch():
     f = torch.tensor([0.1, 0.5, 0.5, 0.9, 1.0, -0.2, 2.0])
     for kw in ({"bins": 4, "min": 0, "max": 1}, {"bins": 3}):
         assert tgrad.histc(tgrad.from_torch(f), **kw).tolist() == torch.histc(f, **kw).tolist()
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_of_an_empty_index_keeps_src_in_the_graph(reduce, include_self):
+    # no position is reached, so the result is the input, yet it depends on src (zero gradient) as PyTorch's
+    results = []
+    for L in (torch, tgrad):
+        x = L.ones(3, 2, dtype=L.float64, requires_grad=True)
+        src = L.ones(0, 2, dtype=L.float64, requires_grad=True)  # (a longer src: PyTorch's backward raises)
+        out = x.scatter_reduce(0, L.zeros(0, 2, dtype=L.int64), src, reduce, include_self=include_self)
+        out.backward(L.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=L.float64))
+        results.append((out.tolist(), out.requires_grad, x.grad.tolist(), src.grad.tolist()))
+        with L.no_grad():
+            results.append(x.scatter_reduce(0, L.zeros(0, 2, dtype=L.int64), src, reduce).requires_grad)
+    assert results[:2] == results[2:]

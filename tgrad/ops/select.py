@@ -9,7 +9,7 @@ import math
 import torch
 
 from .. import _dtype, return_types
-from ..autograd.function import BuiltinFunction
+from ..autograd.function import BuiltinFunction, records
 from ..tensor import Tensor
 from . import factories, gather_scatter, joins, random, sorting
 from .common import normalize_dim
@@ -346,13 +346,14 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     if not input.dtype.is_floating_point and identity in (math.inf, -math.inf):
         info = torch.iinfo(input.dtype.torch)
         identity = info.min if identity < 0 else info.max
-    slices = []
+    slices, reached = [], False
     for k in range(input.shape[d]):
         hit = index == k
         here = input.narrow(d, k, 1)
         if not index.shape[d] or not bool(hit.any()):
             slices.append(here)
             continue
+        reached = True
         values = where(hit, src, identity)
         if reduce in ("sum", "mean"):
             acc = values.sum(d, keepdim=True)
@@ -374,7 +375,11 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
         if not input.dtype.is_floating_point and reduce == "mean":
             acc = acc.floor().to(input.dtype)
         slices.append(where(count > 0, acc.to(input.dtype), here))
-    return joins.cat(slices, d) if slices else input.clone()
+    out = joins.cat(slices, d) if slices else input.clone()
+    if not reached and records(src):  # src reaches no position: still in the graph, its gradient zeros (PyTorch's)
+        nothing = src.reshape(-1)[:0].sum().to(out.dtype)
+        out = where(factories.zeros((), dtype=_dtype.bool, device=out.device), nothing, out)
+    return out
 
 
 def _in_place(name, fn):
