@@ -153,6 +153,14 @@ def _without_negative_zero(op):
     return wrapped, n
 
 
+def _polygamma(L, x, n, as_function):
+    """polygamma inside tgrad's documented domain: for n >= 2 it gives NaN below x = -14, where
+    PyTorch sums more of the zeta series (docs/differences.md), so float inputs are clamped first."""
+    if n >= 2 and x.dtype.is_floating_point:
+        x = x.clamp(min=-13)
+    return L.polygamma(n, x) if as_function else x.polygamma(n)
+
+
 OPS = {}
 for _row in ROWS:
     if _row.where:
@@ -224,7 +232,7 @@ for _name, _expr in {
                                                                   dim=None if s[1] % 2 else _dim(x, s[2]))[s[2] % 3],
     "unravel_index": lambda L, F, x, s: L.unravel_index(x, (3, 2) if s[1] % 2 else 4)[0],
     "combinations": lambda L, F, x, s: L.combinations(x.reshape(-1)[:5], s[1] % 4, with_replacement=bool(s[2] % 2)),
-    "polygamma": lambda L, F, x, s: L.polygamma(s[1] % 4, x) if s[2] % 2 else x.polygamma(s[1] % 4),
+    "polygamma": lambda L, F, x, s: _polygamma(L, x, s[1] % 4, s[2] % 2),
     "cov": lambda L, F, x, s: L.cov(x, correction=s[2] % 3) if s[1] % 2 else L.corrcoef(x),
     "all": lambda L, F, x, s: x.all() if s[1] % 2 else x.any(_dim(x, s[2])),
     # shapes
