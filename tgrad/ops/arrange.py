@@ -335,9 +335,7 @@ def fill_diagonal_(input, fill_value, wrap=False):  # noqa: A002
     diag.fill_(fill_value)
     if wrap and input.ndim == 2 and height > width + 1:
         count = -(-input.numel() // (width + 1)) - width
-        if input.is_contiguous():
-            shape.view(input, -1)[width * (width + 1)::width + 1].fill_(fill_value)
-        elif views.storage_order(input) is not None:
+        if views.storage_order(input) is not None:  # (contiguous too: a step of width + 1 through memory)
             input.as_strided((count,), (builtins.sum(input.stride()),),
                              input.storage_offset() + input.stride(0) * (width + 1)).fill_(fill_value)
         elif count <= builtins.min(width, height - width - 1):  # memory and x agree on the first block

@@ -160,3 +160,10 @@ def legacy_scalar_first(name: str, signature: str, modern: str, scalar, tensors)
 
 
 _LEGACY_WARNED: set = set()
+
+
+def dense_order(data: torch.Tensor):
+    """The dims of torch tensor ``data`` from outermost to innermost in memory, if its elements are
+    a permutation of a contiguous block; else None (``views.storage_order`` of a tgrad tensor)."""
+    order = tuple(sorted(range(data.dim()), key=lambda d: (-data.stride(d), d)))
+    return order if data.permute(order).is_contiguous() else None

@@ -5,7 +5,7 @@ from .. import _dtype
 from ..autograd.function import records
 from ..tensor import Tensor
 from ..autograd.inplace_checks import check_inplace
-from .common import as_operand, broadcast_shapes, check_runnable, result_type
+from .common import as_operand, broadcast_shapes, check_runnable, dense_order, result_type
 from .formula import fused
 from .registry import op
 from .views import rebase_history
@@ -49,7 +49,7 @@ def _overlap(a, b):
         return "full"
     if not a.numel() or not b.numel() or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
         return None
-    if any(not t.permute(sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))).is_contiguous() for t in (a, b)):
+    if dense_order(a) is None or dense_order(b) is None:
         return None
     a0, b0 = a.data_ptr(), b.data_ptr()
     a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()

@@ -15,7 +15,7 @@ from ..autograd.view_function import ViewFunction
 from ..modes import enable_grad
 from ..tensor import Tensor
 from tgrad.kernels import elementwise as M
-from .common import wrap
+from .common import dense_order, wrap
 from .formula import fused
 from .pointwise import Where
 
@@ -39,9 +39,7 @@ def storage_order(x: Tensor):
     a contiguous block (the layouts ops produce); else None. A geometry (size, stride, offset) read
     off storage then describes a region of ``x.permute(order).contiguous()``, which is how the
     gradients of as_strided and of in-place ops on views are laid out for any such base."""
-    data = x._data
-    order = tuple(sorted(range(data.dim()), key=lambda d: (-data.stride(d), d)))
-    return order if data.permute(order).is_contiguous() else None
+    return dense_order(x._data)
 
 
 def _inverse(order):
