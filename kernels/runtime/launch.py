@@ -21,7 +21,7 @@ from triton.runtime.jit import JITFunction
 
 from .counters import growth
 
-__all__ = ["launch", "launch_site", "launch_counts", "count_launches", "launch_observers"]
+__all__ = ["launch", "launch_site", "site_replayer", "launch_counts", "count_launches", "launch_observers"]
 
 _lock = threading.RLock()
 launch_counts: Counter = Counter()  # kernel name -> launches since import (or since reset)
@@ -108,14 +108,33 @@ def launch_site(kernel: JITFunction, site, tensors, build):
     (a graph capture, an observer) builds the arguments and launches as ``launch`` does."""
     ours = captures
     if not launch_observers and not ours.recorders and not ours.cuda and tensors[0].is_cpu:
-        ids = [id(t) for t in tensors]
-        if len(set(ids)) != len(ids):  # the same tensor twice (x * x): which positions alias is part of the site
-            site = (site, tuple(ids.index(i) for i in ids))
         launch_counts[kernel.__name__] += 1
-        _executor().run_site(kernel, site, tensors, build)
+        _executor().run_site(kernel, _aliased(site, tensors), tensors, build)
         return None
     grid, args, meta = build()
     return _launch(kernel, grid, args, meta)
+
+
+def _aliased(site, tensors):
+    ids = [id(t) for t in tensors]
+    if len(set(ids)) != len(ids):  # the same tensor twice (x * x): which positions alias is part of the site
+        return site, tuple(ids.index(i) for i in ids)
+    return site
+
+
+def site_replayer(kernel: JITFunction, site, tensors):
+    """For a ``launch_site`` site the CPU executor has planned (``runtime/sites.py``), with
+    ``tensors`` as they alias now: ``replay(tensors) -> bool``, a launch of the site that replays
+    its trace and counts it as ``launch_site`` would (True), or runs nothing (False: a graph
+    capture, an observer, the executor's switches; the caller then calls ``launch_site``). None
+    while the site has no plan. For callers that decided the whole launch from metadata once (the
+    same dtypes, shapes, strides and aliasing every call): no site key is built or looked up."""
+    if _cpu_executor is None:
+        return None
+    plan = _cpu_executor.site_plan(kernel, _aliased(site, tensors))
+    if plan is None:
+        return None
+    return plan.bound(launch_observers, captures, launch_counts, kernel.__name__)
 
 
 def count_launches():
