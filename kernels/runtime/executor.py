@@ -268,7 +268,7 @@ def _install(state, key, variants, refused):
     return entry
 
 
-def run_site(kernel, site, tensors, build) -> bool:
+def run_site(kernel, site, tensors, build, keep_alive=()) -> bool:
     """Run a launch of a call site (``launch.launch_site``): a site seen before replays from its
     tensors' addresses alone (True); otherwise (a site not planned yet, a trace with guards or not
     recorded yet, verify mode, replay off, an instrumented builder) ``build()`` gives the launch's
@@ -278,7 +278,7 @@ def run_site(kernel, site, tensors, build) -> bool:
     if plan is not None and plan(tensors):
         return True
     grid, args, meta = build()
-    run(kernel, grid, args, meta, site=(site, tensors))
+    run(kernel, grid, args, meta, keep_alive, site=(site, tensors))
     return False
 
 

@@ -97,7 +97,7 @@ def _launch(kernel, grid, args, meta, keep_alive=(), site=None):
         return kernel[grid](*args, **meta)
 
 
-def launch_site(kernel: JITFunction, site, tensors, build):
+def launch_site(kernel: JITFunction, site, tensors, build, keep_alive=()):
     """``launch(kernel, grid, *args, **meta)`` with ``(grid, args, meta) = build()``, for a call site
     that knows its launch's arguments from less: ``site`` (hashable) must determine every argument
     except the addresses of ``tensors`` (so it includes their dtypes and whatever shapes, strides
@@ -105,14 +105,15 @@ def launch_site(kernel: JITFunction, site, tensors, build):
     On the CPU the executor takes the site, its tensors and ``build`` together: a site seen before
     replays its trace without building or binding arguments, anything else builds them once and
     runs as ``launch`` does (``runtime/executor.py``: ``run_site``). Anything out of the ordinary
-    (a graph capture, an observer) builds the arguments and launches as ``launch`` does."""
+    (a graph capture, an observer) builds the arguments and launches as ``launch`` does.
+    ``keep_alive``: as ``launch``'s (tensors reached through a pointer table)."""
     ours = captures
     if not launch_observers and not ours.recorders and not ours.cuda and tensors[0].is_cpu:
         launch_counts[kernel.__name__] += 1
-        _executor().run_site(kernel, _aliased(site, tensors), tensors, build)
+        _executor().run_site(kernel, _aliased(site, tensors), tensors, build, keep_alive)
         return None
     grid, args, meta = build()
-    return _launch(kernel, grid, args, meta)
+    return _launch(kernel, grid, args, meta, keep_alive)
 
 
 def _aliased(site, tensors):
