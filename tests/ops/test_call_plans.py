@@ -174,3 +174,58 @@ def test_verify_mode_verifies_planned_calls():
         for _ in range(2):
             x.exp()
     assert counts["replayed"] == 2  # the executor's verifying path, not the plan's direct replay
+
+
+def _leaf(x, lib):
+    return (tgrad.tensor(x.numpy()) if lib is tgrad else x.clone()).requires_grad_()
+
+
+@pytest.mark.parametrize("program", ["x * y + x", "(x * x).relu() - y", "1 - y * x", "x.sigmoid() * 2.5 + y.exp()",
+                                     "tgrad_or_torch.maximum(x, y) / (y * y + 1)"])
+def test_recorded_calls_after_a_plan_give_pytorchs_graph_and_gradients(program):
+    for k in range(WARM + 2):
+        a, b = torch.randn(3, 4, dtype=torch.float64), torch.randn(4, dtype=torch.float64)
+        got, want = [], []
+        for lib, out in ((tgrad, got), (torch, want)):
+            x, y = _leaf(a, lib), _leaf(b, lib)
+            z = eval(program, {"tgrad_or_torch": lib, "x": x, "y": y})
+            g, = (tgrad if lib is tgrad else torch).autograd.grad(z.sum(), (x,), create_graph=True)
+            gx, gy = (tgrad if lib is tgrad else torch).autograd.grad(g.pow(2).sum(), (x, y), allow_unused=True)
+            out += [z, g, gx, gy, z.grad_fn.name(), [None if f is None else f.name() for f, _ in z.grad_fn.next_functions]]
+        for u, v in zip(got[:4], want[:4]):
+            if v is None:
+                assert u is None
+            else:
+                assert torch.allclose(torch.from_numpy(u.detach().numpy()), v.detach(), rtol=1e-12, atol=1e-12)
+        assert got[4:] == want[4:]
+    assert any(len(key) > 10 for key in PLANS)  # recorded calls were planned (their keys carry needs)
+
+
+def test_a_recorded_plan_saves_versions_and_keeps_hooks():
+    x = tgrad.randn(5, requires_grad=True)
+    for _ in range(WARM):
+        (x * x).sum().backward()
+    y = x.detach().requires_grad_()
+    for _ in range(WARM):
+        w = y * 2.0
+    base = tgrad.randn(5)
+    z = y * base
+    base.add_(1)  # saved by MulBackward0 for y's gradient: backward must refuse
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    seen = []
+    h = y * base
+    h.register_hook(lambda g: seen.append(g) or g * 3)
+    (h * 1.0).sum().backward()
+    assert len(seen) == 1 and torch.equal(torch.from_numpy(y.grad.numpy()), 3 * base._data)
+    assert w.grad_fn.name() == "MulBackward0" and w.grad_fn._saved_self is None  # a number operand: nothing to save
+
+
+def test_an_input_returned_as_a_leaf_keeps_its_accumulator():
+    x = tgrad.ones(3, requires_grad=True)
+    zero = tgrad.zeros(3)
+    for _ in range(WARM):
+        out = x + zero
+    assert out.grad_fn.next_functions[0][0] is (x + zero).grad_fn.next_functions[0][0]  # one AccumulateGrad
+    out.sum().backward()
+    assert torch.equal(torch.from_numpy(x.grad.numpy()), torch.ones(3))

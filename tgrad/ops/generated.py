@@ -50,16 +50,24 @@ class RowFunction(BuiltinFunction):
         ctx.params = params + cls.constants
         y = fused(formula, operands, out_dtype, fparams)
         ctx.same = row.same_operand is not None and args[0] is args[1]
-        if row.derivative is not None and isinstance(ctx, Node):  # only a recorded call's node keeps them
-            saved = list(operands) + [y] if row.saves == "xy" else operands if row.saves == "x" else \
-                [y] if row.saves == "y" else []
-            if row.reads is not None and row.saves in ("x", "xy"):  # only what a needed gradient reads
-                read = {k for i, need in enumerate(ctx.needs_input_grad[:n]) if need for k in row.reads[i]}
-                saved = [t if i in read else None for i, t in enumerate(saved)]
-            # in place, a node PyTorch computes from its result (EluBackward1) saves it too: changing
-            # it later breaks backward, as in PyTorch
-            ctx.save_for_backward(*saved, *((y,) if cls._saves_result_too() else ()))
+        if isinstance(ctx, Node):  # only a recorded call's node keeps them
+            cls._save(ctx, operands, y)
         return y
+
+    @classmethod
+    def _save(cls, ctx, operands, y):
+        """What the node of a recorded call saves for its derivative."""
+        row = cls.row
+        if row.derivative is None:
+            return
+        saved = list(operands) + [y] if row.saves == "xy" else operands if row.saves == "x" else \
+            [y] if row.saves == "y" else []
+        if row.reads is not None and row.saves in ("x", "xy"):  # only what a needed gradient reads
+            read = {k for i, need in enumerate(ctx.needs_input_grad[:cls.n_operands]) if need for k in row.reads[i]}
+            saved = [t if i in read else None for i, t in enumerate(saved)]
+        # in place, a node PyTorch computes from its result (EluBackward1) saves it too: changing
+        # it later breaks backward, as in PyTorch
+        ctx.save_for_backward(*saved, *((y,) if cls._saves_result_too() else ()))
 
     @classmethod
     def _decide(cls, operands, params, recorded):
@@ -87,13 +95,13 @@ class RowFunction(BuiltinFunction):
 
     @classmethod
     def apply(cls, *args):
-        # an unrecorded call of operands only replays what its signature decided (call_plans.py)
+        # a call of operands only replays what its signature decided (call_plans.py)
         key = call_key(cls, args) if len(args) == cls.n_operands else None
         if key is None:
             return super().apply(*args)
         plan = PLANS.get(key)
         if plan is not None:
-            return Tensor._wrap(plan(args))
+            return plan(args)
         y = super().apply(*args)
         plan_call(cls, key, args)
         return y
