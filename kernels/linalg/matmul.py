@@ -47,7 +47,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
                   stride_pm, stride_pn, stride_bias, stride_rs,
                   BATCH_NDIM: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
                   STORE_PREACT: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr,
-                  UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ONE_TILE: tl.constexpr,
                   ONE_K: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr,
                   EVEN_K: tl.constexpr, ROWSUM: tl.constexpr):
@@ -124,9 +124,6 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
             mask_k = rk < K
         a = _load_tile(a_ptrs, mask_m, mask_k)
         b = _load_tile(b_ptrs, mask_k, mask_n)
-        if UPCAST:  # the interpreter's numpy matmul has no bf16; fp32 products of bf16 are exact
-            a = a.to(ACC)
-            b = b.to(ACC)
         acc = tl.dot(a, b, tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC), input_precision=PRECISION, out_dtype=ACC)
         if ROWSUM:
             rowsum += tl.sum(a.to(ACC), 1)
@@ -139,9 +136,6 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
                 mask_k = rk < K - k
             a = _load_tile(a_ptrs, mask_m, mask_k)
             b = _load_tile(b_ptrs, mask_k, mask_n)
-            if UPCAST:
-                a = a.to(ACC)
-                b = b.to(ACC)
             acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
             if ROWSUM:
                 rowsum += tl.sum(a.to(ACC), 1)
@@ -319,7 +313,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
                    ACT=ACTIVATIONS[activation], STORE_PREACT=return_preact,
                    ACC=compute_dtype(accumulate_dtype(a.dtype)),
                    PRECISION="tf32" if tf32 else "ieee",
-                   UPCAST=not on_gpu and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                   BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                    GROUP_M=8 if cuda else 1, ONE_TILE=grid == (1,), ONE_K=K <= bk,
                    EVEN_M=M % bm == 0, EVEN_N=N % bn == 0, EVEN_K=K > 0 and K % bk == 0, ROWSUM=rowsum,
                    num_warps=warps, num_stages=stages)

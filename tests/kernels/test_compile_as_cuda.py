@@ -313,6 +313,31 @@ def test_matmul_activation_epilogues_of_fma_tiles_spill_nothing():
     assert not [r for r in records if r["spill_bytes"]], records
 
 
+def test_bf16_matmul_compiles_its_bf16_tiles_onto_the_tensor_cores():
+    """Interpreted, bf16 tiles reach ``tl.dot`` as they are (the interpreter widens a dot's bf16
+    operands itself, kernels/runtime/interpreter.py): the kernel compiled ``as_cuda()`` is the one a
+    GPU compiles. It was given bf16 tiles upcast to fp32 for the interpreter's sake (UPCAST), which
+    compiled as fp32 FMAs: 255 registers and 928 B of spill on sm_90 (2,424 B on sm_80) at 128 x 128."""
+    launched = []
+    # a copy of meta: the CPU executor pops the compile-only options (num_warps) from the launch's own
+    launch_observers.append(lambda kernel, grid, args, meta: launched.append((kernel, args, dict(meta))))
+    g = torch.Generator().manual_seed(4)
+    a, b = (torch.randn(*s, generator=g).to(torch.bfloat16) for s in ((150, 70), (70, 140)))
+    try:
+        with as_cuda():
+            got = KM.matmul(a, b)
+    finally:
+        launch_observers.pop()
+    torch.testing.assert_close(got, (a.double() @ b.double()).to(torch.bfloat16), rtol=1.6e-2, atol=1e-2)
+    ((kernel, args, meta),) = launched
+    assert (meta["BLOCK_M"], meta["BLOCK_N"]) == (128, 128)
+    for arch, mma in ((90, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"),
+                      (80, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32")):
+        compiled = compile_launch(kernel, args, meta, arch)
+        usage = resource_usage(compiled)
+        assert mma in compiled.asm["ptx"] and usage["spill_bytes"] == 0, (arch, usage)
+
+
 def test_jacobi_sweeps_of_32_columns_spill_at_most_a_word():
     """A sweep program holds the whole matrix and V: at 4 warps a 32-column fp64 SVD sweep spilled
     64 B a thread on sm_90; over 8 warps nothing (eigh's later sweeps keep 8 B on sm_90)."""
