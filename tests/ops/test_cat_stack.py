@@ -81,12 +81,24 @@ def test_non_contiguous_and_expanded_inputs():
 
 @pytest.mark.parametrize("n", [1, 2, 3, 17, 32, 33])
 def test_many_inputs_of_different_sizes_repeated(n):
-    """The second and later calls replay the recorded launch: new data, new addresses, same results."""
-    for seed in range(3):
+    """The second and later calls replay the recorded launch: new data, new addresses, same results
+    (from the fourth, through the planned site: the addresses filled into the plan's table)."""
+    for seed in range(5):
         parts = [_values((k % 4, 3), torch.float32, seed * 100 + k) for k in range(n)]
         _same(tgrad.cat([tgrad.from_torch(p) for p in parts]), torch.cat(parts))
         rows = [_values((7,), torch.int64, seed * 100 + k) for k in range(n)]
         _same(tgrad.stack([tgrad.from_torch(r) for r in rows], -1), torch.stack(rows, -1))
+
+
+@pytest.mark.executor_replay
+def test_a_planned_join_of_mixed_dtypes_bools_and_strides_replays_on_each_calls_inputs():
+    for seed in range(6):
+        base = _values((6, 4), torch.float64, seed)
+        parts = [base[:, :3], (base > 0)[1:4, 1:], base.t()[:3, :2].float().t(), base[::2, 1:].to(torch.int32)]
+        with tgrad.kernels.count_replays() as counts:
+            got = tgrad.cat([tgrad.from_torch(p) for p in parts], 0)
+        _same(got, torch.cat(parts, 0))
+    assert counts["replayed"] == 1 and counts["recorded"] == 0 and counts["interpreted"] == 0
 
 
 def test_more_elements_than_one_program():
