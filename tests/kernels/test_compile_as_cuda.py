@@ -295,30 +295,39 @@ def test_pointwise_special_functions_keep_their_series_in_registers():
     assert max(r["local_arrays"] for r in records) == 40
 
 
-def test_matmul_activation_epilogues_of_fma_tiles_spill_nothing():
-    """fp32 (IEEE) and fp64 tiles hold 32 accumulators a thread over 4 warps; an fp64 tanh on each
-    spilled 1 KB (fp32 tanh) and 1.5 KB (fp64 gelu_tanh): with an activation they take 8 warps
-    (fp64 also half the rows)."""
-    observer = cuda_compile.CompileObserver(archs=(90, 80), usage=True)
-    launch_observers.append(observer)
-    try:
-        with as_cuda():
-            for dtype in (tgrad.float32, tgrad.float64):
-                a, b, bias = tgrad.rand(200, 64, dtype=dtype), tgrad.rand(64, 200, dtype=dtype), tgrad.rand(200, dtype=dtype)
-                for activation in ("tanh", "gelu_tanh"):
-                    KM.matmul(a.torch(), b.torch(), bias=bias.torch(), activation=activation)
-    finally:
-        launch_observers.remove(observer)
-    records = [r for r in observer.compiled.values() if r["kernel"] == "matmul_kernel"]
-    assert len(records) == 8 and not observer.failures
-    assert not [r for r in records if r["spill_bytes"]], records
-
-
 def _matmul_reference(a, b, bias, activation, dtype):
     """``act(a @ b + bias)`` in float64 on the same rounded operands, rounded to ``dtype``."""
     z = a.double() @ b.double() + bias.double()
     act = {"gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"), "tanh": torch.tanh}[activation]
     return act(z).to(dtype)
+
+
+def test_matmul_activation_epilogues_of_fma_tiles_spill_nothing():
+    """fp32 (IEEE) and fp64 tiles hold 32 accumulators a thread over 4 warps; an fp64 tanh on each
+    spilled 1 KB (fp32 tanh) and 1.5 KB (fp64 gelu_tanh). At 16 (64 x 64 over 8 warps) fp32 still
+    spilled 24-48 B where every tile is masked (1000^3: tanh on sm_90 and sm_80, relu, gelu and
+    gelu_tanh on sm_80): with an activation both take 32 x 64 tiles over 8 warps, 8 a thread."""
+    observer = cuda_compile.CompileObserver(archs=(90, 80), usage=True)
+    launch_observers.append(observer)
+    try:
+        with as_cuda():
+            for dtype in (torch.float32, torch.float64):
+                g = torch.Generator().manual_seed(5)
+                a, b, bias = (torch.randn(*s, generator=g, dtype=dtype) for s in ((200, 64), (64, 200), (200,)))
+                for activation in ("tanh", "gelu_tanh"):
+                    got = KM.matmul(a, b, bias=bias, activation=activation)
+                    tol = 1e-5 if dtype == torch.float32 else 1e-12
+                    torch.testing.assert_close(got, _matmul_reference(a, b, bias, activation, dtype), rtol=tol, atol=tol)
+    finally:
+        launch_observers.remove(observer)
+    assert len(observer.compiled) == 8
+    with planned(observer):
+        a = torch.empty(1000, 1000)
+        for activation in ("relu", "gelu", "gelu_tanh", "tanh"):
+            KM.matmul(a, a, bias=a[0], activation=activation)
+    records = list(observer.compiled.values())
+    assert len(records) == 16 and not observer.failures
+    assert not [r for r in records if r["spill_bytes"]], records
 
 
 @pytest.mark.parametrize("dtype, tf32", [(torch.float16, False), (torch.bfloat16, False), (torch.float32, True)])
