@@ -30,6 +30,7 @@ from tgrad.kernels.runtime import cuda_compile
 from tgrad.kernels.runtime.cuda_compile import compile_launch, resource_usage
 from tgrad.kernels.runtime.launch import launch, launch_observers
 from tgrad.kernels.runtime.target import as_cuda, target
+from tgrad.kernels.spatial.conv import conv2d_forward
 
 
 def _jit_functions():
@@ -389,6 +390,18 @@ def test_bf16_matmul_compiles_its_bf16_tiles_onto_the_tensor_cores():
         compiled = compile_launch(kernel, args, meta, arch)
         usage = resource_usage(compiled)
         assert mma in compiled.asm["ptx"] and usage["spill_bytes"] == 0, (arch, usage)
+
+
+def test_conv_of_bf16_interpreted_as_a_gpu_configures_it_matches_torch():
+    """Configured as on a GPU, conv hands ``tl.dot`` bf16 tiles (fp32 accumulators) as matmul now
+    does; the interpreter's dot converted their uint16 bits as integers (errors of 3.6e10 on values
+    of 16) until it widened bf16 operands itself."""
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(2, 3, 9, 9, generator=g).bfloat16(), torch.randn(4, 3, 3, 3, generator=g).bfloat16()
+    with as_cuda():
+        y = conv2d_forward(x, w, None, (1, 1), (1, 1), (1, 1), 1, (9, 9))
+    want = torch.nn.functional.conv2d(x.double(), w.double(), padding=1).to(torch.bfloat16)
+    torch.testing.assert_close(y, want, rtol=1.6e-2, atol=1e-2)
 
 
 def test_jacobi_sweeps_of_32_columns_spill_at_most_a_word():
