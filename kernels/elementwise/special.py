@@ -168,7 +168,9 @@ def digamma_bwd(x, g, p):
 
 # ----------------------------------------------------------------------------- polygamma
 
-ZETA_SUMMED = tl.constexpr(24)  # terms summed before the Euler-Maclaurin tail: enough for q > -14 (docs/differences.md)
+# the most terms a block sums before the tail (NaN below q = -65,527, docs/differences.md): Cephes'
+# count is unbounded, and a lane a launch masks off may hold any value on a GPU
+ZETA_TERMS_MAX = tl.constexpr(1 << 16)
 
 
 @triton.jit
@@ -187,22 +189,44 @@ def _zeta_tail_term(s, a, b, k, w, xs, done, c):
 
 
 @triton.jit
-def _hurwitz_zeta(xs, q):
+def _zeta_terms(q):
+    """How many terms Cephes' loop sums before its tail for the block's q (a number): 9, or
+    floor(9 - q) + 1 for q < 0 at the most negative lane (poles and NaN sum nothing that counts), at
+    most ZETA_TERMS_MAX."""
+    skip = (q != q) | ((q <= 0.0) & (q == tl.floor(q)))
+    q_least = tl.min(tl.where(skip, 9.0, q))
+    return (tl.minimum(tl.maximum(9.0 - q_least, 8.0), ZETA_TERMS_MAX - 1.0)).to(tl.int32) + 1
+
+
+@triton.jit
+def _zeta_term(s, a, b, e, done, more):
+    """One term (q + k)^e of Cephes' sum for the lanes ``more``; a lane stops, as Cephes returns,
+    once a term is below machine epsilon of the sum."""
+    a = tl.where(more, a + 1.0, a)
+    b = tl.where(more, real_pow(a, e), b)
+    s = tl.where(more, s + b, s)
+    done = done | (more & (-1.1102230246251565e-16 * s < b) & (b < 1.1102230246251565e-16 * s))
+    return s, a, b, done
+
+
+@triton.jit
+def _hurwitz_zeta(xs, q, terms):
     """zeta(xs, q) = sum_k (q + k)^-xs for an integer xs > 1, Cephes' zeta as PyTorch runs it: terms
     summed while fewer than 9 or q + k <= 9 (stopping where one is below epsilon of the sum), then
     the Euler-Maclaurin tail. +inf at the non-positive integers q; NaN where more than
-    ZETA_SUMMED terms would be summed first (q < -14)."""
+    ZETA_TERMS_MAX terms would be summed first. The block sums ``terms`` (_zeta_terms), each lane
+    masked once it stops."""
     e = tl.zeros_like(q) - xs
     s = real_pow(q, e)
     a = q
     b = tl.zeros_like(q)
     done = q != q
-    for i in range(ZETA_SUMMED):
-        more = (done == 0) & ((i < 9) | (a <= 9.0))
-        a = tl.where(more, a + 1.0, a)
-        b = tl.where(more, real_pow(a, e), b)
-        s = tl.where(more, s + b, s)
-        done = done | (more & (-1.1102230246251565e-16 * s < b) & (b < 1.1102230246251565e-16 * s))
+    # every lane's first nine terms in a loop of constant count: with them in the data-dependent
+    # loop too, ptxas spilled 32-72 B a thread on sm_90
+    for _ in range(9):
+        s, a, b, done = _zeta_term(s, a, b, e, done, done == 0)
+    for _ in range(9, terms):  # q < 0: until q + k > 9
+        s, a, b, done = _zeta_term(s, a, b, e, done, (done == 0) & (a <= 9.0))
     short = (done == 0) & (a <= 9.0)
     w = a
     s = tl.where(done, s, s + b * w / (xs - 1.0) - 0.5 * b)
@@ -229,14 +253,16 @@ def polygamma_of(x, n):
     """psi^(n)(x) for an integer n >= 0 (a number): digamma and trigamma for n = 0, 1, else
     (-1)^(n+1) n! zeta(n + 1, x), n! as exp(lgamma(n + 1)) as PyTorch computes it."""
     w = x.to(tl.float64)
+    terms = _zeta_terms(w)
     if n == 0.0:
         r = digamma_of(w)
     elif n == 1.0:
         r = trigamma_of(w)
     else:
         sign = 2.0 * (n % 2.0) - 1.0  # +1 for odd n, -1 for even
-        fact = tl.exp(lgamma_of(tl.zeros_like(w) + (n + 1.0)))
-        r = sign * fact * _hurwitz_zeta(n + 1.0, w)
+        z = _hurwitz_zeta(n + 1.0, w, terms)
+        fact = tl.exp(_lgamma_positive(tl.zeros_like(w) + (n + 1.0)))  # n + 1 >= 3: no reflection, no sine
+        r = sign * fact * z
     return r.to(x.dtype)
 
 

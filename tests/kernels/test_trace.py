@@ -124,6 +124,7 @@ def _random_sums(out_ptr, seed, offset, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + BLOCK, tl.sum(tl.where(live, r & 255, 0), axis=0))
 
 
+@pytest.mark.executor_replay
 def test_philox_rounds_and_mask_logic_replay_inline_as_the_interpreter():
     """A random kernel's trace computes umulhi and the masks' and/or/xor in numpy, not through the
     interpreter's builder; verify mode compares each replay with a fresh interpretation."""
@@ -143,6 +144,7 @@ def _shifted_copy(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=-1.0) * 2.0, mask=offs < n)
 
 
+@pytest.mark.executor_replay
 def test_a_prefix_mask_over_a_varying_size_is_a_slice():
     """``offs < n`` with ``n`` varying between launches: the live lanes are the first n - offs[0]
     (clipped to the block), read and written as slices; lanes past them keep their memory."""

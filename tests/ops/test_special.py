@@ -28,6 +28,17 @@ def test_polygamma(n):
     assert gradgradcheck(lambda t: tgrad.polygamma(n, t), (x,), fast_mode=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_polygamma_far_left_sums_as_cephes(dtype):
+    """Cephes' zeta (PyTorch's polygamma for n >= 2) sums floor(9 - x) + 1 terms before its tail for
+    x < 0: a block runs its most negative lane's count. A bounded count (24 terms) gave NaN below -14."""
+    x = torch.tensor([-1000.3, -999.75, -400.5, -129.2, -40.25, -14.5, -13.5, -3.7, -0.5, 0.5, 2.5, 30.0, -7.0,
+                      float("nan"), -float("inf")], dtype=torch.float64).to(dtype)
+    got, ref = run(lambda t: torch.polygamma(2, t), lambda t: tgrad.polygamma(2, t), [x],
+                   rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=0, exact_dtype=True)
+    assert not got.torch()[:13].isnan().any()
+
+
 def test_polygamma_inplace_and_errors():
     t, r = tgrad.from_torch(X.clone()), X.clone()
     assert t.polygamma_(2) is t

@@ -154,10 +154,12 @@ def _without_negative_zero(op):
 
 
 def _polygamma(L, x, n, as_function):
-    """polygamma inside tgrad's documented domain: for n >= 2 it gives NaN below x = -14, where
-    PyTorch sums more of the zeta series (docs/differences.md), so float inputs are clamped first."""
+    """polygamma of order n >= 2 sums floor(9 - x) + 1 zeta terms for x < 0 (as PyTorch does), each a
+    block's worth of interpreted ops, and gives NaN below x = -65,527 (docs/differences.md); a
+    composed program reaches such values (polygamma near a pole is ~1e6), so float inputs are clamped
+    at -40 first: up to 50 terms, past the 24 the series once stopped at."""
     if n >= 2 and x.dtype.is_floating_point:
-        x = x.clamp(min=-13)
+        x = x.clamp(min=-40)
     return L.polygamma(n, x) if as_function else x.polygamma(n)
 
 
