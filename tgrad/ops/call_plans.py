@@ -33,17 +33,24 @@ def call_key(cls, args):
     neither a Tensor nor a Python number that a constant stands for, or inference mode would
     decide whether the call is recorded."""
     enabled = is_grad_enabled()
-    if len(args) == 2:  # the common case spelled out: two tensors
-        a, b = args
-        if isinstance(a, Tensor) and isinstance(b, Tensor):
-            d, e = a._data, b._data
-            key = cls, d.dtype, d.shape, d.stride(), d.device, e.dtype, e.shape, e.stride(), e.device, d is e
-            if enabled:
-                needs = (a._requires_grad or a._base is not None and _view_requires_grad(a),
-                         b._requires_grad or b._base is not None and _view_requires_grad(b))
-                if True in needs:
-                    return None if _inference_mode_enabled() else key + needs
-            return key
+    if len(args) == 2:  # the common cases spelled out (the keys the loop below makes): two tensors,
+        a, b = args      # a tensor and a number
+        if isinstance(a, Tensor):
+            d = a._data
+            if isinstance(b, Tensor):
+                e = b._data
+                key = cls, d.dtype, d.shape, d.stride(), d.device, e.dtype, e.shape, e.stride(), e.device, d is e
+                if enabled:
+                    needs = (a._requires_grad or a._base is not None and _view_requires_grad(a),
+                             b._requires_grad or b._base is not None and _view_requires_grad(b))
+                    if True in needs:
+                        return None if _inference_mode_enabled() else key + needs
+                return key
+            if type(b) in _NUMBERS and b == b and b != 0:
+                key = cls, d.dtype, d.shape, d.stride(), d.device, type(b), b
+                if enabled and (a._requires_grad or a._base is not None and _view_requires_grad(a)):
+                    return None if _inference_mode_enabled() else key + (True, False)
+                return key
     key = [cls]
     ids, needs = [], []
     for a in args:
@@ -98,7 +105,11 @@ def plan_call(cls, key, args):
             PLANS[key] = lambda args: Tensor._wrap(run([a._data for a in args])[0])
     else:
         fixed = [None if isinstance(a, Tensor) else o._data for a, o in zip(args, operands)]
-        PLANS[key] = lambda args: Tensor._wrap(run([a._data if f is None else f for a, f in zip(args, fixed)])[0])
+        if numbers == [1] and len(args) == 2:
+            number = fixed[1]
+            PLANS[key] = lambda args: Tensor._wrap(run([args[0]._data, number])[0])
+        else:
+            PLANS[key] = lambda args: Tensor._wrap(run([a._data if f is None else f for a, f in zip(args, fixed)])[0])
 
 
 def _recorded(cls, run, needs, numbers, dtype):
