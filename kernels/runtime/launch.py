@@ -129,9 +129,10 @@ def site_replayer(kernel: JITFunction, site, tensors):
     its trace and counts it as ``launch_site`` would (True), or runs nothing (False: a graph
     capture, an observer, the executor's switches; the caller then calls ``launch_site``). None
     while the site has no plan. For callers that decided the whole launch from metadata once (the
-    same dtypes, shapes, strides and aliasing every call): no site key is built or looked up."""
-    if _cpu_executor is None:
-        return None
+    same dtypes, shapes, strides and aliasing every call): no site key is built or looked up. None
+    too while an observer or a capture is active."""
+    if _cpu_executor is None or launch_observers or captures.recorders or captures.cuda:
+        return None  # (observed or captured, launch_site does not look for the executor's plans either)
     plan = _cpu_executor.site_plan(kernel, _aliased(site, tensors))
     if plan is None:
         return None

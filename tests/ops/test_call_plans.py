@@ -152,6 +152,7 @@ def test_observers_captures_and_replay_off_take_the_general_path():
     _same(y, -x)
 
 
+@pytest.mark.executor_replay
 def test_a_plan_whose_trace_left_the_cache_launches_again():
     a, b = torch.randn(7), torch.randn(7)
     ta, tb = _t(a), _t(b)
@@ -165,6 +166,7 @@ def test_a_plan_whose_trace_left_the_cache_launches_again():
     assert counts["replayed"] == 1
 
 
+@pytest.mark.executor_replay
 def test_verify_mode_verifies_planned_calls():
     x = _t(torch.randn(5, 3))
     for _ in range(WARM):
@@ -180,6 +182,7 @@ def _leaf(x, lib):
     return (tgrad.tensor(x.numpy()) if lib is tgrad else x.clone()).requires_grad_()
 
 
+@pytest.mark.executor_replay  # (plans are made once launches replay)
 @pytest.mark.parametrize("program", ["x * y + x", "(x * x).relu() - y", "1 - y * x", "x.sigmoid() * 2.5 + y.exp()",
                                      "tgrad_or_torch.maximum(x, y) / (y * y + 1)"])
 def test_recorded_calls_after_a_plan_give_pytorchs_graph_and_gradients(program):
