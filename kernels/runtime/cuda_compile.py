@@ -42,6 +42,13 @@ def _backend(arch: int):
 def specialise(kernel, args, meta, arch: int):
     """``(key, ASTSource, options)`` of ``kernel[grid](*args, **meta)`` on sm_``arch``: the binding
     a GPU launch makes (``JITFunction.run``), ``key`` naming the compiled variant."""
+    key, binding = _bind(kernel, args, meta, arch)
+    return (key, *_source(kernel, binding, arch))
+
+
+def _bind(kernel, args, meta, arch: int):
+    """(key, binding): the key from the binding alone, so a launch of a known variant skips packing
+    (Triton's ``find_paths_if`` leaves two reference cycles a call: garbage while the collector is off)."""
     target, backend = _backend(arch)
     binder = _binders.get((kernel, arch))
     if binder is None:
@@ -50,9 +57,13 @@ def specialise(kernel, args, meta, arch: int):
                 instrumentation_mode=knobs.compilation.instrumentation_mode,
                 fpsan_homomorphic_casts=knobs.compilation.fpsan_homomorphic_casts)
     bound_args, specialization, options = binder(*args, **meta)
-    key = (kernel.__name__, arch, str(specialization), str(options))
-    options, signature, constexprs, attrs = kernel._pack_args(backend, meta, bound_args, specialization, options)
-    return key, ASTSource(kernel, signature, constexprs, attrs), options
+    return (kernel.__name__, arch, str(specialization), str(options)), (meta, bound_args, specialization, options)
+
+
+def _source(kernel, binding, arch: int):
+    """(ASTSource, options) of a ``_bind`` binding."""
+    options, signature, constexprs, attrs = kernel._pack_args(_backend(arch)[1], *binding)
+    return ASTSource(kernel, signature, constexprs, attrs), options
 
 
 def compile_launch(kernel, args, meta, arch: int = 90):
@@ -115,11 +126,11 @@ class CompileObserver:
                 continue
             record = {"kernel": kernel.__name__, "arch": arch, "context": where}
             try:
-                exact, src, options = specialise(kernel, args, meta, arch)
+                exact, binding = _bind(kernel, args, meta, arch)
                 key = key or exact
                 if key in self.compiled:
                     continue
-                compiled = _compile(src, options, arch)
+                compiled = _compile(*_source(kernel, binding, arch), arch)
                 if self.usage:
                     record.update(resource_usage(compiled))
             except Exception as e:  # every failure is collected, with what launched it

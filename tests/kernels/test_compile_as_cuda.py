@@ -30,6 +30,7 @@ from tgrad.kernels.runtime import cuda_compile
 from tgrad.kernels.runtime.cuda_compile import compile_launch, resource_usage
 from tgrad.kernels.runtime.launch import launch, launch_observers
 from tgrad.kernels.runtime.target import as_cuda, target
+from tgrad.kernels.spatial.conv import conv2d_forward
 
 
 def _jit_functions():
@@ -295,30 +296,40 @@ def test_pointwise_special_functions_keep_their_series_in_registers():
     assert max(r["local_arrays"] for r in records) == 40
 
 
-def test_matmul_activation_epilogues_of_fma_tiles_spill_nothing():
-    """fp32 (IEEE) and fp64 tiles hold 32 accumulators a thread over 4 warps; an fp64 tanh on each
-    spilled 1 KB (fp32 tanh) and 1.5 KB (fp64 gelu_tanh): with an activation they take 8 warps
-    (fp64 also half the rows)."""
-    observer = cuda_compile.CompileObserver(archs=(90, 80), usage=True)
-    launch_observers.append(observer)
-    try:
-        with as_cuda():
-            for dtype in (tgrad.float32, tgrad.float64):
-                a, b, bias = tgrad.rand(200, 64, dtype=dtype), tgrad.rand(64, 200, dtype=dtype), tgrad.rand(200, dtype=dtype)
-                for activation in ("tanh", "gelu_tanh"):
-                    KM.matmul(a.torch(), b.torch(), bias=bias.torch(), activation=activation)
-    finally:
-        launch_observers.remove(observer)
-    records = [r for r in observer.compiled.values() if r["kernel"] == "matmul_kernel"]
-    assert len(records) == 8 and not observer.failures
-    assert not [r for r in records if r["spill_bytes"]], records
-
-
 def _matmul_reference(a, b, bias, activation, dtype):
     """``act(a @ b + bias)`` in float64 on the same rounded operands, rounded to ``dtype``."""
     z = a.double() @ b.double() + bias.double()
     act = {"gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"), "tanh": torch.tanh}[activation]
     return act(z).to(dtype)
+
+
+def test_matmul_activation_epilogues_of_fma_tiles_spill_nothing():
+    """fp32 (IEEE) and fp64 tiles hold 32 accumulators a thread over 4 warps; an fp64 tanh on each
+    spilled 1 KB (fp32 tanh) and 1.5 KB (fp64 gelu_tanh). At 16 (64 x 64 over 8 warps) fp32 still
+    spilled 24-48 B where every tile is masked (1000^3: tanh on sm_90 and sm_80, relu, gelu and
+    gelu_tanh on sm_80): with an activation both take 32 x 64 tiles over 8 warps, 8 a thread."""
+    observer = cuda_compile.CompileObserver(archs=(90, 80), usage=True)
+    launch_observers.append(observer)
+    try:
+        with as_cuda():
+            for dtype in (torch.float32, torch.float64):
+                g = torch.Generator().manual_seed(5)
+                a, b, bias = (torch.randn(*s, generator=g, dtype=dtype) for s in ((200, 64), (64, 200), (200,)))
+                for activation in ("tanh", "gelu_tanh"):
+                    got = KM.matmul(a, b, bias=bias, activation=activation)
+                    want = _matmul_reference(a, b, bias, activation, dtype)
+                    tol = 1e-5 if dtype == torch.float32 else 1e-12
+                    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+    finally:
+        launch_observers.remove(observer)
+    assert len(observer.compiled) == 8
+    with planned(observer):
+        a = torch.empty(1000, 1000)
+        for activation in ("relu", "gelu", "gelu_tanh", "tanh"):
+            KM.matmul(a, a, bias=a[0], activation=activation)
+    records = list(observer.compiled.values())
+    assert len(records) == 16 and not observer.failures
+    assert not [r for r in records if r["spill_bytes"]], records
 
 
 @pytest.mark.parametrize("dtype, tf32", [(torch.float16, False), (torch.bfloat16, False), (torch.float32, True)])
@@ -380,6 +391,18 @@ def test_bf16_matmul_compiles_its_bf16_tiles_onto_the_tensor_cores():
         compiled = compile_launch(kernel, args, meta, arch)
         usage = resource_usage(compiled)
         assert mma in compiled.asm["ptx"] and usage["spill_bytes"] == 0, (arch, usage)
+
+
+def test_conv_of_bf16_interpreted_as_a_gpu_configures_it_matches_torch():
+    """Configured as on a GPU, conv hands ``tl.dot`` bf16 tiles (fp32 accumulators) as matmul now
+    does; the interpreter's dot converted their uint16 bits as integers (errors of 3.6e10 on values
+    of 16) until it widened bf16 operands itself."""
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(2, 3, 9, 9, generator=g).bfloat16(), torch.randn(4, 3, 3, 3, generator=g).bfloat16()
+    with as_cuda():
+        y = conv2d_forward(x, w, None, (1, 1), (1, 1), (1, 1), 1, (9, 9))
+    want = torch.nn.functional.conv2d(x.double(), w.double(), padding=1).to(torch.bfloat16)
+    torch.testing.assert_close(y, want, rtol=1.6e-2, atol=1e-2)
 
 
 def test_jacobi_sweeps_of_32_columns_spill_at_most_a_word():

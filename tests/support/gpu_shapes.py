@@ -40,6 +40,10 @@ class _RunsNothing:
     def run(kernel, grid, args, meta, keep_alive, recording, site):
         return None
 
+    @staticmethod
+    def site_plan(kernel, site):  # no site is ever planned: each launch goes through ``launch``
+        return None
+
 
 @contextmanager
 def planned(observer):
