@@ -40,7 +40,7 @@ def _loop_after_store(out_ptr, n_ptr, x_ptr, BLOCK: tl.constexpr):
 
 
 def test_loop_bound_loaded_after_a_store_replays_and_records_a_variant_when_it_changes():
-    x = torch.randn(6, 8)
+    x = torch.randn(6, 8, generator=torch.Generator().manual_seed(0))
     out = torch.empty(8)
 
     def step(k):
@@ -49,7 +49,8 @@ def test_loop_bound_loaded_after_a_store_replays_and_records_a_variant_when_it_c
         return out.clone(), int(n)
     results, counts = _counted(step, 6)
     for r, n in results:
-        assert torch.allclose(r, x[:n].sum(0))
+        # the kernel's float32 running sum against float64: a near-cancelling column is off by an ulp of its terms
+        assert torch.allclose(r.double(), x[:n].double().sum(0), rtol=1e-6, atol=1e-6)
     assert counts["replayed"] >= 2 and counts["recorded"] == 2  # n = 3, then a variant for n = 5
 
 
