@@ -30,10 +30,12 @@ def _cases(lib):
     ag = lib.randn(32, requires_grad=True)
     m = lib.randn(8, 8)
     x = lib.randn(4, 8)
+    i = lib.tensor(517)  # a 0-d int64, as get_batch's `i + 8` in the bigram tutorial
     return [
         ("add", lambda: a + b),
         ("add, requires_grad", lambda: ag + b),
         ("mul by a Python scalar", lambda: a * 2.5),
+        ("0-d int64 + Python int", lambda: i + 8),
         ("slice d[5:13]", lambda: d[5:13]),
         ("view / reshape", lambda: x.reshape(8, 4)),
         ("transpose", lambda: x.t()),

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from ..helpers.dtypes import compute_dtype
-from ..runtime.launch import launch_site
+from ..runtime.launch import launch_site, site_replayer
 from ..helpers.layout import block_for, cdiv, collapse, contiguous_strides, element_offset
 from ..helpers.scalars import as_f64, f64_bits
 
@@ -196,6 +196,17 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     """
     shape = tuple(shape)
     bits = tuple([f64_bits(p) for p in params]) if params else ()
+    site_id, strides, like = _site_plan(op, inputs, shape, out_dtypes, bits, outs, compute)
+    if outs is None:
+        outs = _allocate(inputs, shape, out_dtypes, strides, like)
+    if math.prod(shape) == 0:
+        return outs
+    launch_site(pointwise_kernel, site_id, [*outs, *inputs],
+                lambda: _arguments(op, inputs, shape, out_dtypes, bits, outs, compute))
+    return outs
+
+
+def _site_plan(op, inputs, shape, out_dtypes, bits, outs, compute):
     # what decides every argument but the addresses (launch_site): a site seen before launches from
     # its id, the rest decided once per site
     site = (id(op), shape, tuple(out_dtypes), bits, compute,
@@ -204,19 +215,46 @@ def pointwise(op, inputs, shape, out_dtypes, params=(), outs=None, compute=None)
     plan = _sites.get(site)
     if plan is None:
         plan = _plan(site, inputs, shape, out_dtypes)
-    site_id, strides, like = plan
-    if outs is None:
-        if like is not None:  # the cheapest allocation torch has: an input's dtype, shape and layout
-            t = inputs[like]
-            outs = [torch.empty_like(t) for _ in out_dtypes]
+    return plan
+
+
+def _allocate(inputs, shape, out_dtypes, strides, like):
+    if like is not None:  # the cheapest allocation torch has: an input's dtype, shape and layout
+        t = inputs[like]
+        return [torch.empty_like(t) for _ in out_dtypes]
+    device = inputs[0].device
+    return [torch.empty_strided(shape, strides, dtype=dt, device=device) for dt in out_dtypes]
+
+
+def planned(op, inputs, shape, out_dtypes, params=(), compute=None):
+    """``pointwise(op, inputs, shape, out_dtypes, params, compute=compute)`` as a function of the
+    inputs alone, for a caller that sees the same call again (the same op, parameters, dtypes,
+    shapes, strides, devices and aliasing among ``inputs``: the caller's key): ``run(inputs) ->
+    outs``, whose launch replays the site's trace directly (``launch.site_replayer``). None while
+    the CPU executor has no plan for the site yet (its first launches interpret and record) or when
+    there is nothing to launch."""
+    shape = tuple(shape)
+    bits = tuple([f64_bits(p) for p in params]) if params else ()
+    site_id, strides, like = _site_plan(op, inputs, shape, out_dtypes, bits, None, compute)
+    if math.prod(shape) == 0 or not inputs[0].is_cpu:
+        return None
+    sample = _allocate(inputs, shape, out_dtypes, strides, like)
+    replay = site_replayer(pointwise_kernel, site_id, [*sample, *inputs])
+    if replay is None:
+        return None
+    n_out = len(out_dtypes)
+
+    def run(inputs):
+        if like is not None:
+            outs = [torch.empty_like(inputs[like])] if n_out == 1 else _allocate(inputs, shape, out_dtypes, None, like)
         else:
-            device = inputs[0].device
-            outs = [torch.empty_strided(shape, strides, dtype=dt, device=device) for dt in out_dtypes]
-    if math.prod(shape) == 0:
+            outs = _allocate(inputs, shape, out_dtypes, strides, like)
+        tensors = [*outs, *inputs]
+        if not replay(tensors):
+            launch_site(pointwise_kernel, site_id, tensors,
+                        lambda: _arguments(op, inputs, shape, out_dtypes, bits, outs, compute))
         return outs
-    launch_site(pointwise_kernel, site_id, [*outs, *inputs],
-                lambda: _arguments(op, inputs, shape, out_dtypes, bits, outs, compute))
-    return outs
+    return run
 
 
 def _arguments(op, inputs, shape, out_dtypes, bits, outs, compute):

@@ -18,6 +18,9 @@ so a cat of contiguous tensors indexes 2 or 3 dims.
 """
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -25,7 +28,7 @@ import triton.language as tl
 from ..helpers.layout import block_for, cdiv, next_pow2
 from ..optim.tables import upload
 from ..runtime.capture import is_capturing
-from ..runtime.launch import launch
+from ..runtime.launch import launch_site
 
 __all__ = ["MAX_KINDS", "cat_into"]
 
@@ -113,15 +116,41 @@ def _storage(t: torch.Tensor) -> torch.Tensor:
 def cat_into(out: torch.Tensor, inputs: list, dim: int, stacked: bool = False) -> None:
     """Write the cat of ``inputs`` (torch tensors of ``out``'s ndim, sizes equal but along ``dim``,
     at most ``MAX_KINDS`` distinct dtypes, none empty) into the contiguous ``out`` in one launch.
-    ``stacked``: the inputs lack ``dim`` (a stack), each stands for size 1 along it."""
-    out = _storage(out)
-    inputs = [_storage(t) for t in inputs]
+    ``stacked``: the inputs lack ``dim`` (a stack), each stands for size 1 along it. Everything but
+    the addresses is decided once per signature of the inputs (``_plan``): a call fills the
+    addresses into the plan's table and launches."""
+    key = (out.dtype, out.shape, out.device, dim, stacked, *[(t.dtype, t.shape, t.stride()) for t in inputs])
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) > 1024:
+            _plans.clear()
+        plan = _plans[key] = _plan(out, inputs, dim, stacked)
+    site, template, ptr_at, like_at, grid, scalars, meta = plan
+    host = template.copy()
+    host[ptr_at] = [t.data_ptr() for t in inputs]
+    capturing = out.is_cuda and is_capturing()
+    table, host = upload(host, out.device, capturing)
+    if capturing:  # the graph's copy node re-reads the host table at every replay: keep both for good
+        _CAPTURED_TABLES.append((table, host))
+    tensors = [_storage(out), table, *[_storage(inputs[k]) for k in like_at]]
+    # the site (the plan) decides every argument but the addresses, the table's included
+    launch_site(cat_kernel, site, tensors, lambda: (grid, (*tensors, *scalars), meta), keep_alive=tuple(inputs))
+
+
+_plans: dict = {}  # the inputs' signature -> what _plan decided
+_site_ids = itertools.count()  # a plan's launch site (never reused: the executor keeps plans by site)
+
+
+def _plan(out, inputs, dim, stacked):
+    """(the table with zero addresses, where the addresses go, the inputs passed as like0..like3,
+    grid, the scalar arguments, the constexprs) of a cat launch, from metadata alone."""
     kind_of: dict = {}  # source dtype -> its kind (its like argument), in order of first appearance
     likes = []
-    for t in inputs:
-        if t.dtype not in kind_of:
-            kind_of[t.dtype] = len(likes)
-            likes.append(t)
+    for k, t in enumerate(inputs):
+        dt = _storage(t).dtype
+        if dt not in kind_of:
+            kind_of[dt] = len(likes)
+            likes.append(k)
     if stacked:
         strides = [(*st[:dim], 0, *st[dim:]) for st in (t.stride() for t in inputs)]
         sizes = [1] * len(inputs)
@@ -140,14 +169,12 @@ def cat_into(out: torch.Tensor, inputs: list, dim: int, stacked: bool = False) -
             s += n
         rows += [_NO_START] * (np2 - len(inputs))
         log_n = np2.bit_length() - 1
+    ptr_at = []
     for t, st in zip(inputs, strides):
-        rows += [t.data_ptr(), kind_of[t.dtype], *st]
-    capturing = out.is_cuda and is_capturing()
-    table, host = upload(rows, out.device, capturing)
-    if capturing:  # the graph's copy node re-reads the host table at every replay: keep both for good
-        _CAPTURED_TABLES.append((table, host))
+        ptr_at.append(len(rows))
+        rows += [0, kind_of[_storage(t).dtype], *st]
     numel = out.numel()
     block = block_for(numel, out.device)
-    pad = likes + [likes[0]] * (MAX_KINDS - len(likes))
-    launch(cat_kernel, (cdiv(numel, block),), out, table, *pad, numel, shape, seg, CAT=cat, NDIM=len(shape),
-           LOG_N=log_n, ROW=2 + len(shape), KINDS=len(likes), BLOCK=block, keep_alive=tuple(inputs))
+    meta = dict(CAT=cat, NDIM=len(shape), LOG_N=log_n, ROW=2 + len(shape), KINDS=len(likes), BLOCK=block)
+    return (("cat", next(_site_ids)), np.array(rows, dtype=np.int64), np.array(ptr_at, dtype=np.intp),
+            likes + [likes[0]] * (MAX_KINDS - len(likes)), (cdiv(numel, block),), (numel, shape, seg), meta)

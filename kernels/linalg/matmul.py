@@ -47,7 +47,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
                   stride_pm, stride_pn, stride_bias, stride_rs,
                   BATCH_NDIM: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
                   STORE_PREACT: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr,
-                  UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ONE_TILE: tl.constexpr,
                   ONE_K: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr,
                   EVEN_K: tl.constexpr, ROWSUM: tl.constexpr):
@@ -124,9 +124,6 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
             mask_k = rk < K
         a = _load_tile(a_ptrs, mask_m, mask_k)
         b = _load_tile(b_ptrs, mask_k, mask_n)
-        if UPCAST:  # the interpreter's numpy matmul has no bf16; fp32 products of bf16 are exact
-            a = a.to(ACC)
-            b = b.to(ACC)
         acc = tl.dot(a, b, tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC), input_precision=PRECISION, out_dtype=ACC)
         if ROWSUM:
             rowsum += tl.sum(a.to(ACC), 1)
@@ -139,9 +136,6 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, bias_ptr, rs_ptr, M, N, K,
                 mask_k = rk < K - k
             a = _load_tile(a_ptrs, mask_m, mask_k)
             b = _load_tile(b_ptrs, mask_k, mask_n)
-            if UPCAST:
-                a = a.to(ACC)
-                b = b.to(ACC)
             acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
             if ROWSUM:
                 rowsum += tl.sum(a.to(ACC), 1)
@@ -220,6 +214,11 @@ _TENSOR_CORE_CANDIDATES = {
     2: [(128, 256, 64, 8, 3), (128, 128, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4)],  # fp16/bf16
     4: [(128, 256, 32, 8, 3), (128, 128, 32, 8, 3), (128, 128, 32, 4, 4)],  # fp32 as tf32
 }
+# Tensor-core tiles (BLOCK_M, BLOCK_N over 8 warps) of the activations whose epilogue spilled beside
+# 64-128 accumulators a thread (128 x 128 and 128 x 256 tiles) on sm_90: gelu_tanh 1.8-2.5 KB, tanh
+# (computed in fp64) 3.7-6.2 KB. 32 accumulators a thread keep gelu_tanh in registers, 16 tanh. The
+# other activations kept at most ~0.3 KB, as a bias alone does at a masked edge (docs/gpu.md).
+_HEAVY_EPILOGUE_TILES = {"gelu_tanh": (128, 64), "tanh": (64, 64)}
 TUNE_MIN_FLOPS = 2 * 2048 ** 3  # below this a launch is too short for the choice to matter
 _tuned: dict = {}  # problem key -> the fastest candidate measured
 
@@ -236,6 +235,13 @@ def _tuned_config(key, candidates, measure, capturing: bool):
     return best
 
 
+def _epilogue_candidates(config):
+    """Tensor-core tiles tried for a product with a heavy epilogue: ``config`` (``_config``'s) and
+    its transpose, which holds as many accumulators a thread (the tuned candidates hold 64-128)."""
+    bm, bn, *rest = config
+    return [config] if bm == bn else [config, (bn, bm, *rest)]
+
+
 def _config(dtype, M, N, K, device, allow_tf32, activation=None):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); tl.dot needs every block dim >= 16."""
     if target(device) == "cpu":
@@ -244,14 +250,16 @@ def _config(dtype, M, N, K, device, allow_tf32, activation=None):
         return _pow2(M, 16, 256), _pow2(N, 16, 256), _pow2(K, 16, 512), 4, 1
     if dtype in (torch.float16, torch.bfloat16) or (dtype == torch.float32 and allow_tf32):
         bm, bn, bk, warps, stages = 128, 128, 64 if dtype != torch.float32 else 32, 8, 3
+        bm, bn = _HEAVY_EPILOGUE_TILES.get(activation, (bm, bn))
     elif dtype == torch.float32:  # IEEE fp32 runs on FMA units: smaller tiles, more programs
         bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
     else:  # fp64: 8-byte elements, keep the staged tiles within shared memory
         bm, bn, bk, warps, stages = 64, 64, 16, 4, 2
     if activation is not None and dtype in (torch.float32, torch.float64) and not allow_tf32:
         # the epilogue keeps its temporaries for each accumulator a thread holds: at 32 a thread,
-        # tanh spilled 1 KB in fp32 and gelu_tanh 1.5 KB in fp64; 16 (fp32) or 8 (fp64) fit
-        bm, warps = (bm, 8) if dtype == torch.float32 else (32, 8)
+        # tanh spilled 1 KB in fp32 and gelu_tanh 1.5 KB in fp64; at 16 fp32 still spilled 24-48 B
+        # where the tiles are masked (1000^3: tanh on sm_90 and sm_80, relu/gelu on sm_80); 8 fit
+        bm, warps = 32, 8
     # Small problems: shrink the tile rather than mask most of it away.
     return _pow2(M, 16, bm), _pow2(N, 16, bn), _pow2(K, 16, bk), warps, stages
 
@@ -319,7 +327,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
                    ACT=ACTIVATIONS[activation], STORE_PREACT=return_preact,
                    ACC=compute_dtype(accumulate_dtype(a.dtype)),
                    PRECISION="tf32" if tf32 else "ieee",
-                   UPCAST=not on_gpu and a.dtype == torch.bfloat16, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                   BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                    GROUP_M=8 if cuda else 1, ONE_TILE=grid == (1,), ONE_K=K <= bk,
                    EVEN_M=M % bm == 0, EVEN_N=N % bn == 0, EVEN_K=K > 0 and K % bk == 0, ROWSUM=rowsum,
                    num_warps=warps, num_stages=stages)
@@ -339,6 +347,8 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
         return result
     config = _config(a.dtype, M, N, K, a.device, allow_tf32, activation)
     candidates = _TENSOR_CORE_CANDIDATES.get(a.element_size() if a.dtype != torch.float32 or tf32 else 0)
+    if candidates and activation in _HEAVY_EPILOGUE_TILES:
+        candidates = _epilogue_candidates(config)
     if tf32 and not batch and (a.stride(-1) != 1 or b.stride(-2) != 1):
         # Hopper's wgmma reads tf32 operands K-major only; Triton falls back to the older, slower
         # mma for any other layout. Copying an operand K-major first is tried as a candidate too.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
 import torch
 
 from tgrad.kernels.helpers.layout import next_pow2
@@ -38,7 +39,8 @@ def row_grid(device: torch.device, n_rows: int) -> tuple[tuple, int]:
 
 def upload(rows: list, device: torch.device, capturing: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(device table, the host tensor it was copied from)."""
-    host = torch.tensor(rows, dtype=torch.int64)
+    # through NumPy: torch.tensor converts a list element by element (~2.5x slower for 130 rows)
+    host = torch.from_numpy(np.array(rows, dtype=np.int64))
     if device.type == "cuda":
         if capturing:
             # Captured, a non-blocking copy becomes a graph node that re-reads ``host`` at every

@@ -26,18 +26,17 @@ why launches interpreted.
 """
 from __future__ import annotations
 
-import os
 import threading
-from collections import Counter
-from contextlib import contextmanager
 
 import numpy as np
 
-from .counters import growth
 from .interpreter import _interpreted, _interpreting
 from .recorder import Recorder, Refused, builder_instrumented, fold_probes, recording
 from . import trace_cache
 from .signature import MAX_ENTRIES, KernelState
+from .sites import plan_site
+from .switches import (config as _config, count_replays, fallback_reasons, local as _local, replay_counts,
+                       replay_disabled, replay_enabled, replay_verify, run_quietly, set_replay)
 from .trace import compile_launch
 from .verify import ReplayMismatch, Snapshot as _Snapshot, compare as _compare
 from .triton_private import interpreter_builder
@@ -45,50 +44,10 @@ from .triton_private import interpreter_builder
 __all__ = ["replay_counts", "fallback_reasons", "count_replays", "set_replay", "replay_enabled", "replay_verify",
            "replay_disabled", "ReplayMismatch", "clear_replay_cache"]
 
-replay_counts: Counter = Counter()  # "replayed" / "recorded" / "interpreted" -> launches
-fallback_reasons: Counter = Counter()  # why a launch interpreted -> launches
-_config = {"enabled": os.environ.get("TGRAD_REPLAY", "1") != "0",
-           "verify": os.environ.get("TGRAD_REPLAY_VERIFY", "0") not in ("", "0")}
 _lock = threading.Lock()  # cache updates
-class _Local(threading.local):
-    disabled = 0  # replay_disabled() depth of this thread (a class default: reading it never raises)
-
-
-_local = _Local()
 MAX_VARIANTS = 8  # traces per signature (guard outcomes) before it interprets for good
 KERNEL_BYTES = 64 << 20  # constants (offsets, masks, folded values) per kernel
 COMPILE_ONLY_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
-
-
-def set_replay(enabled: bool | None = None, verify: bool | None = None) -> None:
-    """Turn replay of recorded CPU launches on or off, and verify mode (module doc)."""
-    if enabled is not None:
-        _config["enabled"] = bool(enabled)
-    if verify is not None:
-        _config["verify"] = bool(verify)
-
-
-def replay_enabled() -> bool:
-    return _config["enabled"]
-
-
-def replay_verify() -> bool:
-    return _config["verify"]
-
-
-@contextmanager
-def replay_disabled():
-    """Interpret every launch of this thread inside the block (for instruments of the interpreter)."""
-    _local.disabled = getattr(_local, "disabled", 0) + 1
-    try:
-        yield
-    finally:
-        _local.disabled -= 1
-
-
-def count_replays():
-    """``with count_replays() as c: ...`` -> ``c``: replayed / recorded / interpreted launches inside."""
-    return growth(replay_counts)
 
 
 _states: list = []  # every kernel's KernelState (for clear_replay_cache)
@@ -140,16 +99,8 @@ def _state(kernel):
     return state
 
 
-# NumPy 2 keeps its error state in a context variable: a replayed site sets it directly, as
-# np.errstate(all="ignore") does, without building a context manager per launch (NumPy 1: None)
-_UFUNC_CONFIG = getattr(getattr(np, "_core", None), "_ufunc_config", None)
-_ERRORS = getattr(_UFUNC_CONFIG, "_extobj_contextvar", None)
-_IGNORE_ERRORS = _UFUNC_CONFIG._make_extobj(all="ignore") if _ERRORS is not None else None
-
-
 def _replay(variant, A):
-    with np.errstate(all="ignore"):
-        variant.run(A)
+    run_quietly(variant.run, A)
 
 
 class _Launch:
@@ -317,79 +268,24 @@ def _install(state, key, variants, refused):
     return entry
 
 
-def _site_plan(state, site, tensors, bound, entry):
-    """What ``run_site`` needs to replay the site without binding: the signature, the replay inputs
-    with the scalars filled in, which input slots are which of ``tensors``' addresses, and the
-    signature's cache entry."""
-    key, A, bound_tensors = bound
-    slots = []
-    for s, t in enumerate(bound_tensors):
-        if t is not None:
-            index = next((i for i, u in enumerate(tensors) if u is t), None)
-            if index is None:  # a tensor argument the site did not name: no plan
-                return
-            slots.append((s, index))
-    if len(state.sites) > 8 * MAX_ENTRIES:
-        state.sites.clear()
-    state.sites[site] = (key, list(A), tuple(slots), id(interpreter_builder.options), entry)
-
-
-def _site_inputs(plan, tensors):
-    """(signature, replay inputs) of a planned site for these tensors; inputs None when the plan
-    does not apply (other interpreter options, a tensor off the CPU)."""
-    key, A, slots, options = plan[:4]
-    if options != id(interpreter_builder.options):
-        return key, None
-    for t in tensors:
-        if not t.is_cpu:
-            return key, None
-    ptrs = [t.data_ptr() for t in tensors]
-    A = A.copy()
-    for s, i in slots:
-        A[s] = ptrs[i]
-    return key, A
-
-
-def run_site(kernel, site, tensors, build) -> bool:
+def run_site(kernel, site, tensors, build, keep_alive=()) -> bool:
     """Run a launch of a call site (``launch.launch_site``): a site seen before replays from its
     tensors' addresses alone (True); otherwise (a site not planned yet, a trace with guards or not
     recorded yet, verify mode, replay off, an instrumented builder) ``build()`` gives the launch's
     (grid, args, meta) and it runs as ``run`` runs it, planning the site once its trace replays
     (False)."""
-    if _replay_site(kernel, site, tensors):
+    plan = site_plan(kernel, site)
+    if plan is not None and plan(tensors):
         return True
     grid, args, meta = build()
-    run(kernel, grid, args, meta, site=(site, tensors))
+    run(kernel, grid, args, meta, keep_alive, site=(site, tensors))
     return False
 
 
-def _replay_site(kernel, site, tensors) -> bool:
-    """Replay a planned site's trace from ``tensors``' addresses; False (nothing run) when it cannot."""
+def site_plan(kernel, site):
+    """The executor's ``SitePlan`` of a ``launch_site`` site (``runtime/sites.py``), or None."""
     state = kernel.__dict__.get("_tgrad_replay")
-    plan = state.sites.get(site) if state is not None else None
-    if plan is None or not _config["enabled"] or _config["verify"] or _local.disabled:
-        return False
-    key, A = _site_inputs(plan, tensors)
-    if A is None or builder_instrumented():
-        return False
-    entry = plan[4]  # the plan's entry, while the cache holds it (refreshed as the least recently used)
-    try:
-        state.entries.move_to_end(key)  # one call, atomic: no lock (an eviction in between raises here)
-    except KeyError:  # evicted or cleared since: the site binds and plans again
-        state.sites.pop(site, None)
-        return False
-    if not entry.variants or entry.variants[0].guards is not None:
-        return False
-    replay_counts["replayed"] += 1
-    if _ERRORS is None:
-        _replay(entry.variants[0], A)
-        return True
-    token = _ERRORS.set(_IGNORE_ERRORS)
-    try:
-        entry.variants[0].run(A)
-    finally:
-        _ERRORS.reset(token)
-    return True
+    return state.sites.get(site) if state is not None else None
 
 
 def run(kernel, grid, args, meta, keep_alive=(), capturing=False, site=None):
@@ -400,7 +296,7 @@ def run(kernel, grid, args, meta, keep_alive=(), capturing=False, site=None):
         meta.pop(option, None)
     state = _state(kernel)
     grid = tuple(grid) + (1,) * (3 - len(grid))
-    if not _config["enabled"] or getattr(_local, "disabled", 0) or builder_instrumented():
+    if not _config["enabled"] or _local.disabled or builder_instrumented():
         _interpret(state.runner, grid, args, meta, "replay off" if not _config["enabled"] else
                    "an instrumented interpreter")
         return _Launch(kernel, state, grid, args, meta, keep_alive, None) if capturing else None
@@ -412,9 +308,9 @@ def run(kernel, grid, args, meta, keep_alive=(), capturing=False, site=None):
             if site is not None and entry.variants:
                 plan = state.sites.get(site[0])
                 if plan is None:
-                    _site_plan(state, site[0], site[1], bound, entry)
-                elif _config["verify"] and plan[0] == bound[0]:  # the plan must be what binding finds
-                    planned = _site_inputs(plan, site[1])[1]
+                    plan_site(state, site[0], site[1], bound, entry)
+                elif _config["verify"] and plan.key == bound[0]:  # the plan must be what binding finds
+                    planned = plan.inputs(site[1])
                     if planned is not None and planned != bound[1]:
                         raise ReplayMismatch(f"verify mode: {kernel.__name__}: a launch_site plan gives other "
                                              "replay inputs than binding the launch's arguments")
@@ -431,7 +327,7 @@ def run(kernel, grid, args, meta, keep_alive=(), capturing=False, site=None):
 def graph_stepper():
     """``graph_step`` for one replay of a CPU graph, with the executor's switches (replay on, verify
     mode, an instrumented builder) read once for the whole replay instead of once per launch."""
-    if not _config["enabled"] or _config["verify"] or getattr(_local, "disabled", 0) or builder_instrumented():
+    if not _config["enabled"] or _config["verify"] or _local.disabled or builder_instrumented():
         return graph_step
 
     def step(launch: _Launch):
@@ -446,7 +342,7 @@ def graph_stepper():
 def graph_step(launch: _Launch):
     """A captured launch replayed by a CPU graph: the trace recorded for it at capture when its
     guards hold (the graph keeps it, cached or not), else what an eager launch would do."""
-    if launch.key is None or not _config["enabled"] or getattr(_local, "disabled", 0) or builder_instrumented():
+    if launch.key is None or not _config["enabled"] or _local.disabled or builder_instrumented():
         return _interpret(launch.state.runner, launch.grid, launch.args, launch.meta, "replay off")
     variant = launch.variant
     if variant is not None and variant.guards is None and not _config["verify"]:

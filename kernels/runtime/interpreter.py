@@ -118,12 +118,21 @@ class _PatchPlan:
 
 
 def _blas_dot(a, b, acc, input_precision=None, max_num_imprecise_acc=None):
-    """``acc + a @ b`` with the operands widened to the accumulator's dtype (fp16 -> fp32, as the
-    GPU accumulates), so numpy takes its BLAS path."""
+    """``acc + a @ b`` with the operands widened to the accumulator's dtype (fp16/bf16 -> fp32, as
+    the GPU accumulates), so numpy takes its BLAS path. A kernel's bf16 tiles go to ``tl.dot`` as
+    they are, as compiled: the widening is the interpreter's business, not the kernel's."""
     dtype = acc.data.dtype
-    a_data = a.data if a.data.dtype == dtype else a.data.astype(dtype)
-    b_data = b.data if b.data.dtype == dtype else b.data.astype(dtype)
-    return TensorHandle(np.matmul(a_data, b_data) + acc.data, acc.dtype.scalar)
+    return TensorHandle(np.matmul(_widened(a, dtype), _widened(b, dtype)) + acc.data, acc.dtype.scalar)
+
+
+def _widened(x, dtype):
+    """A dot operand's values as ``dtype``. The interpreter holds bf16 as its uint16 bits (numpy has
+    no bf16), which ``astype`` would convert as integers: they are the high half of the fp32 of the
+    same value, so shifting them there is the exact widening."""
+    data = x.data
+    if x.dtype.scalar == triton.language.bfloat16:
+        data = (data.astype(np.uint32) << 16).view(np.float32)
+    return data if data.dtype == dtype else data.astype(dtype)
 
 
 _broadcast_impl_value = type(interpreter_semantic).broadcast_impl_value

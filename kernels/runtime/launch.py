@@ -21,7 +21,7 @@ from triton.runtime.jit import JITFunction
 
 from .counters import growth
 
-__all__ = ["launch", "launch_site", "launch_counts", "count_launches", "launch_observers"]
+__all__ = ["launch", "launch_site", "site_replayer", "launch_counts", "count_launches", "launch_observers"]
 
 _lock = threading.RLock()
 launch_counts: Counter = Counter()  # kernel name -> launches since import (or since reset)
@@ -97,7 +97,7 @@ def _launch(kernel, grid, args, meta, keep_alive=(), site=None):
         return kernel[grid](*args, **meta)
 
 
-def launch_site(kernel: JITFunction, site, tensors, build):
+def launch_site(kernel: JITFunction, site, tensors, build, keep_alive=()):
     """``launch(kernel, grid, *args, **meta)`` with ``(grid, args, meta) = build()``, for a call site
     that knows its launch's arguments from less: ``site`` (hashable) must determine every argument
     except the addresses of ``tensors`` (so it includes their dtypes and whatever shapes, strides
@@ -105,17 +105,38 @@ def launch_site(kernel: JITFunction, site, tensors, build):
     On the CPU the executor takes the site, its tensors and ``build`` together: a site seen before
     replays its trace without building or binding arguments, anything else builds them once and
     runs as ``launch`` does (``runtime/executor.py``: ``run_site``). Anything out of the ordinary
-    (a graph capture, an observer) builds the arguments and launches as ``launch`` does."""
+    (a graph capture, an observer) builds the arguments and launches as ``launch`` does.
+    ``keep_alive``: as ``launch``'s (tensors reached through a pointer table)."""
     ours = captures
     if not launch_observers and not ours.recorders and not ours.cuda and tensors[0].is_cpu:
-        ids = [id(t) for t in tensors]
-        if len(set(ids)) != len(ids):  # the same tensor twice (x * x): which positions alias is part of the site
-            site = (site, tuple(ids.index(i) for i in ids))
         launch_counts[kernel.__name__] += 1
-        _executor().run_site(kernel, site, tensors, build)
+        _executor().run_site(kernel, _aliased(site, tensors), tensors, build, keep_alive)
         return None
     grid, args, meta = build()
-    return _launch(kernel, grid, args, meta)
+    return _launch(kernel, grid, args, meta, keep_alive)
+
+
+def _aliased(site, tensors):
+    ids = [id(t) for t in tensors]
+    if len(set(ids)) != len(ids):  # the same tensor twice (x * x): which positions alias is part of the site
+        return site, tuple(ids.index(i) for i in ids)
+    return site
+
+
+def site_replayer(kernel: JITFunction, site, tensors):
+    """For a ``launch_site`` site the CPU executor has planned (``runtime/sites.py``), with
+    ``tensors`` as they alias now: ``replay(tensors) -> bool``, a launch of the site that replays
+    its trace and counts it as ``launch_site`` would (True), or runs nothing (False: a graph
+    capture, an observer, the executor's switches; the caller then calls ``launch_site``). None
+    while the site has no plan. For callers that decided the whole launch from metadata once (the
+    same dtypes, shapes, strides and aliasing every call): no site key is built or looked up. None
+    too while an observer or a capture is active."""
+    if _cpu_executor is None or launch_observers or captures.recorders or captures.cuda:
+        return None  # (observed or captured, launch_site does not look for the executor's plans either)
+    plan = _cpu_executor.site_plan(kernel, _aliased(site, tensors))
+    if plan is None:
+        return None
+    return plan.bound(launch_observers, captures, launch_counts, kernel.__name__)
 
 
 def count_launches():

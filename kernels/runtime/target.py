@@ -7,8 +7,10 @@ inside ``as_cuda()`` CPU tensors are configured as CUDA ones. The CPU then inter
 launches a GPU run would make (what a kernel computes does not depend on its configuration, so the
 results agree up to the order of floating-point sums), and an observer of ``launch`` sees the GPU's
 configurations: ``tgrad.kernels.runtime.cuda_compile`` compiles them for sm_90 and sm_80 as a GPU launch
-would. Numerics that are the interpreter's own (bf16 refused, products upcast) stay with the
-tensor's real device; so do uploads, streams and graph captures, which are not decisions.
+would. No launch argument is chosen for the interpreter's sake by the tensor's real device: the
+interpreter widens a dot's 16-bit operands itself (``runtime/interpreter.py``), so what is compiled
+is what a GPU compiles. What stays with the real device is not a decision: the ops' refusal of bf16
+on the CPU (the interpreter's bf16 arithmetic), uploads, streams and graph captures.
 """
 from __future__ import annotations
 

@@ -200,7 +200,7 @@ def test_tensor_core_candidates_compile_for_sm90_with_pipelined_loads():
         attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
         for bm, bn, bk, warps, stages in KM._TENSOR_CORE_CANDIDATES[size]:
             consts = dict(constants, **{u: 1 for u in unit}, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                          ONE_TILE=False, ONE_K=False, EVEN_M=True, EVEN_N=True, EVEN_K=True, UPCAST=False)
+                          ONE_TILE=False, ONE_K=False, EVEN_M=True, EVEN_N=True, EVEN_K=True)
             compiled = triton.compile(ASTSource(kernel, signature, consts, attrs), target=GPUTarget("cuda", 90, 32),
                                       options=dict(num_warps=warps, num_stages=stages))
             assert compiled.metadata.shared == stages * (bm * bk + bk * bn) * size <= 227 * 1024

@@ -12,6 +12,7 @@ import tgrad
 import tgrad.kernels as K
 from tgrad.kernels.runtime import executor as replay
 from tgrad.kernels.runtime.launch import launch_observers, launch_site
+from tgrad.kernels.runtime.sites import SitePlan
 from tgrad.kernels.elementwise.pointwise import pointwise_kernel
 
 
@@ -137,8 +138,9 @@ def test_verify_mode_catches_a_plan_that_binding_disagrees_with():
     for _ in range(4):
         x + y  # plans the site
     state = pointwise_kernel.__dict__["_tgrad_replay"]
-    (site, (key, A, slots, options, entry)), = state.sites.items()
-    state.sites[site] = (key, A, tuple((s, (i + 1) % 3) for s, i in slots), options, entry)  # addresses shuffled
+    (site, plan), = state.sites.items()
+    shuffled = tuple((s, (i + 1) % 3) for s, i in plan.slots)  # addresses shuffled
+    state.sites[site] = SitePlan(plan.key, plan.A, shuffled, plan.entry, state, site)
     K.set_replay(verify=True)
     try:
         with pytest.raises(replay.ReplayMismatch, match="launch_site plan"):

@@ -5,8 +5,10 @@ without running them: registers, spills and grids per kernel and shape.
 that runs nothing, so a forward and backward at 2 x 256 x 224 x 224 costs only the allocations (the
 values computed are garbage, which no launch decision reads). ``SPILL_CASES`` are the shapes issue
 23 names (conv 3x3/5x5/7x7 at 64-256 channels and 32-224 px, pools, indexing of 4096 x 1024,
-attention at head dims 64/128 and L 1024-4096, in fp32/fp16/bf16); ``probe`` compiles each distinct
-launch of them and reports its resource usage. Run as a script for the table:
+attention at head dims 64/128 and L 1024-4096, in fp32/fp16/bf16) and a linear layer's product at
+1000^3 and 4096^3 with a bias alone or with relu, gelu, gelu_tanh or tanh (fp16, bf16, tf32, fp32);
+``probe`` compiles each distinct launch of them and reports its resource usage. Run as a script for
+the table:
 
     python tests/support/gpu_shapes.py [--archs 90,80] [--only conv] [--json out.json]
 """
@@ -24,6 +26,7 @@ import torch  # noqa: E402
 import tgrad  # noqa: E402
 import tgrad.nn.functional as F  # noqa: E402
 from tgrad.kernels import attention as KA  # noqa: E402
+from tgrad.kernels.linalg import matmul as KM  # noqa: E402
 from tgrad.kernels.runtime import launch as launch_module  # noqa: E402
 from tgrad.kernels.runtime.cuda_compile import GRID_LIMITS, CompileObserver, specialise  # noqa: E402
 from tgrad.kernels.runtime.launch import launch_observers  # noqa: E402
@@ -35,6 +38,10 @@ class _RunsNothing:
 
     @staticmethod
     def run(kernel, grid, args, meta, keep_alive, recording, site):
+        return None
+
+    @staticmethod
+    def site_plan(kernel, site):  # no site is ever planned: each launch goes through ``launch``
         return None
 
 
@@ -100,6 +107,16 @@ def attention_case(length, head, dtype, causal, heads=8, n=2):
     return f"attention L{length} E{head} {'causal ' if causal else ''}{_name(dtype)}", run
 
 
+def matmul_case(n, dtype, activation, tf32=False):
+    """A linear layer's product (bias and a fused activation) through the kernel: bf16 is refused by
+    tgrad's CPU ops and tf32 is for CUDA tensors, not for the kernel. n = 1000 masks the edge tiles;
+    4096 is past the size whose tiles a GPU times (planned here: the first candidate)."""
+    def run():
+        a, b, bias = torch.empty(n, n, dtype=dtype), torch.empty(n, n, dtype=dtype), torch.empty(n, dtype=dtype)
+        KM.matmul(a, b, bias=bias, activation=activation, allow_tf32=tf32)
+    return f"matmul {n}^3 {_name(dtype)}{' tf32' if tf32 else ''} + bias{' + ' + activation if activation else ''}", run
+
+
 def _name(dtype):
     return str(dtype).rsplit(".", 1)[-1]
 
@@ -113,6 +130,9 @@ SPILL_CASES = (
     + [index_case(4096, 1024, d) for d in FLOATS[:2]]
     + [attention_case(L, E, d, causal) for E in (64, 128) for L in (1024, 4096) for d in FLOATS
        for causal in (False, True) if L == 1024 or not causal]
+    + [matmul_case(n, d, act, tf32) for n in (1000, 4096)
+       for d, tf32 in ((torch.float16, False), (torch.bfloat16, False), (torch.float32, True), (torch.float32, False))
+       for act in (None, "relu", "gelu", "gelu_tanh", "tanh")]
 )
 
 

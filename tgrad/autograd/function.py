@@ -328,70 +328,77 @@ class Function(metaclass=_FunctionMeta):
                 _set_grad_enabled(enabled)
         else:
             outputs = cls.forward(ctx, *args, **kwargs)
-        # what forward set on ctx, read from its __dict__: a node's __getattr__ raises for a missing name
-        marks = ctx.__dict__
         if not track:
             if builtin:
                 return outputs
             # a user's Function hands back a new tensor for an input returned unchanged, graph or not
-            ids, dirty = {id(a) for a in args if isinstance(a, Tensor)}, marks.get("_dirty", ())
+            ids, dirty = {id(a) for a in args if isinstance(a, Tensor)}, ctx.__dict__.get("_dirty", ())
             fresh = tuple(o._alias() if isinstance(o, Tensor) and id(o) in ids and id(o) not in dirty else o
                           for o in (outputs if isinstance(outputs, tuple) else (outputs,)))
             return fresh if isinstance(outputs, tuple) else fresh[0]
-        single = not isinstance(outputs, tuple)
-        outs = (outputs,) if single else outputs
-        non_diff = marks.get("_non_differentiable", ())
-        dirty = marks.get("_dirty", ())
-        inputs_by_id, edges, meta, tensor_pos = set(), [], [], []
-        for i, a in enumerate(args):  # one pass: the edges, the inputs' (shape, dtype, device)
-            if isinstance(a, Tensor):
-                data = a._data
-                inputs_by_id.add(id(a))
-                tensor_pos.append(i)
-                edges.append(edge_of(a) if needs[i] else (None, 0))
-                meta.append((data.shape, _BY_TORCH[data.dtype], data.device))
+        return record(cls, ctx, args, needs, outputs)
+
+
+def record(cls, ctx, args, needs, outputs):
+    """The graph of a recorded call of ``cls`` (ctx: its node, after forward): the node's edges to
+    ``args`` (those ``needs`` marks), the inputs' and outputs' metadata, the outputs' history and
+    what forward saved. Returns the outputs (inputs returned unchanged become new tensors)."""
+    builtin = cls.builtin
+    marks = ctx.__dict__  # what forward set, read from __dict__: a node's __getattr__ raises for a missing name
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    non_diff = marks.get("_non_differentiable", ())
+    dirty = marks.get("_dirty", ())
+    inputs_by_id, edges, meta, tensor_pos = set(), [], [], []
+    for i, a in enumerate(args):  # one pass: the edges, the inputs' (shape, dtype, device)
+        if isinstance(a, Tensor):
+            data = a._data
+            inputs_by_id.add(id(a))
+            tensor_pos.append(i)
+            edges.append(edge_of(a) if needs[i] else (None, 0))
+            meta.append((data.shape, _BY_TORCH[data.dtype], data.device))
+        else:
+            edges.append((None, 0))
+            meta.append(None)
+    ctx._next = tuple(edges)
+    # next_functions shows the tensor arguments only (PyTorch: non-tensors are not edges)
+    ctx._edge_pos = cls.edge_args if builtin and cls.edge_args is not None else tuple(tensor_pos)
+    ctx._input_meta = tuple(meta)
+    new_outs = []
+    for i, o in enumerate(outs):
+        if isinstance(o, Tensor):
+            if id(o) in inputs_by_id and id(o) not in dirty:
+                o = o._alias()  # an input returned unchanged still gets a fresh output with history
+            if id(o) in dirty:
+                if not builtin and o._grad_fn is None and o._requires_grad and o._base is None:
+                    raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                                       "operation.")  # PyTorch's wording for a dirty leaf
+                check_inplace(o)
+            if id(outs[i]) in non_diff or not o._data.dtype.is_floating_point:
+                o._requires_grad = False  # integer results (argmax, .long()) are never differentiable
             else:
-                edges.append((None, 0))
-                meta.append(None)
-        ctx._next = tuple(edges)
-        # next_functions shows the tensor arguments only (PyTorch: non-tensors are not edges)
-        ctx._edge_pos = cls.edge_args if builtin and cls.edge_args is not None else tuple(tensor_pos)
-        ctx._input_meta = tuple(meta)
-        new_outs = []
-        for i, o in enumerate(outs):
-            if isinstance(o, Tensor):
-                if id(o) in inputs_by_id and id(o) not in dirty:
-                    o = o._alias()  # an input returned unchanged still gets a fresh output with history
-                if id(o) in dirty:
-                    if not builtin and o._grad_fn is None and o._requires_grad and o._base is None:
-                        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
-                                           "operation.")  # PyTorch's wording for a dirty leaf
-                    check_inplace(o)
-                if id(outs[i]) in non_diff or not o._data.dtype.is_floating_point:
-                    o._requires_grad = False  # integer results (argmax, .long()) are never differentiable
-                else:
-                    o._grad_fn, o._output_nr, o._requires_grad = ctx, i, True
-            new_outs.append(o)
-        ctx._num_outputs = len(outs)
-        ctx._output_meta = tuple([(o._data.shape, _BY_TORCH[o._data.dtype], o._data.device, id(outs[i]) in non_diff)
-                                  if isinstance(o, Tensor) else None for i, o in enumerate(new_outs)])
-        out_ids = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
-        to_save = marks.get("_to_save")
-        if to_save is not None:
-            if any(t is not None and t._is_inference for t in to_save):  # only when saved (a + t is fine)
-                raise RuntimeError(
-                    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
-                    "inference mode in computation tracked by autograd. To work around this, you can make a "
-                    "clone to get a normal tensor and use it in autograd, or use `tgrad.no_grad()` instead of "
-                    "`tgrad.inference_mode()`.")
-            # Outputs are saved by what produced them: a later in-place change is reported as
-            # "output 0 of Exp" even after the tensor's own grad_fn moved on.
-            producer = _op_name_of(ctx)
-            ctx._saved = tuple(None if t is None else
-                               _Saved(new_outs[out_ids[id(t)]], producer) if id(t) in out_ids else _Saved(t)
-                               for t in to_save)
-            del ctx._to_save
-        return new_outs[0] if single else tuple(new_outs)
+                o._grad_fn, o._output_nr, o._requires_grad = ctx, i, True
+        new_outs.append(o)
+    ctx._num_outputs = len(outs)
+    ctx._output_meta = tuple([(o._data.shape, _BY_TORCH[o._data.dtype], o._data.device, id(outs[i]) in non_diff)
+                              if isinstance(o, Tensor) else None for i, o in enumerate(new_outs)])
+    out_ids = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
+    to_save = marks.get("_to_save")
+    if to_save is not None:
+        if any(t is not None and t._is_inference for t in to_save):  # only when saved (a + t is fine)
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+                "inference mode in computation tracked by autograd. To work around this, you can make a "
+                "clone to get a normal tensor and use it in autograd, or use `tgrad.no_grad()` instead of "
+                "`tgrad.inference_mode()`.")
+        # Outputs are saved by what produced them: a later in-place change is reported as
+        # "output 0 of Exp" even after the tensor's own grad_fn moved on.
+        producer = _op_name_of(ctx)
+        ctx._saved = tuple(None if t is None else
+                           _Saved(new_outs[out_ids[id(t)]], producer) if id(t) in out_ids else _Saved(t)
+                           for t in to_save)
+        del ctx._to_save
+    return new_outs[0] if single else tuple(new_outs)
 
 
 def _refuse_grad(no_grad_args, needs):

@@ -34,17 +34,22 @@ def fused(formula, inputs, dtype, params=(), n_out=1, out=None, compute=None, sh
     tuple of ``n_out``), or written into ``out``."""
     data = [t._data for t in inputs]
     if shape is None:
-        shape = data[0].shape
-        for d in data:
-            if d.shape != shape:  # equal shapes (the common case) broadcast to themselves
-                shape = broadcast_shapes(*(t.shape for t in inputs))
-                break
+        shape = broadcast_shape(data)
     outs = [out._data] if out is not None else None
     results = pointwise(formula, data, shape, [dtype.torch] * n_out, params, outs=outs,
                         compute=compute_dtype(compute.torch) if compute is not None else None)
     if out is not None:
         return out
     return wrap(results[0]) if n_out == 1 else tuple(wrap(r) for r in results)
+
+
+def broadcast_shape(data):
+    """The shape torch tensors ``data`` broadcast to."""
+    shape = data[0].shape
+    for d in data:
+        if d.shape != shape:  # equal shapes (the common case) broadcast to themselves
+            return broadcast_shapes(*(d.shape for d in data))
+    return shape
 
 
 def _fn(name):

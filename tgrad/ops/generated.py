@@ -15,6 +15,7 @@ from .. import _dtype
 from ..autograd.function import BuiltinFunction, Node
 from ..tensor import Tensor
 from . import registry
+from .call_plans import PLANS, call_key, plan_call
 from .common import as_operand, check_runnable, constant, result_type, wrap
 from .formula import derivative, fused
 from .inplace import check_no_internal_overlap, write_inplace
@@ -43,12 +44,42 @@ class RowFunction(BuiltinFunction):
             raising = row.bool_backward[2] if len(row.bool_backward) > 2 else range(n)
             if any(ctx.needs_input_grad[i] for i in raising):
                 ctx.bool_error = row.bool_backward[1]
+        params = args[n:]
+        operands, out_dtype, formula, fparams = cls._decide(operands, params, isinstance(ctx, Node))
+        check_runnable(*operands)
+        ctx.params = params + cls.constants
+        y = fused(formula, operands, out_dtype, fparams)
+        ctx.same = row.same_operand is not None and args[0] is args[1]
+        if isinstance(ctx, Node):  # only a recorded call's node keeps them
+            cls._save(ctx, operands, y)
+        return y
+
+    @classmethod
+    def _save(cls, ctx, operands, y):
+        """What the node of a recorded call saves for its derivative."""
+        row = cls.row
+        if row.derivative is None:
+            return
+        saved = list(operands) + [y] if row.saves == "xy" else operands if row.saves == "x" else \
+            [y] if row.saves == "y" else []
+        if row.reads is not None and row.saves in ("x", "xy"):  # only what a needed gradient reads
+            read = {k for i, need in enumerate(ctx.needs_input_grad[:cls.n_operands]) if need for k in row.reads[i]}
+            saved = [t if i in read else None for i, t in enumerate(saved)]
+        # in place, a node PyTorch computes from its result (EluBackward1) saves it too: changing
+        # it later breaks backward, as in PyTorch
+        ctx.save_for_backward(*saved, *((y,) if cls._saves_result_too() else ()))
+
+    @classmethod
+    def _decide(cls, operands, params, recorded):
+        """What a call decides from its operands' metadata: (the operands as the kernel reads them,
+        the result's dtype, the formula, the formula's parameters)."""
+        row = cls.row
         dtype = result_type(*operands)
         out_dtype = _float(dtype) if row.dtypes == "float" else dtype
         for a in operands:
             if not isinstance(a, Tensor):  # a number: a 0-d tensor of the result's dtype
                 ref = next(a for a in operands if isinstance(a, Tensor))
-                if isinstance(ctx, Node):  # saved for backward: a tensor of its own
+                if recorded:  # saved for backward: a tensor of its own
                     operands = [as_operand(a, ref, dtype) for a in operands]
                 else:
                     operands = [a if isinstance(a, Tensor) else constant(a, dtype, ref._data.device) for a in operands]
@@ -56,25 +87,23 @@ class RowFunction(BuiltinFunction):
         # the kernel keeps bool operands bool (masks): a formula on numbers needs them cast first
         if not row.keep_bools and out_dtype is not _dtype.bool:
             operands = [a.to(out_dtype) if a.dtype is _dtype.bool else a for a in operands]
-        check_runnable(*operands)
-        params = args[n:]
-        ctx.params = params + cls.constants
         if row.bool_forward is not None and out_dtype is _dtype.bool:
-            y = fused(row.bool_forward, operands, out_dtype)
-        elif row.plain is not None and (not params or all(v == d for v, (_, d) in zip(params, row.params))):
-            y = fused(row.plain, operands, out_dtype)
-        else:
-            y = fused(row.forward, operands, out_dtype, ctx.params)
-        ctx.same = row.same_operand is not None and args[0] is args[1]
-        if row.derivative is not None and isinstance(ctx, Node):  # only a recorded call's node keeps them
-            saved = list(operands) + [y] if row.saves == "xy" else operands if row.saves == "x" else \
-                [y] if row.saves == "y" else []
-            if row.reads is not None and row.saves in ("x", "xy"):  # only what a needed gradient reads
-                read = {k for i, need in enumerate(ctx.needs_input_grad[:n]) if need for k in row.reads[i]}
-                saved = [t if i in read else None for i, t in enumerate(saved)]
-            # in place, a node PyTorch computes from its result (EluBackward1) saves it too: changing
-            # it later breaks backward, as in PyTorch
-            ctx.save_for_backward(*saved, *((y,) if cls._saves_result_too() else ()))
+            return operands, out_dtype, row.bool_forward, ()
+        if row.plain is not None and (not params or all(v == d for v, (_, d) in zip(params, row.params))):
+            return operands, out_dtype, row.plain, ()
+        return operands, out_dtype, row.forward, params + cls.constants
+
+    @classmethod
+    def apply(cls, *args):
+        # a call of operands only replays what its signature decided (call_plans.py)
+        key = call_key(cls, args) if len(args) == cls.n_operands else None
+        if key is None:
+            return super().apply(*args)
+        plan = PLANS.get(key)
+        if plan is not None:
+            return plan(args)
+        y = super().apply(*args)
+        plan_call(cls, key, args)
         return y
 
     @classmethod

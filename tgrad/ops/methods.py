@@ -136,6 +136,8 @@ def _numpy_operand(fn):
     (``__array_ufunc__ = None``), so ``np.float64(2) * t`` reaches the reflected operator and keeps
     autograd."""
     def operator(a, b):
+        if isinstance(b, Tensor):
+            return fn(a, b)
         if isinstance(b, np.ndarray):
             if a.requires_grad:
                 raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -151,22 +153,23 @@ def _numpy_operand(fn):
     return operator
 
 
-# arithmetic operators take NumPy operands (comparisons with an array raise TypeError in PyTorch too)
-op("__add__", "__radd__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["add"](a, b)))
-op("__sub__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["sub"](a, b)))
+# arithmetic operators take NumPy operands (comparisons with an array raise TypeError in PyTorch too); they
+# call the methods, which take no out= (the functions' wrapper for it is a layer every operator would pay)
+op("__add__", "__radd__", function=False)(_numpy_operand(lambda a, b: METHODS["add"](a, b)))
+op("__sub__", function=False)(_numpy_operand(lambda a, b: METHODS["sub"](a, b)))
 op("__rsub__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["rsub"](a, b)))
-op("__mul__", "__rmul__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["mul"](a, b)))
-op("__truediv__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["div"](a, b)))
-op("__rtruediv__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["mul"](FUNCTIONS["reciprocal"](a), b)))
-op("__floordiv__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["floor_divide"](a, b)))
-op("__rfloordiv__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["floor_divide"](b, a)))
-op("__mod__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["remainder"](a, b)))
-op("__rmod__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["remainder"](b, a)))
+op("__mul__", "__rmul__", function=False)(_numpy_operand(lambda a, b: METHODS["mul"](a, b)))
+op("__truediv__", function=False)(_numpy_operand(lambda a, b: METHODS["div"](a, b)))
+op("__rtruediv__", function=False)(_numpy_operand(lambda a, b: METHODS["mul"](METHODS["reciprocal"](a), b)))
+op("__floordiv__", function=False)(_numpy_operand(lambda a, b: METHODS["floor_divide"](a, b)))
+op("__rfloordiv__", function=False)(_numpy_operand(lambda a, b: METHODS["floor_divide"](b, a)))
+op("__mod__", function=False)(_numpy_operand(lambda a, b: METHODS["remainder"](a, b)))
+op("__rmod__", function=False)(_numpy_operand(lambda a, b: METHODS["remainder"](b, a)))
 op("__lshift__", function=False)(_numpy_operand(lambda a, b: integer.shift("l", a, b)))
 op("__rlshift__", function=False)(_numpy_operand(lambda a, b: integer.shift("l", b, a)))
 op("__rshift__", function=False)(_numpy_operand(lambda a, b: integer.shift("r", a, b)))
 op("__rrshift__", function=False)(_numpy_operand(lambda a, b: integer.shift("r", b, a)))
-op("__pow__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["pow"](a, b)))
+op("__pow__", function=False)(_numpy_operand(lambda a, b: METHODS["pow"](a, b)))
 op("__rpow__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["pow"](b, a)))
 op("__matmul__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["matmul"](a, b)))
 op("__rmatmul__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["matmul"](b, a)))
