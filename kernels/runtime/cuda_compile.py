@@ -152,13 +152,16 @@ def _path(kernel, args, meta):
 
 def compile_report(observer: CompileObserver) -> dict:
     """(kernel, arch) -> {'configurations', 'failures', 'first' (what launched it first), and with
-    usage: the most 'registers', 'spill_bytes' and 'shared' of its configurations}."""
+    usage: the most 'registers', 'spill_bytes' and 'shared' of its configurations, and
+    'most_spill', what launched the configuration that spills most (where one spills)}."""
     report: dict = {}
     for record in observer.compiled.values():
         row = report.setdefault((record["kernel"], record["arch"]),
                                 {"configurations": 0, "failures": 0, "first": record["context"]})
         row["configurations"] += 1
         row["failures"] += bool(record.get("failed"))
+        if record.get("spill_bytes", 0) > row.get("spill_bytes", 0):
+            row["most_spill"] = record["context"]
         for name in ("registers", "spill_bytes", "shared"):
             if name in record:
                 row[name] = max(row.get(name, 0), record[name])

@@ -151,6 +151,20 @@ def test_the_compile_report_table_groups_kernels_by_family():
                          "| tests' own | 1 | 4 | 0 | 0 | 32 / 0 | 0 / 0 | 0 / 0 |"]
 
 
+def test_the_compile_report_names_what_launched_its_worst_spill():
+    observer = cuda_compile.CompileObserver(archs=(90,), usage=True)
+    for i, (context, spill) in enumerate([("test_a", 0), ("test_b", 384), ("test_c", 48)]):
+        observer.compiled[i] = dict(kernel="pointwise_kernel", arch=90, context=context,
+                                    registers=200, spill_bytes=spill, shared=0)
+    observer.compiled["other"] = dict(kernel="reduce_kernel", arch=90, context="test_d", registers=60,
+                                      spill_bytes=0, shared=0)
+    report = cuda_compile.compile_report(observer)
+    assert report[("pointwise_kernel", 90)]["first"] == "test_a"
+    assert report[("pointwise_kernel", 90)]["most_spill"] == "test_b"
+    assert report[("pointwise_kernel", 90)]["spill_bytes"] == 384
+    assert "most_spill" not in report[("reduce_kernel", 90)]
+
+
 def test_as_cuda_configures_cpu_launches_as_a_gpu_and_nothing_else():
     cpu, meta = torch.device("cpu"), torch.device("meta")
     outside = target(cpu)  # "cuda" when the whole run is --as-cuda
