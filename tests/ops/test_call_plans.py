@@ -277,3 +277,53 @@ def test_a_planned_reduction_replays_into_a_fresh_output_and_follows_the_split_d
         got = x.sum(0)
     assert launches["reduce_kernel"] == 2
     assert torch.allclose(torch.from_numpy(got.numpy()), torch.from_numpy(x.numpy()).sum(0))
+
+
+@pytest.mark.executor_replay
+def test_comparisons_plan_per_signature_and_give_pytorchs_results():
+    a, i = torch.randn(4, 5), torch.randint(-3, 3, (4, 5))
+    ta, ti = _t(a), _t(i)
+    for _ in range(WARM):
+        for x, u in ((ta, a), (ti, i)):
+            _same(x > 0, u > 0)
+            _same(0 < x, 0 < u)
+            _same(x <= 1, u <= 1)
+            _same(x.ge(x[0]), u.ge(u[0]))
+            _same(x.t() != x.t()[:, :1], u.t() != u.t()[:, :1])
+            _same((x > 0) == (x < 1), (u > 0) == (u < 1))
+        _same(ta.requires_grad_() > 0.5, a > 0.5)
+        ta.requires_grad_(False)
+    assert sum(not isinstance(key[0], type) for key in PLANS) >= 10  # keyed by the comparison's formula
+
+
+@pytest.mark.executor_replay
+def test_a_comparison_whose_compute_dtype_the_default_dtype_decides_is_not_planned():
+    i = torch.tensor([16777217, 3])
+    ti = _t(i)
+    for _ in range(WARM):
+        _same(ti > 16777216.5, i > 16777216.5)  # compared in float32: 16777217 rounds to 16777216
+    assert not PLANS
+    old = tgrad.get_default_dtype()
+    tgrad.set_default_dtype(tgrad.float64)
+    torch.set_default_dtype(torch.float64)
+    try:
+        _same(ti > 16777216.5, i > 16777216.5)  # in float64: True
+    finally:
+        tgrad.set_default_dtype(old)
+        torch.set_default_dtype(old.torch)
+
+
+@pytest.mark.executor_replay
+def test_integer_and_bool_zeros_are_planned_float_zeros_are_not():
+    x = torch.tensor([-0.0, 1.5, -2.25])
+    tx = _t(x)
+    for _ in range(WARM):
+        for n in (0, False):
+            _same(tx + n, x + n)
+            _same(n + tx, n + x)
+            _same(tx * n, x * n)
+        for n in (0.0, -0.0):
+            _same(tx + n, x + n)
+    keys = [key for key in PLANS if key[0].__name__ in ("Add", "Mul")]
+    assert {key[6] for key in keys if len(key) == 7} >= {0, False}  # (the number's value ends the key)
+    assert all(key[5] is not float or key[6] != 0 for key in keys if len(key) == 7)
