@@ -54,7 +54,7 @@ def _result(data, x, dims, keepdim):
 
 def _expand_back(g: Tensor, shape, dims, keepdim) -> Tensor:
     """A reduced gradient broadcast back over the input shape (a stride-0 view, no copy)."""
-    if not keepdim and dims:
+    if not keepdim and dims and g.ndim:  # (a full reduction's 0-d gradient expands as it is, as PyTorch's)
         g = g.reshape(_kept_shape(shape, dims))
     return g.expand(*shape)
 
