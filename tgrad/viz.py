@@ -12,7 +12,8 @@ import os
 import shutil
 import subprocess
 
-from .autograd.function import _FREED, AccumulateGrad
+from .autograd.function import AccumulateGrad
+from .autograd.saved import FREED
 from .tensor import Tensor
 
 _GRAPH_ATTRS = 'size="12,12"'
@@ -76,7 +77,7 @@ def _saved_of(node):
     """(label, tensor) for each tensor ``node`` saved, under PyTorch's accessor names for
     built-ins (``_saved_self``, ``_saved_other``, ``_saved_result``)."""
     saved = node.__dict__.get("_saved")
-    if saved is None or saved is _FREED:
+    if saved is None or saved is FREED:
         return []
     user = not node._forward_cls.builtin
     out, n_in, n_out = [], 0, 0

@@ -232,3 +232,98 @@ def test_an_input_returned_as_a_leaf_keeps_its_accumulator():
     assert out.grad_fn.next_functions[0][0] is (x + zero).grad_fn.next_functions[0][0]  # one AccumulateGrad
     out.sum().backward()
     assert torch.equal(torch.from_numpy(x.grad.numpy()), torch.ones(3))
+
+
+_REDUCTIONS = ["x.sum()", "x.mean()", "x.sum(1)", "x.mean((0, 2), keepdim=True)", "x.sum(dim=-1, dtype=lib.float32)",
+               "x.transpose(0, 2).mean(1)", "x[:, ::2].sum((0, 1))"]
+
+
+@pytest.mark.executor_replay  # (plans are made once launches replay)
+@pytest.mark.parametrize("program", _REDUCTIONS)
+def test_sum_and_mean_plans_give_pytorchs_results_nodes_and_gradients(program):
+    for k in range(WARM + 2):
+        a = torch.randn(3, 4, 5, dtype=torch.float64)
+        got, want = [], []
+        for lib, out in ((tgrad, got), (torch, want)):
+            x = _leaf(a, lib)
+            z = eval(program, {"lib": lib, "x": x})
+            g, = lib.autograd.grad((z * z).sum(), (x,), create_graph=True)
+            gg, = lib.autograd.grad(g.pow(2).sum(), (x,))
+            with lib.no_grad():
+                quiet = eval(program, {"lib": lib, "x": x})
+            out += [z, g, gg, quiet, z.grad_fn.name(), quiet.requires_grad, z.dtype.is_floating_point]
+        for u, v in zip(got[:4], want[:4]):
+            assert tuple(u.shape) == tuple(v.shape) and u.dtype.torch == v.dtype
+            assert torch.allclose(torch.from_numpy(u.detach().numpy()), v.detach(), rtol=1e-5, atol=1e-5)  # (float32 sums)
+        assert got[4:] == want[4:]
+    names = {key[0].__name__ for key in PLANS}
+    assert names & {"Sum", "SumDim", "Mean", "MeanDim"}  # the reductions themselves were planned
+
+
+@pytest.mark.executor_replay
+def test_a_planned_reduction_replays_into_a_fresh_output_and_follows_the_split_decision(monkeypatch):
+    from tgrad.kernels.reductions import reduce as reduce_mod
+    x = _t(torch.randn(6, 8))
+    for _ in range(WARM):
+        x.sum(0)
+    assert any(key[0].__name__ == "SumDim" for key in PLANS)
+    with K.count_replays() as counts, tgrad.count_launches() as launches:
+        outs = [x.sum(0) for _ in range(3)]
+    assert counts["replayed"] == 3 and counts["recorded"] == 0 and launches["reduce_kernel"] == 3
+    assert len({o._data.data_ptr() for o in outs}) == 3
+    # a plan asks the column-split decision on each call, as reduce() does: two launches when split
+    monkeypatch.setattr(reduce_mod, "_splits", lambda op, *_: 2 if op in reduce_mod.SPLITTABLE else 1)
+    with tgrad.count_launches() as launches:
+        got = x.sum(0)
+    assert launches["reduce_kernel"] == 2
+    assert torch.allclose(torch.from_numpy(got.numpy()), torch.from_numpy(x.numpy()).sum(0))
+
+
+@pytest.mark.executor_replay
+def test_comparisons_plan_per_signature_and_give_pytorchs_results():
+    a, i = torch.randn(4, 5), torch.randint(-3, 3, (4, 5))
+    ta, ti = _t(a), _t(i)
+    for _ in range(WARM):
+        for x, u in ((ta, a), (ti, i)):
+            _same(x > 0, u > 0)
+            _same(0 < x, 0 < u)
+            _same(x <= 1, u <= 1)
+            _same(x.ge(x[0]), u.ge(u[0]))
+            _same(x.t() != x.t()[:, :1], u.t() != u.t()[:, :1])
+            _same((x > 0) == (x < 1), (u > 0) == (u < 1))
+        _same(ta.requires_grad_() > 0.5, a > 0.5)
+        ta.requires_grad_(False)
+    assert sum(not isinstance(key[0], type) for key in PLANS) >= 10  # keyed by the comparison's formula
+
+
+@pytest.mark.executor_replay
+def test_a_comparison_whose_compute_dtype_the_default_dtype_decides_is_not_planned():
+    i = torch.tensor([16777217, 3])
+    ti = _t(i)
+    for _ in range(WARM):
+        _same(ti > 16777216.5, i > 16777216.5)  # compared in float32: 16777217 rounds to 16777216
+    assert not PLANS
+    old = tgrad.get_default_dtype()
+    tgrad.set_default_dtype(tgrad.float64)
+    torch.set_default_dtype(torch.float64)
+    try:
+        _same(ti > 16777216.5, i > 16777216.5)  # in float64: True
+    finally:
+        tgrad.set_default_dtype(old)
+        torch.set_default_dtype(old.torch)
+
+
+@pytest.mark.executor_replay
+def test_integer_and_bool_zeros_are_planned_float_zeros_are_not():
+    x = torch.tensor([-0.0, 1.5, -2.25])
+    tx = _t(x)
+    for _ in range(WARM):
+        for n in (0, False):
+            _same(tx + n, x + n)
+            _same(n + tx, n + x)
+            _same(tx * n, x * n)
+        for n in (0.0, -0.0):
+            _same(tx + n, x + n)
+    keys = [key for key in PLANS if key[0].__name__ in ("Add", "Mul")]
+    assert {key[6] for key in keys if len(key) == 7} >= {0, False}  # (the number's value ends the key)
+    assert all(key[5] is not float or key[6] != 0 for key in keys if len(key) == 7)

@@ -477,3 +477,14 @@ def test_large_softmax_and_max():
     assert out.indices.tolist() == ref.indices.tolist()
     check_grad(out.values, ref.values, [(x, xr)], tgrad.float64)
     assert int((to_torch(x.grad) != 0).sum()) == 517  # one entry per column
+
+
+def test_a_full_sums_gradient_expands_the_0d_gradient_as_pytorch():
+    """Under create_graph the gradient of x.sum() is the 0-d gradient expanded, with no view between."""
+    got = []
+    for lib in (tgrad, torch):
+        x = lib.randn(3, 4, requires_grad=True)
+        y = lib.randn((), requires_grad=True)
+        g, = lib.autograd.grad(x.sum() * y, x, create_graph=True)
+        got.append((g.grad_fn.name(), [f.name() for f, _ in g.grad_fn.next_functions], tuple(g.shape), g.stride()))
+    assert got[0] == got[1]

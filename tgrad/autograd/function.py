@@ -19,15 +19,11 @@ from ..tensor import Tensor
 from .inplace_checks import check_inplace
 from .removable_handle import RemovableHandle, add_hook
 from . import anomaly_mode
+from .saved import FREED, FREED_MESSAGE, Saved, op_name
 
 _sequence = itertools.count()
 _LAST = 2 ** 64 - 1  # PyTorch's UINT64_MAX: the sequence number of every AccumulateGrad
 
-FREED_MESSAGE = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after they "
-    "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
-    "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
-    "or if you need to access saved tensors after calling backward.")
 
 
 class Node:
@@ -134,37 +130,6 @@ def edge_of(t):
     return (None, 0)
 
 
-def _type_tag(t):
-    dev = "cuda." if t.device.type == "cuda" else ""
-    return f"[tgrad.{dev}{t.dtype.legacy} {list(t.shape)}]".replace("[]]", "[]]")
-
-
-class _Saved:
-    """A tensor saved for backward, with the version it had, so that an in-place change made after
-    saving is caught when backward unpacks it (PyTorch's SavedVariable)."""
-
-    __slots__ = ("tensor", "version", "producer")
-
-    def __init__(self, tensor, producer=None):
-        self.tensor, self.version, self.producer = tensor, tensor._vc.value, producer
-
-    def unpack(self):
-        t = self.tensor
-        if t._vc.value != self.version:
-            if self.producer is not None:
-                where = f", which is output {t._output_nr} of {self.producer},"
-            elif t._grad_fn is not None:
-                where = f", which is output {t._output_nr} of {_op_name(t._grad_fn)},"
-            else:
-                where = ""
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: {_type_tag(t)}{where} is at version {t._version.value}; expected version "
-                f"{self.version} instead. Hint: enable anomaly detection to find the operation that failed "
-                "to compute its gradient, with tgrad.autograd.set_detect_anomaly(True, check_nan=False).")
-        return t
-
-
 _OP_NAMES: dict = {}  # node class -> its op name (a node's name is its class's)
 
 
@@ -172,19 +137,10 @@ def _op_name_of(node):
     cls = type(node)
     name = _OP_NAMES.get(cls)
     if name is None:
-        name = _op_name(node)
+        name = op_name(node)
         if cls.name is Node.name:  # the class's name, not one a subclass computes
             _OP_NAMES[cls] = name
     return name
-
-
-def _op_name(node):
-    """PyTorch's name of the op in saved-variable errors: ExpBackward0 -> Exp, PowBackward1 -> Pow1."""
-    n = node.name()
-    head, sep, tail = n.rpartition("Backward")
-    if sep and (tail == "" or tail.isdigit()):
-        return head + ("" if tail in ("", "0") else tail)
-    return n
 
 
 def recording_backward() -> bool:
@@ -207,7 +163,7 @@ class FunctionCtx:
     @property
     def saved_tensors(self):
         saved = self.__dict__.get("_saved")  # (a node's missing attribute raises: costly per node)
-        if saved is _FREED:
+        if saved is FREED:
             raise RuntimeError(FREED_MESSAGE)
         if saved is None:
             return tuple(self.__dict__.get("_to_save", ()))
@@ -221,9 +177,6 @@ class FunctionCtx:
 
     def set_materialize_grads(self, value: bool):
         self._materialize_grads = bool(value)
-
-
-_FREED = object()
 
 
 class BackwardNode(Node, FunctionCtx):
@@ -251,7 +204,7 @@ class BackwardNode(Node, FunctionCtx):
         # _saved_result the saved output; after the graph is freed they raise the item 16 error.
         if name in ("_saved_self", "_saved_other", "_saved_result"):
             saved = self.__dict__.get("_saved")
-            if saved is _FREED:
+            if saved is FREED:
                 raise RuntimeError(FREED_MESSAGE)
             if saved:
                 if name == "_saved_result":
@@ -265,7 +218,7 @@ class BackwardNode(Node, FunctionCtx):
 
     def _release(self):
         if self.__dict__.get("_saved") is not None:
-            self._saved = _FREED
+            self._saved = FREED
 
 
 class _FunctionMeta(type):
@@ -345,6 +298,10 @@ def record(cls, ctx, args, needs, outputs):
     what forward saved. Returns the outputs (inputs returned unchanged become new tensors)."""
     builtin = cls.builtin
     marks = ctx.__dict__  # what forward set, read from __dict__: a node's __getattr__ raises for a missing name
+    if builtin and type(outputs) is Tensor and "_dirty" not in marks and "_non_differentiable" not in marks:
+        fresh = _record_fresh(cls, ctx, args, needs, outputs, marks)
+        if fresh is not None:
+            return fresh
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
     non_diff = marks.get("_non_differentiable", ())
@@ -385,20 +342,58 @@ def record(cls, ctx, args, needs, outputs):
     out_ids = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
     to_save = marks.get("_to_save")
     if to_save is not None:
-        if any(t is not None and t._is_inference for t in to_save):  # only when saved (a + t is fine)
-            raise RuntimeError(
-                "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
-                "inference mode in computation tracked by autograd. To work around this, you can make a "
-                "clone to get a normal tensor and use it in autograd, or use `tgrad.no_grad()` instead of "
-                "`tgrad.inference_mode()`.")
-        # Outputs are saved by what produced them: a later in-place change is reported as
-        # "output 0 of Exp" even after the tensor's own grad_fn moved on.
-        producer = _op_name_of(ctx)
-        ctx._saved = tuple(None if t is None else
-                           _Saved(new_outs[out_ids[id(t)]], producer) if id(t) in out_ids else _Saved(t)
-                           for t in to_save)
-        del ctx._to_save
+        _save(ctx, to_save, new_outs, out_ids)
     return new_outs[0] if single else tuple(new_outs)
+
+
+def _record_fresh(cls, ctx, args, needs, out, marks):
+    """``record`` of a built-in's one output that is none of its inputs, forward having marked
+    nothing dirty or non-differentiable (most recorded calls): the same graph, in one pass. None,
+    having changed nothing, when ``out`` is one of ``args``."""
+    edges, meta, tensor_pos = [], [], []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if a is out:
+                return None
+            data = a._data
+            tensor_pos.append(i)
+            edges.append(edge_of(a) if needs[i] else (None, 0))
+            meta.append((data.shape, _BY_TORCH[data.dtype], data.device))
+        else:
+            edges.append((None, 0))
+            meta.append(None)
+    ctx._next = tuple(edges)
+    ctx._edge_pos = cls.edge_args if cls.edge_args is not None else tuple(tensor_pos)
+    ctx._input_meta = tuple(meta)
+    data = out._data
+    if data.dtype.is_floating_point:
+        out._grad_fn, out._output_nr, out._requires_grad = ctx, 0, True
+    else:
+        out._requires_grad = False  # integer results (argmax, .long()) are never differentiable
+    ctx._num_outputs = 1
+    ctx._output_meta = ((data.shape, _BY_TORCH[data.dtype], data.device, False),)
+    to_save = marks.get("_to_save")
+    if to_save is not None:
+        _save(ctx, to_save, (out,), {id(out): 0})
+    return out
+
+
+def _save(ctx, to_save, outs, out_ids):
+    """What forward saved, with the versions it had: ``outs`` (the call's outputs, by ``out_ids``:
+    id of what forward returned -> position) are saved as outputs of ``ctx``."""
+    if any(t is not None and t._is_inference for t in to_save):  # only when saved (a + t is fine)
+        raise RuntimeError(
+            "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+            "inference mode in computation tracked by autograd. To work around this, you can make a "
+            "clone to get a normal tensor and use it in autograd, or use `tgrad.no_grad()` instead of "
+            "`tgrad.inference_mode()`.")
+    # Outputs are saved by what produced them: a later in-place change is reported as
+    # "output 0 of Exp" even after the tensor's own grad_fn moved on.
+    producer = _op_name_of(ctx)
+    ctx._saved = tuple(None if t is None else
+                       Saved(outs[out_ids[id(t)]], producer) if id(t) in out_ids else Saved(t)
+                       for t in to_save)
+    del ctx._to_save
 
 
 def _refuse_grad(no_grad_args, needs):

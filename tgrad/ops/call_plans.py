@@ -1,27 +1,31 @@
-"""Eager call plans: what an unrecorded call of a table row decides from its operands' metadata
-(result dtype and promotion, numbers as 0-d constants, the broadcast shape, the formula, the
-output's layout and allocation, the kernel's launch site), decided once per call signature and
-replayed.
+"""Eager call plans: what a call of a table row decides from its operands' metadata (result
+dtype and promotion, numbers as 0-d constants, the broadcast shape, the formula, the output's
+layout and allocation, the kernel's launch site), decided once per call signature and replayed.
 
 A call's signature (``call_key``) is its Function and, per operand, a tensor's dtype, shape,
-strides and device, or a Python number's type and value; with which operands are one tensor. The
-first call of a signature runs the general path (``RowFunction.forward``); once the CPU executor
-replays its launch, ``plan_call`` keeps a plan of the same decisions (``RowFunction._decide``, the
-one place they are made) and later calls allocate the output and replay the launch directly
-(``kernels.elementwise.pointwise.planned``). A recorded call (grad mode on and an operand that
-requires grad) takes the general path: its node is built there.
+strides and device, or a Python number's type and value; with which operands are one tensor, and
+which require grad when the call is recorded. The first call of a signature runs the general path
+(``RowFunction.forward``); once the CPU executor replays its launch, ``plan_call`` keeps a plan of
+the same decisions (``RowFunction._decide``, the one place they are made) and later calls allocate
+the output and replay the launch directly (``kernels.elementwise.pointwise.planned``); a recorded
+call's plan builds its node as ``Function.apply`` does. Comparisons (``elementwise.compare``,
+``plan_compare``) and sum/mean (``reduce.py``, through ``kernels.reductions.reduce.planned``) keep
+plans in the same table, keyed the same way.
 """
 from __future__ import annotations
+
+import torch
 
 from .. import _dtype
 from ..autograd.function import _view_requires_grad, record, requires_grad
 from ..modes import _inference_mode_enabled, is_grad_enabled
 from ..tensor import Tensor
 from tgrad.kernels.elementwise.pointwise import planned
+from tgrad.kernels.helpers.dtypes import compute_dtype
 from .common import as_operand, result_type
 from .formula import broadcast_shape
 
-__all__ = ["PLANS", "call_key", "plan_call"]
+__all__ = ["PLANS", "call_key", "plan_call", "plan_compare"]
 
 PLANS: dict = {}  # call signature -> plan(args) -> the result's torch tensor
 _NUMBERS = (int, float, bool)
@@ -46,7 +50,7 @@ def call_key(cls, args):
                     if True in needs:
                         return None if _inference_mode_enabled() else key + needs
                 return key
-            if type(b) in _NUMBERS and b == b and b != 0:
+            if type(b) in _NUMBERS and b == b and (b or type(b) is not float):
                 key = cls, d.dtype, d.shape, d.stride(), d.device, type(b), b
                 if enabled and (a._requires_grad or a._base is not None and _view_requires_grad(a)):
                     return None if _inference_mode_enabled() else key + (True, False)
@@ -59,7 +63,8 @@ def call_key(cls, args):
             key += (d.dtype, d.shape, d.stride(), d.device)
             ids.append(id(d))
             needs.append(enabled and (a._requires_grad or a._base is not None and _view_requires_grad(a)))
-        elif type(a) in _NUMBERS and a == a and a != 0:  # as common.constant keeps them (no NaN, no +-0)
+        # no NaN (never an equal key) and no float zero (0.0 and -0.0 are equal keys, not equal values)
+        elif type(a) in _NUMBERS and a == a and (a or type(a) is not float):
             key += (type(a), a)
             needs.append(False)
         else:
@@ -93,23 +98,44 @@ def plan_call(cls, key, args):
         return
     if len(PLANS) > 4096:
         PLANS.clear()
-    numbers = [i for i, a in enumerate(args) if not isinstance(a, Tensor)]
     if recorded:
+        numbers = [i for i, a in enumerate(args) if not isinstance(a, Tensor)]
         PLANS[key] = _recorded(cls, run, needs, numbers, result_type(*args))
-    elif not numbers:
-        if len(args) == 1:
-            PLANS[key] = lambda args: Tensor._wrap(run([args[0]._data])[0])
-        elif len(args) == 2:
-            PLANS[key] = lambda args: Tensor._wrap(run([args[0]._data, args[1]._data])[0])
-        else:
-            PLANS[key] = lambda args: Tensor._wrap(run([a._data for a in args])[0])
     else:
-        fixed = [None if isinstance(a, Tensor) else o._data for a, o in zip(args, operands)]
-        if numbers == [1] and len(args) == 2:
-            number = fixed[1]
-            PLANS[key] = lambda args: Tensor._wrap(run([args[0]._data, number])[0])
-        else:
-            PLANS[key] = lambda args: Tensor._wrap(run([a._data if f is None else f for a, f in zip(args, fixed)])[0])
+        PLANS[key] = _unrecorded(run, args, operands)
+
+
+def plan_compare(key, formula, args, operands, compute):
+    """After a comparison's call ``key`` ran ``fused(formula, operands, bool, compute=compute)``
+    (``elementwise.compare``: never recorded): keep its plan once the launch replays, unless the
+    default dtype decided ``compute`` (an int tensor against a float)."""
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    if _dtype.category(compute) > max(_dtype.category(t.dtype) for t in tensors):
+        return
+    data = [o._data for o in operands]
+    run = planned(formula, data, broadcast_shape(data), [torch.bool], (), compute=compute_dtype(compute.torch))
+    if run is None:
+        return
+    if len(PLANS) > 4096:
+        PLANS.clear()
+    PLANS[key] = _unrecorded(run, args, operands)
+
+
+def _unrecorded(run, args, operands):
+    """The plan of an unrecorded call: the planned launch on the call's tensors, each number's 0-d
+    operand kept (only read)."""
+    numbers = [i for i, a in enumerate(args) if not isinstance(a, Tensor)]
+    if not numbers:
+        if len(args) == 1:
+            return lambda args: Tensor._wrap(run([args[0]._data])[0])
+        if len(args) == 2:
+            return lambda args: Tensor._wrap(run([args[0]._data, args[1]._data])[0])
+        return lambda args: Tensor._wrap(run([a._data for a in args])[0])
+    fixed = [None if isinstance(a, Tensor) else o._data for a, o in zip(args, operands)]
+    if numbers == [1] and len(args) == 2:
+        number = fixed[1]
+        return lambda args: Tensor._wrap(run([args[0]._data, number])[0])
+    return lambda args: Tensor._wrap(run([a._data if f is None else f for a, f in zip(args, fixed)])[0])
 
 
 def _recorded(cls, run, needs, numbers, dtype):

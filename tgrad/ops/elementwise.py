@@ -14,6 +14,7 @@ from ..tensor import Tensor
 from tgrad.kernels import elementwise as M
 from . import integer
 from . import pointwise as P
+from .call_plans import PLANS, call_key, plan_compare
 from .common import as_operand, check_runnable, legacy_scalar_first, result_type
 from .formula import fused
 from .generated import function_class
@@ -206,11 +207,20 @@ def where(condition, input=None, other=None):  # noqa: A002
 def compare(formula, a, b, compute=None):
     """Comparisons and logical ops: bool results, never differentiable. ``compute``: the dtype the
     operands are compared in (default: their result type)."""
+    key = call_key(formula, (a, b))  # a repeated signature replays its plan (call_plans.py)
+    if key is not None:
+        key += (compute,)
+        plan = PLANS.get(key)
+        if plan is not None:
+            return plan((a, b))
     dtype = compute or result_type(a, b)
     ref = a if isinstance(a, Tensor) else b
     ta, tb = as_operand(a, ref, dtype), as_operand(b, ref, dtype)
     check_runnable(ta, tb)
-    return fused(formula, [ta, tb], _dtype.bool, compute=dtype)
+    out = fused(formula, [ta, tb], _dtype.bool, compute=dtype)
+    if key is not None:
+        plan_compare(key, formula, (a, b), (ta, tb), dtype)
+    return out
 
 
 def _comparison(formula, name=None):

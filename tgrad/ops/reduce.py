@@ -6,10 +6,12 @@ from __future__ import annotations
 import math
 
 from .. import _dtype, return_types
-from ..autograd.function import BuiltinFunction
+from ..autograd.function import BuiltinFunction, record, requires_grad
+from ..modes import is_grad_enabled
 from ..tensor import Tensor
 from tgrad.kernels.reductions import reduce as K
 from .arrange import cumprod, flip_dims
+from .call_plans import PLANS, call_key
 from .common import check_runnable, wrap
 from .factories import ones, zeros_like
 from .joins import cat
@@ -52,7 +54,7 @@ def _result(data, x, dims, keepdim):
 
 def _expand_back(g: Tensor, shape, dims, keepdim) -> Tensor:
     """A reduced gradient broadcast back over the input shape (a stride-0 view, no copy)."""
-    if not keepdim and dims:
+    if not keepdim and dims and g.ndim:  # (a full reduction's 0-d gradient expands as it is, as PyTorch's)
         g = g.reshape(_kept_shape(shape, dims))
     return g.expand(*shape)
 
@@ -67,12 +69,20 @@ def _run(x, dims, op, dtype=None, **kw):
 
 class Sum(BuiltinFunction):
     node_name = "SumBackward0"
+    kernel_op = "sum"
+
+    @staticmethod
+    def out_dtype(x, dtype):
+        return dtype or (x.dtype if x.dtype.is_floating_point else _dtype.int64)
+
+    @staticmethod
+    def save(ctx, x, dims, keepdim):
+        ctx.meta = (x.shape, dims, keepdim)
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
-        ctx.meta = (x.shape, dims, keepdim)
-        out_dtype = dtype or (x.dtype if x.dtype.is_floating_point else _dtype.int64)
-        return _result(_run(x, dims, "sum", out_dtype), x, dims, keepdim)
+        Sum.save(ctx, x, dims, keepdim)
+        return _result(_run(x, dims, "sum", Sum.out_dtype(x, dtype)), x, dims, keepdim)
 
     @staticmethod
     def backward(ctx, g):
@@ -85,17 +95,61 @@ class SumDim(Sum):
 
 class Mean(BuiltinFunction):
     node_name = "MeanBackward0"
+    kernel_op = "mean"
+
+    @staticmethod
+    def out_dtype(x, dtype):
+        return dtype or x.dtype
+
+    @staticmethod
+    def save(ctx, x, dims, keepdim):
+        ctx.meta = (x.shape, dims, keepdim)
+        ctx.count = math.prod(x.shape[d] for d in dims)
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
-        out_dtype = dtype or x.dtype
-        ctx.meta = (x.shape, dims, keepdim)
-        ctx.count = math.prod(x.shape[d] for d in dims)
-        return _result(_run(x, dims, "mean", out_dtype), x, dims, keepdim)
+        Mean.save(ctx, x, dims, keepdim)
+        return _result(_run(x, dims, "mean", Mean.out_dtype(x, dtype)), x, dims, keepdim)
 
     @staticmethod
     def backward(ctx, g):
         return _expand_back(g / ctx.count if ctx.count else g, *ctx.meta), None, None, None
+
+
+def _apply_planned(cls, x, dims, keepdim, dtype):
+    """``cls.apply(x, dims, keepdim, dtype)`` for Sum and Mean, replayed from a call plan once the
+    call's signature (``call_plans.call_key`` of ``x``, with the dims, keepdim and dtype) has one."""
+    key = call_key(cls, (x,))
+    if key is None:
+        return cls.apply(x, dims, keepdim, dtype)
+    key += (dims, keepdim, dtype)
+    plan = PLANS.get(key)
+    if plan is not None:
+        return plan(x)
+    out = cls.apply(x, dims, keepdim, dtype)
+    _plan_reduction(cls, key, x, dims, keepdim, dtype)
+    return out
+
+
+def _plan_reduction(cls, key, x, dims, keepdim, dtype):
+    """After a call of ``key`` ran the general path: keep its plan once the kernel's launch replays
+    (``kernels.reduce.planned``). A recorded call's plan builds the node as ``Function.apply`` does."""
+    run = K.planned(x._data, dims, cls.kernel_op, out_dtype=cls.out_dtype(x, dtype).torch)
+    if run is None:
+        return
+    if len(PLANS) > 4096:
+        PLANS.clear()
+    if not (is_grad_enabled() and requires_grad(x)):
+        PLANS[key] = lambda x: _result(run(x._data), x, dims, keepdim)
+        return
+    node, needs = cls._backward_cls, (True, False, False, False)
+
+    def recorded(x):
+        ctx = node()
+        ctx.needs_input_grad = needs
+        cls.save(ctx, x, dims, keepdim)
+        return record(cls, ctx, (x, dims, keepdim, dtype), needs, _result(run(x._data), x, dims, keepdim))
+    PLANS[key] = recorded
 
 
 class MeanDim(Mean):
@@ -236,7 +290,7 @@ _NO_DIM = object()
 def sum(x, dim=_NO_DIM, keepdim=False, dtype=None):  # noqa: A001
     cls = Sum if dim is _NO_DIM else SumDim
     dims = _dims(x, None if dim is _NO_DIM else dim)
-    return cls.apply(x, dims, keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
+    return _apply_planned(cls, x, dims, keepdim, _dtype.as_dtype(dtype) if dtype is not None else None)
 
 
 @op("mean")
@@ -248,7 +302,7 @@ def mean(x, dim=_NO_DIM, keepdim=False, dtype=None):
                            f"complex dtype. Got: {got.scalar_type}")
     cls = Mean if dim is _NO_DIM else MeanDim
     dims = _dims(x, None if dim is _NO_DIM else dim)
-    return cls.apply(x, dims, keepdim, dtype)
+    return _apply_planned(cls, x, dims, keepdim, dtype)
 
 
 @op("prod")

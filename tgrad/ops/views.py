@@ -10,7 +10,8 @@ import weakref
 
 import torch
 
-from ..autograd.function import BuiltinFunction, Node, _Saved, edge_of
+from ..autograd.function import BuiltinFunction, Node, edge_of
+from ..autograd.saved import Saved
 from ..autograd.view_function import ViewFunction
 from ..modes import enable_grad
 from ..tensor import Tensor
@@ -405,7 +406,7 @@ def rebase_history(t: Tensor, result: Tensor):
         if i == own:
             old = Tensor._wrap(t._data.clone(memory_format=torch.contiguous_format))
             old._grad_fn, old._output_nr, old._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
-            saved[i] = _Saved(old)
+            saved[i] = Saved(old)
         elif s is not None and s.tensor is result:
             results.append(i)
     base = t._base
@@ -413,7 +414,7 @@ def rebase_history(t: Tensor, result: Tensor):
     fused(M.identity, [result], t.dtype, out=t, compute=t.dtype)
     t._version.value += 1
     for i in results:
-        saved[i] = _Saved(t, saved[i].producer)
+        saved[i] = Saved(t, saved[i].producer)
     if node is not None and getattr(node, "_saved", None):
         node._saved = tuple(saved)
     if node is None:
