@@ -39,7 +39,7 @@ _MISSING = object()
 
 
 def _nothing_learned(static):
-    return ()
+    return (), ()
 
 
 def _kind(v):
@@ -187,7 +187,7 @@ class KernelState:
         self.is_const = [n in runner.constexprs for n in self.names]
         self.index = {n: k for k, n in enumerate(self.names)}
         self.refs: dict = {}
-        self.learned = _nothing_learned  # static part -> scalar positions an earlier run found varying
+        self.learned = _nothing_learned  # static part -> (positions an earlier run found varying, it pinned)
         self.clear()
 
     def clear(self):
@@ -355,7 +355,9 @@ class KernelState:
         if context is None:
             if len(self.contexts) > 4 * MAX_ENTRIES:
                 self.contexts.clear()
-            context = self.contexts[static] = ({}, set(self.learned(static)), set())
+            varying, pinned = self.learned(static)
+            self.pinned.update(pinned)
+            context = self.contexts[static] = ({}, set(varying), set())
         return context
 
     def generic_key(self, key):

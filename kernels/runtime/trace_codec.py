@@ -10,7 +10,8 @@ way the emitter and the recorder build them. Anything else makes a trace not sto
 memory only.
 
 A signature is stored as a stable text: constexpr functions by their Triton cache key (their source
-and everything they call), the interpreter's builder by its options, not by ``id()``.
+and everything they call), the interpreter's builder by its options, not by ``id()``. Scalar
+positions (a static signature's varying ones, a kernel's pinned ones) are stored as JSON.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from .trace import CompiledLaunch
 from .triton_private import InterpreterBuilder, interpreter_builder
 
 __all__ = ["NotStorable", "Corrupt", "signature_text", "static_text", "encode_entry", "decode_entry", "pack_entry",
-           "unpack_entry"]
+           "unpack_entry", "encode_positions", "decode_positions"]
 
 ALIGN = 64  # each stored array starts at a multiple of this in the blob
 MAGIC = b"tgrad trace 1\n"
@@ -302,3 +303,28 @@ def unpack_entry(name, environment, data):
         return header, blob
     except (ValueError, zlib.error, TypeError, AttributeError) as e:
         raise Corrupt(f"its header: {e}") from None
+
+
+def encode_positions(positions, static=None) -> bytes:
+    """Scalar positions (ints, or (argument, *path) tuples), with the static signature's text they
+    belong to (None: the kernel's)."""
+    listed = sorted([list(p) if type(p) is tuple else p for p in positions], key=str)
+    return json.dumps({"static": static, "positions": listed}).encode()
+
+
+def decode_positions(data, static=None) -> frozenset:
+    """The positions ``encode_positions`` wrote for ``static``; empty for another's, or damaged data
+    (what they would have keyed is recorded again)."""
+    try:
+        facts = json.loads(data)
+        if facts["static"] != static:
+            return frozenset()
+        out = set()
+        for p in facts["positions"]:
+            if type(p) is int:
+                out.add(p)
+            elif type(p) is list and len(p) >= 2 and all(type(x) is int for x in p):  # (argument, *path)
+                out.add(tuple(p))
+        return frozenset(out)
+    except (ValueError, KeyError, TypeError):
+        return frozenset()

@@ -169,6 +169,40 @@ def test_a_scalar_inside_nested_tuples_found_varying_is_keyed_so_in_a_new_proces
     assert counts == {"replayed": 1}, counts
 
 
+@triton.jit
+def _row_sums(out_ptr, x_ptr, n_rows, scale, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for r in range(n_rows):  # a loop bound: a guard reads it, so it is pinned (keyed by its value)
+        acc += tl.load(x_ptr + r * BLOCK + offs)
+    tl.store(out_ptr + offs, acc * scale.to(tl.float32))
+
+
+@pytest.mark.executor_replay
+def test_a_pinned_scalar_stays_keyed_by_value_in_a_new_process():
+    """A scalar found to decide the trace (pinned) is keyed by its value in a new process too: had
+    the new process not known it, its second value would make it varying, a signature no run stored
+    (recorded again, and a trace whose guards fail for every other value)."""
+    x = torch.randn(4, 8)
+
+    def run(n_rows, scale):
+        out = torch.empty(8)
+        launch(_row_sums, (1,), out, x, n_rows, scale, BLOCK=8)
+        assert torch.allclose(out, x[:n_rows].sum(0) * scale)
+    # (2, 1) interprets, then records; at (2, 2) scale varies: that recording probes, finds n_rows
+    # read by the loop and pins it; (3, 2) records its own trace
+    calls = [(2, 1), (2, 1), (2, 2), (3, 2), (3, 5), (2, 7)]
+    for n_rows, scale in calls:
+        run(n_rows, scale)
+    _new_process()
+    seen = K.trace_cache_counts["seen"]
+    with K.count_replays() as counts:
+        for n_rows, scale in calls:
+            run(n_rows, scale)
+    assert counts["recorded"] == 0 and counts["interpreted"] == 0 and counts["replayed"] == len(calls), counts
+    assert K.trace_cache_counts["seen"] == seen
+
+
 @pytest.mark.executor_replay
 def test_a_signature_seen_once_by_an_earlier_run_records_at_its_first_sighting():
     x = torch.randn(8)
