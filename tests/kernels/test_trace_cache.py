@@ -278,16 +278,23 @@ def test_verify_mode_checks_a_loaded_trace_against_the_interpreter(cache):
 
 
 @pytest.mark.executor_replay
-def test_concurrent_writers_of_the_same_entries_leave_a_cache_that_loads(cache):
+def test_concurrent_writers_of_the_same_entries_leave_a_cache_that_loads(cache, request):
+    # the writers make the launch decisions this test makes (--as-cuda's GPU ones, or the CPU's):
+    # other decisions launch other signatures, which this process would record, not load
+    decisions = "as_cuda()" if request.config.getoption("--as-cuda", default=False) else "nullcontext()"
     script = ("import numpy as np, tgrad\n"
-              "for _ in range(2):\n"
+              "from contextlib import nullcontext\n"
+              "from tgrad.kernels.runtime.target import as_cuda\n"
+              f"with {decisions}:\n"
+              "  for _ in range(2):\n"
               "    for n in range(1, 9):\n"
               "        x = tgrad.tensor(np.arange(n * 3, dtype=np.float32).reshape(n, 3))\n"
               "        ((x * 2).exp().sum(0) + x.mean()).numpy()\n")
     env = dict(os.environ, TGRAD_CACHE_DIR=cache, TGRAD_CACHE="1")
     procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE) for _ in range(2)]
     for p in procs:
-        assert p.wait(timeout=300) == 0, p.stderr.read().decode()
+        _, err = p.communicate(timeout=300)  # reads and closes the pipe (an open one is a ResourceWarning later)
+        assert p.returncode == 0, err.decode()
     _new_process()
     before = {k: v for k, v in K.trace_cache_counts.items() if k.startswith("rejected")}
     with K.count_replays() as counts:
