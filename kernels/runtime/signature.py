@@ -187,14 +187,14 @@ class KernelState:
         self.is_const = [n in runner.constexprs for n in self.names]
         self.index = {n: k for k, n in enumerate(self.names)}
         self.refs: dict = {}
-        self.learned = _nothing_learned  # static part -> (positions an earlier run found varying, it pinned)
+        self.learned = _nothing_learned  # static part -> (positions an earlier run found varying, pinned)
         self.clear()
 
     def clear(self):
         self.plans: dict = {}  # _fast_key, replay inputs' values left out -> (signature, where the replay inputs are)
         self.holes: list = []  # which positions plans leave out: one tuple of (position, tuple index) per pattern
         self.sites: dict = {}  # launch_site key -> (signature, replay inputs, tensor slots, options id)
-        self.contexts: dict = {}  # static part -> (distinct values per scalar position, varying, free slots)
+        self.contexts: dict = {}  # static part -> (distinct values per scalar position, varying, free slots, kept)
         self.recordings: dict = {}  # static part -> recordings made under it
         self.pinned: set = set()  # scalar positions some guard read: keyed by value, never probed or varying
         self.entries: OrderedDict = OrderedDict()  # signature -> _Entry
@@ -318,7 +318,7 @@ class KernelState:
         options = interpreter_builder.options
         static.append((id(interpreter_builder), options.debug, options.sanitize_overflow))
         static = tuple(static)
-        distinct, varying, _ = self._context(static)
+        distinct, varying, _, kept = self._context(static)
         pinned = self.pinned
         keys, picks = [], []
         for pos, v in scalars:
@@ -331,7 +331,7 @@ class KernelState:
                 continue
             A.append(v)  # every scalar is an input: a probing recording reads it (``recording_call``)
             tensors.append(None)
-            if pos not in varying and pos not in pinned:
+            if pos not in varying and pos not in pinned and pos not in kept:
                 seen = distinct.get(pos)
                 if seen is None:
                     seen = distinct[pos] = set()
@@ -349,15 +349,14 @@ class KernelState:
         return (static, tuple(keys)), A, tensors, tuple(picks)
 
     def _context(self, static):
-        """(distinct values per scalar position, positions that vary, input slots a probe found free)
-        of a static part."""
+        """(distinct values per scalar position, positions that vary, input slots a probe found free,
+        positions an earlier run's probe of it pinned: keyed by value here) of a static part."""
         context = self.contexts.get(static)
         if context is None:
             if len(self.contexts) > 4 * MAX_ENTRIES:
                 self.contexts.clear()
-            varying, pinned = self.learned(static)
-            self.pinned.update(pinned)
-            context = self.contexts[static] = ({}, set(varying), set())
+            varying, kept = self.learned(static)
+            context = self.contexts[static] = ({}, set(varying), set(), frozenset(kept))
         return context
 
     def generic_key(self, key):

@@ -5,10 +5,10 @@ recorded the second time (``runtime/executor.py``). With it, the executor looks 
 on its first sighting in a process: a stored trace replays at once, a signature some earlier run
 saw once is recorded now (its second sighting), as is one of a static signature an earlier run
 found varying; anything else interprets and is noted as seen. Each recorded trace (or refusal) is
-stored, and so is which scalar positions of a static signature vary and which of a kernel are
-pinned (a guard reads them: keyed by value; ``runtime/signature.py``), so a later run keys its
-launches as the run that recorded them did (without the pinned ones, a loop bound's second value
-would make it varying in the new process: a signature no run stored, recorded again). Only first sightings and
+stored, and so is which scalar positions of a static signature vary and which its probe pinned (a
+guard reads them: keyed by value; ``runtime/signature.py``), so a later run keys its launches as
+the run that recorded them did (without the pinned ones, a loop bound's second value would make it
+varying in the new process: a signature no run stored, recorded again). Only first sightings and
 recordings touch the disk; replays never do.
 
 Layout: ``<dir>/<environment>/<kernel>-<hash>/``, where the environment hashes the versions of
@@ -16,8 +16,8 @@ tgrad, Triton, NumPy and Python and the executor's own source, and the kernel di
 Triton cache key (its source and every jit function it calls). In a kernel's directory
 ``<signature hash>.trace`` holds one signature's traces (``runtime/trace_codec.py``: JSON plus raw
 array bytes, zlib-compressed when large, checked by a SHA-256 of the entry's name, environment and
-content), ``<static hash>.vary`` the scalar positions found varying, ``pinned`` those pinned,
-``seen`` one signature hash per line.
+content), ``<static hash>.vary`` the scalar positions found varying, ``<static hash>.pinned`` those
+pinned, ``seen`` one signature hash per line.
 
 Entries are written to a temporary file and renamed over (atomic: a reader sees an old or a new
 entry, never half of one; concurrent writers of one entry write the same thing), the seen log is
@@ -131,7 +131,7 @@ class _KernelFiles:
         self.seen = None  # signature hashes an earlier run saw
         self.varying: dict = {}  # static hash -> positions written or read
         self.learned: set = set()  # static hashes an earlier run found varying
-        self.pinned = None  # scalar positions pinned, written or read (read once)
+        self.pinned: set = set()  # the kernel's pinned scalar positions stored by this process
         self.texts: dict = {}  # signature or static part -> (its stable text, that text's hash)
 
     def text(self, state, part, static=False):
@@ -293,7 +293,7 @@ def store(kernel, state, key, variants, refused):
     _write(os.path.join(files.path, name + ".trace"), pack_entry(name, environment(), header, blob))
     trace_cache_counts["stored"] += 1
     _note_varying(files, state, key)
-    _note_pinned(files, state)
+    _note_pinned(files, state, key[0])
 
 
 def _varying_of(state, static):
@@ -318,45 +318,45 @@ def _note_varying(files, state, key):
     _write(os.path.join(files.path, name + ".vary"), encode_positions(varying, text))
 
 
-def _note_pinned(files, state):
-    """Store the kernel's pinned positions when a recording pinned one not stored yet."""
-    known = _read_pinned(files)
-    if state.pinned <= known:
+def _note_pinned(files, state, static):
+    """Store the positions a recording's probe pinned (``settle`` ran just before) under its static
+    part: a later run keys them by value there, from that part's first sighting. Not kernel-wide
+    from its first launch, as they are in memory once pinned: parts launched before the probe had
+    them varying, and their stored signatures say so."""
+    new = state.pinned - files.pinned
+    if not new:
         return
-    files.pinned = frozenset(state.pinned) | known
-    _write(os.path.join(files.path, "pinned"), encode_positions(files.pinned))
+    try:
+        text, name = files.text(state, static, static=True)
+    except NotStorable:
+        return
+    files.pinned |= new
+    path = os.path.join(files.path, name + ".pinned")
+    data = _read(path)
+    _write(path, encode_positions(new | (decode_positions(data, text) if data is not None else frozenset()), text))
 
 
-def _read_varying(files, name, text):
-    data = _read(os.path.join(files.path, name + ".vary"))
+def _read_varying(files, name, text, ext=".vary"):
+    data = _read(os.path.join(files.path, name + ext))
     return decode_positions(data, text) if data is not None else frozenset()
-
-
-def _read_pinned(files) -> frozenset:
-    """The kernel's pinned positions, read from its directory once per process."""
-    if files.pinned is None:
-        data = _read(os.path.join(files.path, "pinned"))
-        files.pinned = decode_positions(data) if data is not None else frozenset()
-    return files.pinned
 
 
 def learned_varying(kernel, state, static):
     """(varying, pinned): the scalar positions an earlier run found varying under this static
     signature (its first sighting in this process keys them as replay inputs at once), and those
-    it pinned in this kernel (keyed by value, never varying: as the run that stored the traces)."""
+    its probe pinned (keyed by value, never varying: as in the run that stored its traces)."""
     files = _files(kernel, state)
     if files is None or files.path is None:
         return (), ()
-    pinned = _read_pinned(files)
     try:
         text, name = files.text(state, static, static=True)
     except NotStorable:
-        return (), pinned
+        return (), ()
     varying = _read_varying(files, name, text)
     if varying:
         files.varying[name] = varying | files.varying.get(name, frozenset())
         files.learned.add(name)
-    return varying, pinned
+    return varying, _read_varying(files, name, text, ".pinned")
 
 
 def _learned(files, state, static) -> bool:

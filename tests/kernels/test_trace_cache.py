@@ -179,7 +179,7 @@ def _row_sums(out_ptr, x_ptr, n_rows, scale, BLOCK: tl.constexpr):
 
 
 @pytest.mark.executor_replay
-def test_a_pinned_scalar_stays_keyed_by_value_in_a_new_process():
+def test_a_pinned_scalar_stays_keyed_by_value_in_a_new_process(cache):
     """A scalar found to decide the trace (pinned) is keyed by its value in a new process too: had
     the new process not known it, its second value would make it varying, a signature no run stored
     (recorded again, and a trace whose guards fail for every other value)."""
@@ -201,6 +201,12 @@ def test_a_pinned_scalar_stays_keyed_by_value_in_a_new_process():
             run(n_rows, scale)
     assert counts["recorded"] == 0 and counts["interpreted"] == 0 and counts["replayed"] == len(calls), counts
     assert K.trace_cache_counts["seen"] == seen
+    pinned, = [os.path.join(d, f) for d, _, files in os.walk(cache) for f in files if f.endswith(".pinned")]
+    with open(pinned, "w") as f:
+        f.write('{"static": "')  # damaged: ignored, n_rows varies again (and records)
+    _new_process()
+    for n_rows, scale in calls:
+        run(n_rows, scale)
 
 
 @pytest.mark.executor_replay
