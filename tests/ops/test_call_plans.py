@@ -10,6 +10,8 @@ import tgrad.kernels as K
 from tgrad.kernels.runtime.launch import launch_observers
 from tgrad.ops.call_plans import PLANS
 
+pytestmark = pytest.mark.launch_plans
+
 WARM = 5  # interpreted, recorded, replayed (the executor plans the site), planned, planned
 
 
