@@ -244,6 +244,7 @@ def test_verify_mode_checks_a_loaded_trace_against_the_interpreter(cache):
 
 
 @pytest.mark.executor_replay
+@pytest.mark.cpu_launch_decisions  # the writers are other processes, configured as the CPU
 def test_concurrent_writers_of_the_same_entries_leave_a_cache_that_loads(cache):
     script = ("import numpy as np, tgrad\n"
               "for _ in range(2):\n"
