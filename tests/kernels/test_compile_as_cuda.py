@@ -146,6 +146,9 @@ def test_the_compile_report_table_groups_kernels_by_family():
     assert lines[2:] == ["| losses.elementwise | 1 | 1 | 0 | 0 | 60 / 0 | 0 / 0 | 0 / 0 |",
                          "| pointwise | 1 | 3 | 2 | 1 | 200 / 180 | 40 / 0 | 2 / 1 |",
                          "| tests' own | 1 | 4 | 0 | 0 | 32 / 0 | 0 / 0 | 0 / 0 |"]
+    other_part = {"pointwise_kernel sm_90": dict(configurations=2, failures=0, registers=210, spill_bytes=8, shared=0)}
+    lines = markdown(rows([report, other_part], families())).splitlines()
+    assert lines[3] == "| pointwise | 1 | 5 | 2 | 1 | 210 / 180 | 40 / 0 | 2 / 1 |"
 
 
 def test_the_compile_report_names_what_launched_its_worst_spill():
