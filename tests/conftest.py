@@ -86,6 +86,8 @@ def pytest_configure(config):
                                        "under --as-cuda, which replaces them with the GPU's")
     config.addinivalue_line("markers", "executor_replay: asserts the CPU executor's replays (counts, variants, "
                                        "fallbacks); skipped under --memory-check, where every launch interprets")
+    config.addinivalue_line("markers", "launch_plans: asserts eager call or site plans, which a launch observer "
+                                       "turns off (every launch must reach it); skipped under --compile-for")
     config.addinivalue_line("markers", "breaks_memory_rules: makes out-of-bounds accesses on purpose (to test the "
                                        "checker); run without --memory-check's checker")
     archs = config.getoption("--compile-for", default=None)
@@ -113,7 +115,9 @@ def pytest_collection_modifyitems(config, items):
     skips = {"cpu_launch_decisions": config.getoption("--as-cuda", default=False) and pytest.mark.skip(
                  reason="asserts the CPU's own launch decisions, which --as-cuda replaces"),
              "executor_replay": config.getoption("--memory-check", default=False) and pytest.mark.skip(
-                 reason="asserts the executor's replays, which the memory checker turns off")}
+                 reason="asserts the executor's replays, which the memory checker turns off"),
+             "launch_plans": config.getoption("--compile-for", default=None) and pytest.mark.skip(
+                 reason="asserts eager plans, which --compile-for's observer turns off")}
     for item in items:
         for marker, skip in skips.items():
             if skip and marker in item.keywords:

@@ -309,12 +309,13 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
         return result
 
     nb = len(batch)
-    bshape, bstrides = collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
     cuda = target(a.device) == "cuda"  # configured as on a GPU (kernels/runtime/target.py)
     on_gpu = a.device.type == "cuda"
     tf32 = allow_tf32 and a.dtype == torch.float32
 
     def run(config, run_launch=launch):
+        # (the batch layout here: a CPU site seen before launches without building arguments)
+        bshape, bstrides = collapse(batch, [t.stride()[:nb] for t in (a, b, out, preact)])
         bm, bn, bk, warps, stages = config[:5]
         a_, b_ = _k_major(a, b) if config[5:] == (True,) else (a, b)
         grid = (nbatch * cdiv(M, bm) * cdiv(N, bn),)

@@ -150,6 +150,7 @@ def test_verify_mode_catches_a_plan_that_binding_disagrees_with():
 
 
 @pytest.mark.executor_replay
+@pytest.mark.launch_plans
 def test_a_planned_site_whose_trace_left_the_cache_binds_again():
     a, b = torch.randn(6, 4, dtype=torch.float64), torch.randn(6, 4, dtype=torch.float64)
     ta, tb = _t(a), _t(b)

@@ -59,7 +59,7 @@ def _row_sums(out_ptr, x_ptr, n_rows, scale, BLOCK: tl.constexpr):
     acc = tl.zeros([BLOCK], tl.float32)
     for r in range(n_rows):  # n_rows decides how many loads the trace has: keyed by its value
         acc += tl.load(x_ptr + r * BLOCK + offs)
-    tl.store(out_ptr + offs, acc * scale.to(tl.float32))
+    tl.store(out_ptr + offs, acc * tl.to_tensor(scale).to(tl.float32))  # scale == 1 is a constant on a GPU
 
 
 def test_a_size_that_only_reaches_masks_replays_new_values_from_one_trace():
@@ -96,7 +96,7 @@ def test_a_scalar_that_decides_the_trace_is_pinned_to_its_value():
 @triton.jit
 def _offset_copy(out_ptr, x_ptr, shift, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + shift.to(tl.float32))
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.to_tensor(shift).to(tl.float32))  # shift == 1: a constant
 
 
 def test_a_scalar_that_changes_every_launch_records_on_its_second_launch():

@@ -1,12 +1,14 @@
 """The per-family table docs/gpu.md keeps, from a ``--compile-report`` JSON.
 
-    python tests/support/compile_report_table.py REPORT.json
+    python tests/support/compile_report_table.py REPORT.json [REPORT.json ...]
 
 A kernel's family is the module of tgrad.kernels that defines it (``pointwise``, ``matmul``,
 ``jacobi``, ...); kernels defined elsewhere (the tests' own) are one row. Each row: the family's
 kernels, its configurations per architecture, failed compilations, and the most registers, spill
 bytes (local memory and stack frame) and shared memory (KB, static and dynamic) of any of its
-configurations, for sm_90 / sm_80.
+configurations, for sm_90 / sm_80. Several reports (the suite run in parts, side by side) make one
+table: their configurations add up (one that two parts both launched counts in each), the rest is
+the most of any.
 """
 from __future__ import annotations
 
@@ -39,11 +41,11 @@ def families() -> dict:
     return found
 
 
-def rows(report: dict, family_of: dict) -> dict:
+def rows(report, family_of: dict) -> dict:
     """family -> {'kernels', 'configurations', 'failures', 'registers', 'spill_bytes', 'shared'},
-    the last four of them per architecture ({arch: value})."""
+    the last four of them per architecture ({arch: value}), from a report or a list of them."""
     table: dict = {}
-    for key, row in report.items():
+    for key, row in (item for part in ([report] if isinstance(report, dict) else report) for item in part.items()):
         kernel, arch = key.rsplit(" sm_", 1)
         arch = int(arch)
         fam = table.setdefault(family_of.get(kernel, OTHERS), {
@@ -72,10 +74,13 @@ def markdown(table: dict) -> str:
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        raise SystemExit("usage: python tests/support/compile_report_table.py REPORT.json")
-    with open(argv[0]) as f:
-        print(markdown(rows(json.load(f), families())))
+    if not argv:
+        raise SystemExit("usage: python tests/support/compile_report_table.py REPORT.json [REPORT.json ...]")
+    reports = []
+    for path in argv:
+        with open(path) as f:
+            reports.append(json.load(f))
+    print(markdown(rows(reports, families())))
 
 
 if __name__ == "__main__":
