@@ -306,21 +306,7 @@ def record(cls, ctx, args, needs, outputs):
     outs = (outputs,) if single else outputs
     non_diff = marks.get("_non_differentiable", ())
     dirty = marks.get("_dirty", ())
-    inputs_by_id, edges, meta, tensor_pos = set(), [], [], []
-    for i, a in enumerate(args):  # one pass: the edges, the inputs' (shape, dtype, device)
-        if isinstance(a, Tensor):
-            data = a._data
-            inputs_by_id.add(id(a))
-            tensor_pos.append(i)
-            edges.append(edge_of(a) if needs[i] else (None, 0))
-            meta.append((data.shape, _BY_TORCH[data.dtype], data.device))
-        else:
-            edges.append((None, 0))
-            meta.append(None)
-    ctx._next = tuple(edges)
-    # next_functions shows the tensor arguments only (PyTorch: non-tensors are not edges)
-    ctx._edge_pos = cls.edge_args if builtin and cls.edge_args is not None else tuple(tensor_pos)
-    ctx._input_meta = tuple(meta)
+    inputs_by_id = _link_inputs(cls, ctx, args, needs)
     new_outs = []
     for i, o in enumerate(outs):
         if isinstance(o, Tensor):
@@ -350,21 +336,8 @@ def _record_fresh(cls, ctx, args, needs, out, marks):
     """``record`` of a built-in's one output that is none of its inputs, forward having marked
     nothing dirty or non-differentiable (most recorded calls): the same graph, in one pass. None,
     having changed nothing, when ``out`` is one of ``args``."""
-    edges, meta, tensor_pos = [], [], []
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor):
-            if a is out:
-                return None
-            data = a._data
-            tensor_pos.append(i)
-            edges.append(edge_of(a) if needs[i] else (None, 0))
-            meta.append((data.shape, _BY_TORCH[data.dtype], data.device))
-        else:
-            edges.append((None, 0))
-            meta.append(None)
-    ctx._next = tuple(edges)
-    ctx._edge_pos = cls.edge_args if cls.edge_args is not None else tuple(tensor_pos)
-    ctx._input_meta = tuple(meta)
+    if _link_inputs(cls, ctx, args, needs, out) is None:
+        return None
     data = out._data
     if data.dtype.is_floating_point:
         out._grad_fn, out._output_nr, out._requires_grad = ctx, 0, True
@@ -376,6 +349,30 @@ def _record_fresh(cls, ctx, args, needs, out, marks):
     if to_save is not None:
         _save(ctx, to_save, (out,), {id(out): 0})
     return out
+
+
+def _link_inputs(cls, ctx, args, needs, out=None):
+    """The node's edges to ``args`` (those ``needs`` marks) and the inputs' (shape, dtype, device), in
+    one pass; returns the ids of the tensor arguments, or None, having set nothing, when ``out`` is
+    one of them."""
+    ids, edges, meta, tensor_pos = set(), [], [], []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if a is out:
+                return None
+            data = a._data
+            ids.add(id(a))
+            tensor_pos.append(i)
+            edges.append(edge_of(a) if needs[i] else (None, 0))
+            meta.append((data.shape, _BY_TORCH[data.dtype], data.device))
+        else:
+            edges.append((None, 0))
+            meta.append(None)
+    ctx._next = tuple(edges)
+    # next_functions shows the tensor arguments only (PyTorch: non-tensors are not edges)
+    ctx._edge_pos = cls.edge_args if cls.builtin and cls.edge_args is not None else tuple(tensor_pos)
+    ctx._input_meta = tuple(meta)
+    return ids
 
 
 def _save(ctx, to_save, outs, out_ids):
