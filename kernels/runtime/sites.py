@@ -50,23 +50,13 @@ class SitePlan:
         A = self.inputs(tensors)
         if A is None or builder_instrumented():
             return False
-        variants = self.entry.variants
-        if not variants or variants[0].guards is not None:
-            return False
-        try:  # the plan's entry, while the cache holds it (refreshed as the least recently used)
-            self.entries.move_to_end(self.key)  # one call, atomic: no lock (an eviction in between raises here)
-        except KeyError:  # evicted or cleared since: the site binds and plans again
-            self.sites.pop(self.site, None)
-            return False
-        replay_counts["replayed"] += 1
-        run_quietly(variants[0].run, A)
-        return True
+        return _replay(self.entry, self.entries, self.key, self.sites, self.site, A)
 
     def bound(self, observers, captures, counts, name):
         """``self`` as a function of CPU tensors for a launching layer whose caller checked their
         devices once (its call signature has them): it replays only while ``observers`` is empty
         and this thread's ``captures`` record nothing, and counts each replay in ``counts[name]``.
-        The same steps as ``__call__``, everything bound: it runs on every planned eager op."""
+        The same steps as ``__call__`` with what they read bound: it runs on every planned eager op."""
         options, key, entries, entry, sites, site = self.options, self.key, self.entries, self.entry, self.sites, \
             self.site
         A0, pick = self.A, self.pick
@@ -75,19 +65,28 @@ class SitePlan:
             if observers or captures.recorders or captures.cuda or not config["enabled"] or config["verify"] or \
                     local.disabled or options != id(interpreter_builder.options) or builder_instrumented():
                 return False
-            variants = entry.variants
-            if not variants or variants[0].guards is not None:
+            if not _replay(entry, entries, key, sites, site, pick(A0 + [t.data_ptr() for t in tensors])):
                 return False
-            try:
-                entries.move_to_end(key)
-            except KeyError:
-                sites.pop(site, None)
-                return False
-            replay_counts["replayed"] += 1
             counts[name] += 1
-            run_quietly(variants[0].run, pick(A0 + [t.data_ptr() for t in tensors]))
             return True
         return run
+
+
+def _replay(entry, entries, key, sites, site, A) -> bool:
+    """Replay ``entry``'s one unguarded trace on the inputs ``A`` while the cache ``entries`` holds it
+    under ``key`` (True); False having run nothing (a trace with guards, or the entry evicted, which
+    drops the plan of ``site`` from ``sites``: the site binds and plans again)."""
+    variants = entry.variants
+    if not variants or variants[0].guards is not None:
+        return False
+    try:  # refreshed as the least recently used: one call, atomic, no lock (an eviction in between raises)
+        entries.move_to_end(key)
+    except KeyError:
+        sites.pop(site, None)
+        return False
+    replay_counts["replayed"] += 1
+    run_quietly(variants[0].run, A)
+    return True
 
 
 def plan_site(state, site, tensors, bound, entry):
