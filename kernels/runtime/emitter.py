@@ -9,6 +9,8 @@ numpy view of that tensor's memory, or through a run of memory found at replay
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import triton.language as tl
 
@@ -17,7 +19,7 @@ from .memory import (address_range, fill_live, gather, memory_view, overlaps, pr
 from .recorder import ATOMICS, PID, SIDE_EFFECTS, LaunchRecord, Refused, _Arg
 from .triton_private import TensorHandle, get_np_dtype, native
 
-__all__ = ["Emitter", "access", "BASE_NAMESPACE", "builder_call", "single_output"]
+__all__ = ["Emitter", "access", "BASE_NAMESPACE", "builder_call", "single_output", "live_lanes", "NotLaneWise"]
 
 _BINARY = {
     "create_fadd": np.add, "create_fmul": np.multiply, "create_fdiv": np.divide, "create_frem": np.fmod,
@@ -108,6 +110,32 @@ class Emitter:
         self.slot_of = record.slot_of  # node id -> input slot (arguments that are replay inputs)
         self.arrays_used: set = set()
         self.acting: set = set()  # indices of the lines of ops with effects (kept whatever they compute)
+        # (B, n) when the trace computes on the live lanes only (``live_lanes``): every access reads or
+        # writes the first n lanes of a 1-d block of B and every op on the block is lane-wise
+        self.lanes = None
+        self.view_loads: dict = {}  # a live-lane load's value -> its line (a view of memory until a store)
+
+    def live(self, value):
+        """``value`` as a live-lane trace holds it: a block-shaped array's first n lanes."""
+        if self.lanes is not None and np.shape(value) == (self.lanes[0],):
+            return np.ascontiguousarray(value[:self.lanes[1]])
+        return value
+
+    def shape(self, shape):
+        """A block shape as a live-lane trace computes it."""
+        shape = tuple(shape)
+        return (self.lanes[1],) if self.lanes is not None and shape == (self.lanes[0],) else shape
+
+    def check_lanes(self, op, in_nodes):
+        """In a live-lane trace: refuse (``NotLaneWise``) an op on the block that is not lane-wise, or
+        values of another shape than the block's or a scalar's."""
+        block = (self.lanes[0],)
+        shapes = {np.shape(n.value) for n in in_nodes} | {np.shape(self.record.nodes[o].value) for o in op.outs}
+        if not shapes <= {block, (1,), ()}:
+            raise NotLaneWise(f"{op.name} on shapes {sorted(shapes)}")
+        if block in shapes and op.name not in _LANE_WISE and op.name not in ("create_masked_load", "create_load",
+                                                                               "create_masked_store", "create_store"):
+            raise NotLaneWise(op.name)
 
     def slot_array(self, slot):
         """An input as the interpreter holds it (a 1-element array), made once per run if needed."""
@@ -143,7 +171,7 @@ class Emitter:
             name = f"p{i}"
             lines.append(f"    {name} = {self.const(f'o{i}', offsets)} + {self.slot_array(node.base)}")
         elif node.tag <= PID:
-            name = self.const(f"c{i}", node.value)
+            name = self.const(f"c{i}", self.live(node.value))
         else:
             raise Refused("a value of unknown origin")
         ready[i] = name
@@ -161,6 +189,8 @@ class Emitter:
         in_nodes = [nodes[i] for i in op.ins]
         out_node = nodes[op.outs[0]] if op.outs else None
         k = op_index
+        if self.lanes is not None:
+            self.check_lanes(op, in_nodes)
         bools = all(n.value.dtype == np.bool_ for n in in_nodes)
         if name in _LOGICAL and len(ins) == 2 and bools:
             # masks combined: on bools the interpreter's int8 round trip (its 1-bit wrap-around for
@@ -184,7 +214,7 @@ class Emitter:
             fix = "" if raw == out_node.value.dtype else f".astype({self.const(f'd{k}', out_node.value.dtype)})"
             line = f"np.where({ins[0]}, {ins[1]}, {ins[2]}){fix}"
         elif name == "create_broadcast":
-            line = f"np.broadcast_to({ins[0]}, {tuple(op.args[1])!r})"
+            line = f"np.broadcast_to({ins[0]}, {self.shape(op.args[1])!r})"
         elif name == "create_expand_dims":
             line = f"np.expand_dims({ins[0]}, {op.args[1]!r})"
         elif name == "create_reshape":
@@ -211,7 +241,7 @@ class Emitter:
             line = (f"np.right_shift(np.multiply({ins[0]}.view({u}).astype({w}), {ins[1]}.view({u}).astype({w})), "
                     f"{8 * dt.itemsize}).astype({u}).view({self.const(f'd{k}', dt)})")
         elif name == "create_splat":
-            line = f"np.full({tuple(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
+            line = f"np.full({self.shape(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
         elif name in ("create_int_to_ptr", "create_ptr_to_int"):
             line = f"{ins[0]}.view({self.const(f'd{k}', out_node.value.dtype)})"
         if line is None:
@@ -226,6 +256,17 @@ class Emitter:
         if name in SIDE_EFFECTS or name in ATOMICS or not outs:
             self.acting.add(len(lines))
         lines.append(f"    {target}{line}")
+
+    def finish_lanes(self, lines):
+        """A live-lane load's value is a view of the memory it read: copied where it is read by or after
+        the first line that acts (a store may have written there since)."""
+        first = next((j for j, line in enumerate(lines) if not _ASSIGNMENT.match(line)), len(lines))
+        for name in self.view_loads:
+            used = re.compile(rf"\b{name}\b")
+            if any(used.search(line) for line in lines[first:]):
+                j = next(j for j, line in enumerate(lines) if line.startswith(f"    {name} = "))
+                lines[j] += ".copy()"
+        return lines
 
     def live_addresses(self, op, lines, ready):
         """An expression: the addresses (uint64, flat) the access's live lanes touch."""
@@ -265,9 +306,15 @@ class Emitter:
         if view is not None and other_node is not None and (other_node.value.dtype != dt or other_node.tag > PID):
             view = None if view[4] is not None else view  # np.where would promote; the interpreter casts
         other = ins[2] if other_node is not None else self.const(f"z{k}", np.zeros(shape, dt))
+        if self.lanes is not None and shape == (self.lanes[0],):
+            if view is None or view[5] != slice(0, self.lanes[1]):
+                raise NotLaneWise("a load of other lanes")
+            # the live lanes are the view: read in place until a store (``finish_lanes`` copies it then)
+            self.view_loads[f"v{k}"] = len(lines)
+            return _view_expr(view[0], view[1], view[2], self.const(f'd{k}', dt))
         if view is not None:
             slot, start, nbytes, index, live, contiguous = view
-            v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{k}', dt)})"
+            v = _view_expr(slot, start, nbytes, self.const(f'd{k}', dt))
             if contiguous:
                 if live is None:
                     return f"{v}.reshape({shape!r}).copy()"
@@ -286,7 +333,7 @@ class Emitter:
             mask_node.value.dtype == np.bool_ and (other_node is None or other_node.value.dtype == dt) else None
         if whole is not None:  # a mask from data over fixed offsets: the live lanes read from a view
             slot, start, nbytes, index, _, _ = whole
-            v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{k}', dt)})"
+            v = _view_expr(slot, start, nbytes, self.const(f'd{k}', dt))
             filled = self.masked_fill(k, other_node, other, shape, dt)
             prefix = self.prefix_mask(mask_node, index, lines, ready)
             if prefix is not None:
@@ -332,11 +379,19 @@ class Emitter:
         ptr, value = in_nodes[0], in_nodes[1]
         mask_node = in_nodes[2] if op.name == "create_masked_store" else None
         dt = get_np_dtype(ptr.dtype.element_ty)  # the interpreter stores the value's bytes: views need equal dtypes
+        if self.lanes is not None and ptr.value.shape == (self.lanes[0],):
+            view = self.view_access(ptr, mask_node, dt, "store", unique=True) if value.value.dtype == dt else None
+            if view is None or view[5] != slice(0, self.lanes[1]):
+                raise NotLaneWise("a store to other lanes")
+            full = ins[1] if value.value.shape == ptr.value.shape else \
+                f"np.broadcast_to({ins[1]}, {self.shape(ptr.value.shape)!r})"
+            return f"{_view_expr(view[0], view[1], view[2], self.const(f'd{op_key}', dt))}.__setitem__(" \
+                   f"slice(None), {full})"
         if value.value.dtype == dt:
             view = self.view_access(ptr, mask_node, dt, "store", unique=True)
             if view is not None:
                 slot, start, nbytes, index, live, contiguous = view
-                v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{op_key}', dt)})"
+                v = _view_expr(slot, start, nbytes, self.const(f'd{op_key}', dt))
                 full = ins[1] if value.value.shape == ptr.value.shape else \
                     f"np.broadcast_to({ins[1]}, {ptr.value.shape!r})"
                 if live is None and contiguous:
@@ -353,7 +408,7 @@ class Emitter:
                 mask_node.value.dtype == np.bool_ else None
             if whole is not None:  # a mask computed at replay over fixed offsets: the live lanes, into a view
                 slot, start, nbytes, index, _, _ = whole
-                v = f"memory_view(A[{slot}] + {start}, {nbytes}, {self.const(f'd{op_key}', dt)})"
+                v = _view_expr(slot, start, nbytes, self.const(f'd{op_key}', dt))
                 full = ins[1] if value.value.shape == ptr.value.shape else \
                     f"np.broadcast_to({ins[1]}, {ptr.value.shape!r})"
                 prefix = self.prefix_mask(mask_node, index, lines, ready)
@@ -421,6 +476,49 @@ class Emitter:
             if contiguous and live.ndim == 1 and live[:n].all():
                 contiguous = slice(0, n)
         return ptr.base, lo, hi - lo + size, index, live, contiguous
+
+
+class NotLaneWise(Exception):
+    """A live-lane trace cannot express this launch: it is emitted over whole blocks instead."""
+
+
+# the ops a live-lane trace computes on the live lanes alone: each output lane is a function of the
+# same lane of the inputs (the interpreter's numpy formulas on the handles' arrays)
+_LANE_WISE = (set(_BINARY) | set(_UNARY) | _CASTS | {
+    "create_bitcast", "create_select", "create_broadcast", "create_splat", "create_umulhi", "create_fp_to_fp",
+    "create_erf", "create_fma", "create_fabs", "create_rsqrt", "create_clampf", "create_ashr", "create_idiv",
+    "create_sdiv", "create_udiv", "create_sqrt", "create_precise_sqrt", "binary_op", "unary_op", "ternary_op",
+    "cast_impl"})
+
+
+def live_lanes(record: LaunchRecord, ops):
+    """(B, n) when the first masked access among ``ops`` (op indices) has a constant mask over a 1-d
+    block of B lanes whose live lanes are its first n (0 < n < B), else None: the lanes a live-lane
+    trace would compute (``Emitter.lanes``; the emission refuses what does not fit them)."""
+    nodes = record.nodes
+    for k in ops:
+        op = record.ops[k]
+        if op.name not in ("create_masked_load", "create_masked_store"):
+            continue
+        _, mask = access(op)
+        if mask is None:
+            continue
+        node = nodes[mask]
+        if node.op is not None or node.tag > PID or node.value.ndim != 1 or node.value.dtype != np.bool_:
+            return None
+        live = int(np.count_nonzero(node.value))
+        if 0 < live < node.value.size and node.value[:live].all():
+            return node.value.size, live
+        return None
+    return None
+
+
+_ASSIGNMENT = re.compile(r"    [vp]\d+(, [vp]\d+)* = ")
+
+
+def _view_expr(slot, start, nbytes, dtype_name):
+    address = f"A[{slot}]" if start == 0 else f"A[{slot}] + {start}"
+    return f"memory_view({address}, {nbytes}, {dtype_name})"
 
 
 def _bf16(src_dtype, dst_type):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .emitter import Emitter, access
+from .emitter import Emitter, NotLaneWise, access, live_lanes
 from .recorder import ATOMICS, SIDE_EFFECTS, STORES, LaunchRecord, Refused
 
 __all__ = ["CompiledLaunch", "compile_launch"]
@@ -56,12 +56,27 @@ def _needed(record: LaunchRecord, roots):
 
 
 def compile_launch(record: LaunchRecord, expected_guards) -> CompiledLaunch:
-    em = Emitter(record)
     effects = [k for k, op in enumerate(record.ops) if op.name in SIDE_EFFECTS]
+    needed = _needed(record, effects)
+    # a launch whose accesses all read and write a block's first n lanes computes on those alone
+    lanes = live_lanes(record, needed) if not record.guards else None
+    if lanes is not None:
+        try:
+            return _compile(record, needed, expected_guards, lanes)
+        except NotLaneWise:
+            pass
+    return _compile(record, needed, expected_guards, None)
+
+
+def _compile(record, needed, expected_guards, lanes) -> CompiledLaunch:
+    em = Emitter(record)
+    em.lanes = lanes
     lines, ready = [], {}
-    for k in _needed(record, effects):
+    for k in needed:
         em.emit(k, lines, ready)
     lines = _live_lines(lines, em.acting)
+    if lanes is not None:
+        lines = em.finish_lanes(lines)
     source = "def _run(A):\n" + em.header() + "\n".join(lines) + ("\n" if lines else "") + "    return None\n"
     guard_source = ""
     if record.guards:

@@ -8,7 +8,9 @@ import torch
 import triton
 import triton.language as tl
 
+import tgrad
 import tgrad.kernels as K
+from tgrad.kernels.elementwise.pointwise import pointwise_kernel
 from tgrad.kernels.runtime.launch import launch
 
 
@@ -159,3 +161,38 @@ def test_a_prefix_mask_over_a_varying_size_is_a_slice():
     assert counts["replayed"] >= 3
     sources = _sources(_shifted_copy)
     assert any("_prefix_load" in s and "_prefix_store" in s for s in sources)
+
+
+@triton.jit
+def _store_then_reuse(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=5.0)
+    tl.store(x_ptr + offs, x + 1.0, mask=offs < n)  # x's memory changes: x itself must not
+    tl.store(y_ptr + offs, tl.where(x > 0, x * 2.0, -x), mask=offs < n)
+
+
+@pytest.mark.executor_replay
+@pytest.mark.parametrize("n", [1, 21, 63])
+def test_a_block_whose_live_lanes_are_a_prefix_computes_on_those_lanes_alone(n):
+    """A constant mask whose live lanes are the block's first n, lane-wise ops between: the trace reads
+    the n lanes in place, computes on them alone, and keeps a load it reads after a store as loaded."""
+    with K.count_replays() as counts:
+        for _ in range(5):
+            x = torch.randn(n)
+            y = torch.full((n,), 7.0)
+            want_x, want_y = x + 1, torch.where(x > 0, x * 2, -x)
+            launch(_store_then_reuse, (1,), x, y, n, BLOCK=64)
+            assert torch.equal(x, want_x) and torch.equal(y, want_y)
+    assert counts["replayed"] >= 3
+    (source,) = _sources(_store_then_reuse)
+    assert "_fill" not in source and "(64,)" not in source and ".copy()" in source
+
+
+def test_planned_pointwise_ops_on_a_partial_block_run_lane_wise_traces():
+    a, b = tgrad.randn(37, dtype=tgrad.float64), tgrad.randn(37, dtype=tgrad.float64)
+    for _ in range(4):
+        got = (a + b, a.relu(), a * 2.5)
+    want = (a.torch() + b.torch(), a.torch().relu(), a.torch() * 2.5)
+    assert all(torch.equal(g.torch(), w) for g, w in zip(got, want))
+    sources = [s for s in _sources(pointwise_kernel) if "(37,)" in s or "296, " in s]
+    assert sources and not any("_fill" in s for s in sources)
