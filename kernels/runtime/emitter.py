@@ -14,8 +14,8 @@ import re
 import numpy as np
 import triton.language as tl
 
-from .memory import (address_range, fill_live, gather, memory_view, overlaps, prefix_load, prefix_store, run_load,
-                     run_range, run_store)
+from .memory import (address_range, atomic_add_addresses, fill_live, gather, load_addresses, memory_view, overlaps,
+                     prefix_load, prefix_store, run_load, run_range, run_store)
 from .recorder import ATOMICS, PID, SIDE_EFFECTS, LaunchRecord, Refused, _Arg
 from .triton_private import TensorHandle, get_np_dtype, native
 
@@ -84,7 +84,9 @@ def single_output(fn):
 # the names the emitted source calls (a trace loaded from disk runs in a copy of these too)
 BASE_NAMESPACE = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": fill_live,
                   "_run_load": run_load, "_run_store": run_store, "_run_range": run_range, "_gather": gather,
-                  "_prefix_load": prefix_load, "_prefix_store": prefix_store, "address_range": address_range}
+                  "_prefix_load": prefix_load, "_prefix_store": prefix_store, "address_range": address_range,
+                  "_load_addresses": load_addresses, "_atomic_add": atomic_add_addresses}
+_ADDABLE = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64)}
 
 
 class _Operands:
@@ -114,6 +116,7 @@ class Emitter:
         # writes the first n lanes of a 1-d block of B and every op on the block is lane-wise
         self.lanes = None
         self.view_loads: dict = {}  # a live-lane load's value -> its line (a view of memory until a store)
+        self._read = None  # node ids some op or guard reads (``read``)
 
     def live(self, value):
         """``value`` as a live-lane trace holds it: a block-shaped array's first n lanes."""
@@ -136,6 +139,12 @@ class Emitter:
         if block in shapes and op.name not in _LANE_WISE and op.name not in ("create_masked_load", "create_load",
                                                                                "create_masked_store", "create_store"):
             raise NotLaneWise(op.name)
+
+    def read(self, node_id) -> bool:
+        """Whether an op or a guard of the launch reads node ``node_id``."""
+        if self._read is None:
+            self._read = {i for op in self.record.ops for i in op.ins} | {g[0] for g in self.record.guards}
+        return node_id in self._read
 
     def slot_array(self, slot):
         """An input as the interpreter holds it (a 1-element array), made once per run if needed."""
@@ -244,6 +253,14 @@ class Emitter:
             line = f"np.full({self.shape(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
         elif name in ("create_int_to_ptr", "create_ptr_to_int"):
             line = f"{ins[0]}.view({self.const(f'd{k}', out_node.value.dtype)})"
+        elif name == "create_atomic_rmw" and getattr(op.args[0], "name", None) in ("ADD", "FADD") and \
+                len(op.ins) == 3 and not self.read(op.outs[0]) and in_nodes[1].value.dtype in _ADDABLE and \
+                get_np_dtype(in_nodes[0].dtype.element_ty) == in_nodes[1].value.dtype:
+            # a scatter-add whose old values nothing reads: np.add.at on the memory its lanes reach
+            interpreted = self.const(f"g{k}", builder_call(op.fn, op.args, [n.dtype for n in in_nodes], len(op.outs),
+                                                           op.name))
+            line = (f"_atomic_add({ins[0]}, {ins[1]}, {ins[2]}, {self.const(f'd{k}', in_nodes[1].value.dtype)}, "
+                    f"{interpreted})")
         if line is None:
             if _is_numpy_step(op):
                 call = self.const(f"g{k}", single_output(op.fn) if len(op.outs) == 1 else op.fn)
@@ -344,7 +361,7 @@ class Emitter:
             base, start = run
             filled = self.masked_fill(k, other_node, other, shape, dt)
             return f"_run_load({base}, {start}, {mask}, {filled}, {other}, {self.const(f'd{k}', dt)})"
-        return f"native.load({ins[0]}, {mask}, {other}, {self.const(f'd{k}', dt)})"
+        return f"_load_addresses({ins[0]}, {mask}, {other}, {self.const(f'd{k}', dt)})"
 
     def masked_fill(self, k, other_node, other, shape, dt):
         """The values of a load's masked lanes: its ``other`` broadcast to the load's shape, a constant

@@ -3,7 +3,9 @@
 A replayed load or store goes through a numpy view of a CPU tensor's memory (``memory_view``) when
 its addresses are an argument's address plus fixed offsets, or through a run of memory found at
 replay (``run_load``, ``run_store``: a pointer read from a table plus ``tl.arange``, live lanes a
-prefix), or else through the interpreter's own C++ load/store. Guards hoisted above a launch's
+prefix), or through a window over the live lanes' address range found at replay (``load_addresses``,
+``atomic_add_addresses``: addresses computed from data, a row gather or a scatter-add), or else through
+the interpreter's own C++ load/store. Guards hoisted above a launch's
 stores check that no earlier store overlaps what they read (``address_range``, ``run_range``,
 ``overlaps``). These are the functions the emitted source calls; nothing here records or emits.
 """
@@ -16,8 +18,8 @@ import numpy as np
 
 from .triton_private import native
 
-__all__ = ["memory_view", "live_prefix", "run_pointers", "run_load", "run_store", "gather", "prefix_load",
-           "prefix_store", "fill_live", "address_range", "run_range", "overlaps"]
+__all__ = ["memory_view", "live_prefix", "load_addresses", "atomic_add_addresses", "run_pointers", "run_load",
+           "run_store", "gather", "prefix_load", "prefix_store", "fill_live", "address_range", "run_range", "overlaps"]
 
 
 _views: dict = {}  # (address, bytes, dtype) -> its array: a view only reads or writes what lies there now
@@ -33,6 +35,63 @@ def memory_view(address: int, nbytes: int, dtype) -> np.ndarray:
             _views.clear()
         view = _views[key] = np.frombuffer((ctypes.c_char * nbytes).from_address(address), dtype=dtype)
     return view
+
+
+def _window(p, dt):
+    """(the memory from the lowest to the highest address of ``p`` as an array of ``dt``, each
+    address's index in it), or None when an address is not a whole number of elements from the
+    lowest (the interpreter's access then). Making the window reads nothing: only the indexed
+    elements are touched, which are the addresses the interpreter touches."""
+    size = dt.itemsize
+    if size & (size - 1) or int(np.bitwise_or.reduce(p, axis=None)) % size:
+        return None
+    lo, hi = int(p.min()), int(p.max())
+    window = np.frombuffer((ctypes.c_char * (hi - lo + size)).from_address(lo), dtype=dt)
+    return window, ((p - np.uint64(lo)) >> np.uint64(size.bit_length() - 1)).view(np.int64)
+
+
+def _live_pointers(ptr, mask):
+    """(pointers with every masked lane replaced by a live lane's, the live lanes as a bool array or
+    None when all are live), or None when no lane is live or ``ptr`` holds no addresses."""
+    if ptr.size == 0 or ptr.dtype != np.uint64:
+        return None
+    live = np.broadcast_to(mask, ptr.shape)
+    if live.all():
+        return ptr, None
+    first = int(live.argmax())
+    if not live.reshape(-1)[first]:
+        return None
+    return np.where(live, ptr, ptr.reshape(-1)[first]), live
+
+
+def load_addresses(ptr, mask, other, dt):
+    """The interpreter's ``native.load`` of the addresses ``ptr`` (computed at replay: a row picked by
+    loaded indices) under ``mask``, the masked lanes ``other``: one numpy gather from a window over
+    the live lanes' address range instead of a C++ call per lane. C-ordered, as the interpreter's."""
+    found = _live_pointers(ptr, mask)
+    window = _window(found[0], dt) if found is not None else None
+    if window is None:
+        return native.load(ptr, mask, other, dt)
+    values = window[0][window[1]]
+    live = found[1]
+    if live is not None:
+        values = np.where(live, values, other)
+    return np.ascontiguousarray(values, dtype=dt)
+
+
+def atomic_add_addresses(ptr, value, mask, dt, interpreted):
+    """An atomic add of ``value`` (of ``dt``, the pointers' element type) at the addresses ``ptr``
+    under ``mask`` whose result (the old values) nothing reads: ``np.add.at`` on a window over the
+    live lanes' addresses, which adds lane by lane in C order as the interpreter's loop does (a
+    repeated address sums in the same order: the same bits). ``interpreted(ptr, value, mask)`` (the
+    recorded builder call) where no window serves."""
+    live = np.broadcast_to(mask, ptr.shape)
+    p = ptr[live] if ptr.dtype == np.uint64 else None
+    window = _window(p, dt) if p is not None and p.size else None
+    if window is None:
+        interpreted(ptr, value, mask)
+    else:
+        np.add.at(window[0], window[1], np.broadcast_to(value, ptr.shape)[live])
 
 
 def live_prefix(mask, shape):

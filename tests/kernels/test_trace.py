@@ -75,6 +75,45 @@ def test_an_atomic_whose_result_is_unused_still_runs_in_the_trace():
 
 
 @triton.jit
+def _gather_scatter_rows(idx_ptr, w_ptr, out_ptr, dw_ptr, g_ptr, n, D, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    # out[r] = w[idx[r]] and dw[idx[r]] += g[r]: addresses computed from loaded indices (an embedding's
+    # gather and its backward's scatter-add); repeated indices add in lane order
+    rows = tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, BLOCK_C)
+    live = (rows < n)[:, None] & (cols < D)[None, :]
+    i = tl.load(idx_ptr + rows, mask=rows < n, other=0)
+    v = tl.load(w_ptr + i[:, None] * D + cols[None, :], mask=live, other=-2.0)
+    tl.store(out_ptr + rows[:, None] * BLOCK_C + cols[None, :], v)
+    g = tl.load(g_ptr + rows[:, None] * D + cols[None, :], mask=live, other=0.0)
+    tl.atomic_add(dw_ptr + i[:, None] * D + cols[None, :], g, mask=live)
+
+
+@pytest.mark.executor_replay
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_loads_and_atomic_adds_at_addresses_from_data_replay_as_the_interpreter(dtype):
+    # a gather and a scatter-add whose addresses come from loaded data replay as numpy on a window
+    # of the memory those addresses reach, with the interpreter's bits (the adds' order included)
+    g = torch.Generator().manual_seed(0)
+    with K.count_replays() as counts:
+        for n in (9, 12, 12, 5, 16, 16):
+            idx = torch.randint(0, 4, (16,), generator=g)  # rows repeat: the adds' order decides the bits
+            w = (torch.randn(4, 7, generator=g) * 1e3).to(dtype)
+            grads = (torch.randn(16, 7, generator=g) * 10.0 ** torch.randint(-4, 4, (16, 7), generator=g)).to(dtype)
+            dw = torch.zeros(4, 7, dtype=dtype)
+            out = torch.zeros(16, 8, dtype=dtype)
+            launch(_gather_scatter_rows, (1,), idx, w, out, dw, grads, n, 7, BLOCK_R=16, BLOCK_C=8)
+            want = torch.full((16, 8), -2.0, dtype=dtype)
+            want[:n, :7] = w[idx[:n]]
+            assert torch.equal(out, want)
+            want_dw = torch.zeros(4, 7, dtype=dtype)
+            for r in range(n):  # in lane order, as the interpreter adds
+                want_dw[idx[r]] += grads[r]
+            assert torch.equal(dw, want_dw)
+    assert counts["replayed"] >= 2
+    assert all("_load_addresses" in s and "_atomic_add" in s for s in _sources(_gather_scatter_rows))
+
+
+@triton.jit
 def _masked_copy(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
