@@ -340,6 +340,9 @@ class Emitter:
                                                               else np.zeros(shape, dt), shape))
                 where = contiguous if contiguous is not True else live
                 return f"_fill({self.const(f'z{k}', filled)}, {self.const(f'm{k}', where)}, {v})"
+            strided = _strided(index, dt.itemsize) if live is None else None
+            if strided is not None:  # a transposed or strided tile: a copy of a strided view, not a gather
+                return f"np.ndarray({shape!r}, {self.const(f'd{k}s', dt)}, {v}, *{self.const(f's{k}', strided)}).copy()"
             idx = self.const(f"i{k}", index)
             if live is None:
                 return f"{v}[{idx}]"
@@ -416,6 +419,10 @@ class Emitter:
                 if contiguous:  # the live lanes, in order, are the view's elements in order
                     where = self.const(f"m{k}", contiguous if contiguous is not True else live)
                     return f"{v}.__setitem__(slice(None), {full}[{where}])"
+                strided = _strided(index, dt.itemsize) if live is None else None
+                if strided is not None:
+                    return f"np.ndarray({ptr.value.shape!r}, {self.const(f'd{op_key}s', dt)}, {v}, " \
+                        f"*{self.const(f's{k}', strided)}).__setitem__(Ellipsis, {ins[1]})"
                 if live is None:
                     return f"{v}.__setitem__({self.const(f'i{k}', index)}, {ins[1]})"
                 sel = self.const(f"i{k}", index[live])
@@ -536,6 +543,23 @@ _ASSIGNMENT = re.compile(r"    [vp]\d+(, [vp]\d+)* = ")
 def _view_expr(slot, start, nbytes, dtype_name):
     address = f"A[{slot}]" if start == 0 else f"A[{slot}] + {start}"
     return f"memory_view({address}, {nbytes}, {dtype_name})"
+
+
+def _strided(index, size):
+    """(first byte, byte strides) when the element ``index`` array of an access is an affine grid
+    (a transposed or strided tile) with strides >= 0: the access is then a strided view."""
+    if index.ndim == 0 or index.size < 2:
+        return None
+    first = int(index.flat[0])
+    steps = [int(index[(0,) * d + (1,) + (0,) * (index.ndim - d - 1)]) - first if n > 1 else 0
+             for d, n in enumerate(index.shape)]
+    if min(steps) < 0:
+        return None
+    grid = first + sum(np.arange(n, dtype=np.intp).reshape((1,) * d + (n,) + (1,) * (index.ndim - d - 1)) * st
+                       for d, (n, st) in enumerate(zip(index.shape, steps)))
+    if not np.array_equal(grid, index):
+        return None
+    return first * size, tuple(st * size for st in steps)
 
 
 def _bf16(src_dtype, dst_type):
