@@ -235,3 +235,27 @@ def test_planned_pointwise_ops_on_a_partial_block_run_lane_wise_traces():
     assert all(torch.equal(g.torch(), w) for g, w in zip(got, want))
     sources = [s for s in _sources(pointwise_kernel) if "(37,)" in s or "296, " in s]
     assert sources and not any("_fill" in s for s in sources)
+
+
+@triton.jit
+def _transpose_tile(x_ptr, out_ptr, sx0, sx1, M: tl.constexpr, N: tl.constexpr):
+    # out (N, M) = x^T: the load reads x through (sx1, sx0), a strided grid, and the store writes out
+    # through its own strides transposed back
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    tile = tl.load(x_ptr + rn[:, None] * sx1 + rm[None, :] * sx0)
+    tl.store(out_ptr + rm[None, :] + rn[:, None] * M, tile * 2.0)
+    tl.store(out_ptr + N * M + rm[:, None] * N + rn[None, :], tl.trans(tile))
+
+
+@pytest.mark.executor_replay
+def test_a_strided_tile_is_a_strided_view_not_a_gather():
+    with K.count_replays() as counts:
+        for _ in range(4):
+            x = torch.randn(8, 16)
+            out = torch.empty(2 * 16 * 8)
+            launch(_transpose_tile, (1,), x, out, x.stride(0), x.stride(1), M=8, N=16)
+            assert torch.equal(out[:128].view(16, 8), 2 * x.t())
+            assert torch.equal(out[128:].view(8, 16), x)
+    assert counts["replayed"] >= 2
+    assert all("np.ndarray((16, 8)" in s for s in _sources(_transpose_tile))
