@@ -29,6 +29,15 @@ adds 1 to every step, through the rows flagged ``owner`` (one per parameter) -- 
 launch, whose programs would race: the rows of one parameter run in parallel and all read its step.
 Such a table is the same every step, so it is uploaded once and kept (``TableCache``): a repeated
 step makes no host->device copy (in a CUDA graph, one would be replayed every time).
+
+On the CPU (``target``) the group's one launch is ``optim_params_kernel`` instead: the same walk
+(``_update_blocks``) over the group's tensors passed as tuple arguments, each parameter's length and
+block (its length's power of two, at most 2^16) constexprs, the group constants and each
+parameter's scalars and flag in one fp64 tensor, a capturable parameter's step advanced in the same
+launch (one program: no race). A table's rows are loaded data, so its recorded trace had to guard
+every row's length and pointers and ran every row at the longest parameter's block (~2 ms of a
+digits CNN step's Adam); this trace has no guards, its addresses are replay inputs and a bias of
+16 elements costs 16 lanes. Both launches compute the same bits (``tests/optim``).
 """
 from __future__ import annotations
 
@@ -40,6 +49,7 @@ from tgrad.kernels.helpers.dtypes import compute_dtype
 from tgrad.kernels.runtime.launch import launch
 from tgrad.kernels.helpers.layout import next_pow2
 from tgrad.kernels.helpers.scalars import as_f64, f64_bits
+from tgrad.kernels.runtime.target import target
 from .tables import TableCache, chunk_sizes, row_grid, upload
 from .updates import OPTION_BITS, UPDATES
 
@@ -84,6 +94,32 @@ def _load_state(ptr_base, offs, mask, placeholder, USED: tl.constexpr, COMPUTE: 
 def _beta_power(beta, log_beta, t):
     """beta^t for t >= 1 in fp64, as exp(t log beta); 0^t = 0 (log 0 is not used)."""
     return tl.where(beta > 0.0, tl.exp(t * log_beta), 0.0)
+
+
+@triton.jit
+def _update_blocks(p_ptr, g_ptr, s0_ptr, s1_ptr, s2_ptr, n, k, c, flag, UPDATE: tl.constexpr, OPTIONS: tl.constexpr,
+                   S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, MAXIMIZE: tl.constexpr,
+                   COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
+    """One parameter's ``n`` elements updated by ``UPDATE``, ``BLOCK`` at a time: each element of the
+    parameter, its gradient and its state slots in use read once and written once."""
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        mask = offs < n
+        p = tl.load(p_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+        g = tl.load(g_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+        if MAXIMIZE:
+            g = -g
+        s0 = _load_state(s0_ptr, offs, mask, p, S0, COMPUTE)
+        s1 = _load_state(s1_ptr, offs, mask, p, S1, COMPUTE)
+        s2 = _load_state(s2_ptr, offs, mask, p, S2, COMPUTE)
+        p, s0, s1, s2 = UPDATE(p, g, s0, s1, s2, k, c, flag, OPTIONS, COMPUTE)
+        if S0:
+            tl.store(s0_ptr + offs, s0.to(s0_ptr.dtype.element_ty), mask=mask)
+        if S1:
+            tl.store(s1_ptr + offs, s1.to(s1_ptr.dtype.element_ty), mask=mask)
+        if S2:
+            tl.store(s2_ptr + offs, s2.to(s2_ptr.dtype.element_ty), mask=mask)
+        tl.store(p_ptr + offs, p.to(p_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -139,24 +175,8 @@ def optim_step_kernel(table, like, rows_per_program, h0, h1, h2, h3, h4, h5, h6,
                 flag = tl.load(row_base + 9) != 0
             else:
                 flag = False
-        for start in range(0, n, BLOCK):
-            offs = start + tl.arange(0, BLOCK)
-            mask = offs < n
-            p = tl.load(p_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-            g = tl.load(g_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-            if MAXIMIZE:
-                g = -g
-            s0 = _load_state(s0_ptr, offs, mask, p, S0, COMPUTE)
-            s1 = _load_state(s1_ptr, offs, mask, p, S1, COMPUTE)
-            s2 = _load_state(s2_ptr, offs, mask, p, S2, COMPUTE)
-            p, s0, s1, s2 = UPDATE(p, g, s0, s1, s2, k, c, flag, OPTIONS, COMPUTE)
-            if S0:
-                tl.store(s0_ptr + offs, s0.to(s0_ptr.dtype.element_ty), mask=mask)
-            if S1:
-                tl.store(s1_ptr + offs, s1.to(s1_ptr.dtype.element_ty), mask=mask)
-            if S2:
-                tl.store(s2_ptr + offs, s2.to(s2_ptr.dtype.element_ty), mask=mask)
-            tl.store(p_ptr + offs, p.to(p_ptr.dtype.element_ty), mask=mask)
+        _update_blocks(p_ptr, g_ptr, s0_ptr, s1_ptr, s2_ptr, n, k, c, flag, UPDATE, OPTIONS, S0, S1, S2, MAXIMIZE,
+                       COMPUTE, BLOCK)
 
 
 @triton.jit
@@ -170,6 +190,71 @@ def advance_steps_kernel(table, n_rows, BLOCK: tl.constexpr):
         step_ptr = tl.load(table + rows * ROW + 6, mask=in_table, other=0).to(tl.pointer_type(tl.float32))
         step = tl.load(step_ptr, mask=owner, other=0.0)
         tl.store(step_ptr, step + 1.0, mask=owner)
+
+
+@triton.jit
+def _constant_at(consts, I: tl.constexpr, N: tl.constexpr, COMPUTE: tl.constexpr):
+    """``consts[I]`` (fp64) in the compute dtype when ``I < N``; a placeholder otherwise."""
+    if I < N:
+        return tl.load(consts + I).to(COMPUTE)
+    else:
+        return 0.0
+
+
+@triton.jit
+def optim_params_kernel(params, grads, s0s, s1s, s2s, steps, consts, NS: tl.constexpr, BLOCKS: tl.constexpr,
+                        UPDATE: tl.constexpr, OPTIONS: tl.constexpr, N_HYPER: tl.constexpr,
+                        N_SCALARS: tl.constexpr, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr,
+                        FLAG: tl.constexpr, MAXIMIZE: tl.constexpr, CAPTURABLE: tl.constexpr,
+                        COMPUTE: tl.constexpr):
+    # The CPU's form of optim_step_kernel (module docstring): the tensors are tuple arguments and
+    # each parameter's length and block are constexprs, so the recorded trace reads no pointer or
+    # length from memory (no guards) and spends no lane past a small parameter's end.
+    k = (_constant_at(consts, 0, N_HYPER, COMPUTE), _constant_at(consts, 1, N_HYPER, COMPUTE),
+         _constant_at(consts, 2, N_HYPER, COMPUTE), _constant_at(consts, 3, N_HYPER, COMPUTE),
+         _constant_at(consts, 4, N_HYPER, COMPUTE), _constant_at(consts, 5, N_HYPER, COMPUTE),
+         _constant_at(consts, 6, N_HYPER, COMPUTE), _constant_at(consts, 7, N_HYPER, COMPUTE))
+    if CAPTURABLE and N_SCALARS == 2:
+        lr = tl.load(consts + 6)
+        beta1 = tl.load(consts + 7)
+        beta2 = tl.load(consts + 1)
+        log_beta1 = tl.log(tl.where(beta1 > 0.0, beta1, 1.0))
+        log_beta2 = tl.log(tl.where(beta2 > 0.0, beta2, 1.0))
+    for i in tl.static_range(len(NS)):
+        p_ptr = params[i]
+        if S0:
+            s0_ptr = s0s[i]
+        else:
+            s0_ptr = p_ptr  # never dereferenced
+        if S1:
+            s1_ptr = s1s[i]
+        else:
+            s1_ptr = p_ptr
+        if S2:
+            s2_ptr = s2s[i]
+        else:
+            s2_ptr = p_ptr
+        if CAPTURABLE:
+            step = tl.load(steps[i])
+            if N_SCALARS == 2:
+                t = step.to(tl.float64) + 1.0
+                c = ((lr / (1.0 - _beta_power(beta1, log_beta1, t))).to(COMPUTE),
+                     tl.sqrt(1.0 - _beta_power(beta2, log_beta2, t)).to(COMPUTE), 0.0)
+            else:
+                c = (0.0, 0.0, 0.0)
+            flag = False
+        else:  # the parameter's scalars and flag: consts[8 + 4 i ...]
+            c = (_constant_at(consts, 8 + 4 * i, 8 + 4 * i + N_SCALARS, COMPUTE),
+                 _constant_at(consts, 9 + 4 * i, 8 + 4 * i + N_SCALARS, COMPUTE),
+                 _constant_at(consts, 10 + 4 * i, 8 + 4 * i + N_SCALARS, COMPUTE))
+            if FLAG:
+                flag = tl.load(consts + 11 + 4 * i) != 0.0
+            else:
+                flag = False
+        _update_blocks(p_ptr, grads[i], s0_ptr, s1_ptr, s2_ptr, NS[i], k, c, flag, UPDATE, OPTIONS, S0, S1, S2,
+                       MAXIMIZE, COMPUTE, BLOCKS[i])
+        if CAPTURABLE:  # one program: no other reads this step count after now
+            tl.store(steps[i], step + 1.0)
 
 
 def _rows(chunk: int, item: int, capturable: bool, specs) -> list:
@@ -205,7 +290,7 @@ def _check_dtype(algo: str, device, dtype):
 def fused_step(algo: str, params, grads, states, hyper, *, scalars=None, flags=None, maximize=False,
                steps=None, bias_correction=False, cache: TableCache | None = None, capturing=False, **options):
     """Update ``params`` in place with one launch per (device, dtype) of the group (two when
-    capturable), by the formula ``updates.UPDATES[algo]``.
+    capturable and compiled), by the formula ``updates.UPDATES[algo]``.
 
     ``params``/``grads``: torch tensors of equal shapes and dtypes; ``states``: per parameter a
     list of up to three state tensors (the slots the algorithm reads, in its order; ``None`` for
@@ -215,7 +300,7 @@ def fused_step(algo: str, params, grads, states, hyper, *, scalars=None, flags=N
     not contiguous are updated through contiguous copies written back after the launch.
 
     ``steps`` (capturable): per parameter its 0-d float32 step count on its device, which a second
-    launch advances; with ``bias_correction`` the kernel derives Adam's two scalars from it (``hyper``
+    launch advances (compiled; on the CPU the one launch does); with ``bias_correction`` the kernel derives Adam's two scalars from it (``hyper``
     then ends with ``(lr, beta1)``). ``cache``: reuse device tables (and staging buffers) by
     contents instead of uploading one per launch. ``capturing``: a graph capture is under way, so
     the tables used are kept in ``cache`` for the graph's life."""
@@ -229,16 +314,13 @@ def fused_step(algo: str, params, grads, states, hyper, *, scalars=None, flags=N
     h = [f64_bits(x) for x in hyper] + [0] * (8 - len(hyper))
     for (device, dtype), idx in buckets.items():
         _check_dtype(algo, device, dtype)
-        specs, keep, write_back, staging = [], [], [], []  # specs: per parameter what its rows hold
+        keep, write_back, staging = [], [], []
         used = _slots(states[idx[0]])  # the state slots the launch loads and stores (equal for every parameter)
-        chunk, block = chunk_sizes(device, max(params[i].numel() for i in idx))
-        item = params[idx[0]].element_size()
+        rows = []  # per parameter its [param, grad, s0, s1, s2] as the kernel reads them (None: a slot not used)
         for i in idx:
             tensors = [params[i], grads[i]] + list(states[i]) + [None] * (3 - len(states[i]))
-            ptrs = []
             for slot, t in enumerate(tensors):
                 if t is None:
-                    ptrs.append(0)  # the kernel never dereferences an unused slot
                     continue
                 if t.dtype != dtype or t.device != device or t.shape != params[i].shape:
                     raise ValueError(f"optimizer tensors of one parameter must share its shape, dtype and "
@@ -250,13 +332,11 @@ def fused_step(algo: str, params, grads, states, hyper, *, scalars=None, flags=N
                         staging.append(c)
                     if slot != 1:  # gradients are only read
                         write_back.append((t, c))
-                    t = c
-                keep.append(t)
-                ptrs.append(t.data_ptr())
+                    tensors[slot] = c
+                keep.append(tensors[slot])
             if _slots(states[i]) != used:
                 raise ValueError(f"the parameters of one {algo} step must have the same state slots, got "
                                  f"{_slots(states[i])} and {used}")
-            n = params[i].numel()
             if capturable:
                 step = steps[i]
                 if step.dtype != torch.float32 or step.device != device or step.numel() != 1:
@@ -264,26 +344,62 @@ def fused_step(algo: str, params, grads, states, hyper, *, scalars=None, flags=N
                                      f"its parameter's device ({device}), got {tuple(step.shape)} {step.dtype} "
                                      f"{step.device}")
                 keep.append(step)
-                specs.append((tuple(ptrs), n, (step.data_ptr(), 0, 0), None))
-            else:
-                c = tuple(f64_bits(x) for x in scalars[i]) if scalars else ()
-                specs.append((tuple(ptrs), n, c + (0,) * (3 - len(c)), bool(flags[i]) if flags else False))
-        key = (chunk, item, capturable, tuple(specs))  # the rows are a function of this
-        if cache is None:
-            rows = _rows(*key)
-            table = upload(rows, device, capturing)[0] if rows else None
+            rows.append(tensors)
+        meta = {"UPDATE": update, "OPTIONS": bits, "N_HYPER": len(hyper), "N_SCALARS": n_scalars, "S0": used[0],
+                "S1": used[1], "S2": used[2], "FLAG": flags is not None and not capturable,
+                "MAXIMIZE": bool(maximize), "CAPTURABLE": capturable, "COMPUTE": compute_dtype(dtype)}
+        if target(device) == "cpu":
+            _launch_params(rows, [steps[i] for i in idx] if capturable else None,
+                           [scalars[i] for i in idx] if scalars else None, [flags[i] for i in idx] if flags else None,
+                           hyper, meta)
         else:
-            table = cache.table(device, key, _rows, staging, capturing)
-        if table is None:
-            continue
-        n_rows = table.numel() // ROW.value
-        grid, per_program = row_grid(device, n_rows)
-        launch(optim_step_kernel, grid, table, keep[0], per_program, *h, UPDATE=update, OPTIONS=bits,
-               N_HYPER=len(hyper), N_SCALARS=n_scalars, S0=used[0], S1=used[1], S2=used[2],
-               FLAG=flags is not None and not capturable, MAXIMIZE=bool(maximize), CAPTURABLE=capturable,
-               COMPUTE=compute_dtype(dtype), BLOCK=block, num_warps=4, keep_alive=keep)
-        if capturable:  # after every row has read the step counts
-            launch(advance_steps_kernel, (1,), table, n_rows, BLOCK=min(next_pow2(max(n_rows, 16)), 1024),
-                   num_warps=1, keep_alive=keep)
+            _launch_table(rows, idx, device, steps, scalars, flags, h, keep, staging, cache, capturing, meta)
         for dst, src in write_back:
             dst.copy_(src)
+
+
+def _launch_params(rows, steps, scalars, flags, hyper, meta):
+    """The CPU's launch (``optim_params_kernel``): the tensors as tuples, the group constants and the
+    parameters' scalars and flags as one fp64 tensor ``[hyper (8), then per parameter c0, c1, c2,
+    flag]`` (host values, as the table's bits are; a capture keeps the tensor, so they are frozen)."""
+    consts = list(hyper) + [0.0] * (8 - len(hyper))
+    for j in range(len(rows)):
+        c = list(scalars[j]) if scalars else []
+        consts += c + [0.0] * (3 - len(c)) + [1.0 if flags and flags[j] else 0.0]
+    consts = torch.tensor(consts, dtype=torch.float64)
+    sizes = tuple(row[0].numel() for row in rows)
+    slot = [tuple(row[s] for row in rows) if meta[f"S{s - 2}"] else () for s in (2, 3, 4)]
+    launch(optim_params_kernel, (1,), tuple(row[0] for row in rows), tuple(row[1] for row in rows), *slot,
+           tuple(steps) if steps is not None else (), consts, NS=sizes,
+           BLOCKS=tuple(min(next_pow2(max(n, 1)), 1 << 16) for n in sizes), **meta)
+
+
+def _launch_table(rows, idx, device, steps, scalars, flags, h, keep, staging, cache, capturing, meta):
+    """The compiled launch (``optim_step_kernel``) through a pointer table (module docstring), and
+    the step counts' advance after it when capturable."""
+    capturable = meta["CAPTURABLE"]
+    chunk, block = chunk_sizes(device, max(row[0].numel() for row in rows))
+    specs = []  # per parameter what its rows hold
+    for j, (i, row) in enumerate(zip(idx, rows)):
+        ptrs = tuple(t.data_ptr() if t is not None else 0 for t in row)  # the kernel never reads an unused slot
+        n = row[0].numel()
+        if capturable:
+            specs.append((ptrs, n, (steps[i].data_ptr(), 0, 0), None))
+        else:
+            c = tuple(f64_bits(x) for x in scalars[i]) if scalars else ()
+            specs.append((ptrs, n, c + (0,) * (3 - len(c)), bool(flags[i]) if flags else False))
+    key = (chunk, rows[0][0].element_size(), capturable, tuple(specs))  # the rows are a function of this
+    if cache is None:
+        table_rows = _rows(*key)
+        table = upload(table_rows, device, capturing)[0] if table_rows else None
+    else:
+        table = cache.table(device, key, _rows, staging, capturing)
+    if table is None:
+        return
+    n_rows = table.numel() // ROW.value
+    grid, per_program = row_grid(device, n_rows)
+    launch(optim_step_kernel, grid, table, rows[0][0], per_program, *h, BLOCK=block, num_warps=4, keep_alive=keep,
+           **meta)
+    if capturable:  # after every row has read the step counts
+        launch(advance_steps_kernel, (1,), table, n_rows, BLOCK=min(next_pow2(max(n_rows, 16)), 1024),
+               num_warps=1, keep_alive=keep)

@@ -1,5 +1,5 @@
 """Optimizer updates, one ``@triton.jit`` formula per algorithm, run by ``step.optim_step_kernel``
-(the update is its ``UPDATE`` constexpr, as a pointwise op's formula is ``pointwise_kernel``'s).
+and, on the CPU, ``step.optim_params_kernel`` (the update is its ``UPDATE`` constexpr, as a pointwise op's formula is ``pointwise_kernel``'s).
 
 A formula is ``update(p, g, s0, s1, s2, k, c, flag, OPTIONS, COMPUTE) -> (p, s0, s1, s2)`` on one
 block of a parameter: ``p`` the parameter, ``g`` its gradient (already negated when maximizing),

@@ -55,7 +55,7 @@ def test_moons_step_launches_what_the_math_needs_and_matches_pytorch():
     # penalty, 2 for scaling and adding it; backward: 1 per parameter for p*p, 6 for the hinge and
     # penalty chain, 5 matmuls (db beside dW), 2 ReLU', 1 per parameter to add the two gradients;
     # one optimizer launch for the group
-    assert counts["optim_step_kernel"] == 1
+    assert counts["optim_params_kernel"] == 1
     assert counts["matmul_kernel"] == 8
     assert "reduce_kernel" not in counts or counts["reduce_kernel"] == 7  # mean, 6 sums
     assert sum(counts.values()) <= 52

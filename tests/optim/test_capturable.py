@@ -1,12 +1,14 @@
 """Graph-safe optimizer steps (PyTorch's ``capturable=True``) and the checks made during a capture.
 
 Capturable Adam/AdamW/RMSprop keep ``state["step"]`` as a 0-d float32 tensor on the parameter's
-device, compute Adam's bias corrections in the kernel from it, and advance it with a second launch;
-their device pointer table is uploaded once and reused. Over several steps they match PyTorch's
+device and compute Adam's bias corrections in the kernel from it. Compiled (and inside ``as_cuda()``)
+a second launch advances the steps and the device pointer table is uploaded once and reused; on the
+CPU the one launch (the tensors as tuple arguments) advances them itself. Over several steps they match PyTorch's
 non-capturable optimizer in float64 and tgrad's own host path. A capture is simulated by patching
 the ``is_capturing`` the optimizers call (and, once, run for real with the CPU recorder)."""
 import sys
 import warnings
+from contextlib import nullcontext
 
 import pytest
 import torch
@@ -22,10 +24,14 @@ from support.reference import uniform64
 from support.torch_audit import AtenRecorder
 from tgrad import graphs
 from tgrad.kernels.runtime.launch import count_launches, launch_observers
+from tgrad.kernels.runtime.target import as_cuda
 
 optimizer_module = sys.modules[optim.Optimizer.__module__]  # where step() looks up is_capturing
 SHAPES = [(5, 3), (7,), (), (0,), (1, 4)]
 STEPS = 4
+# the CPU's launch, and the compiled configuration's (a pointer table, then the steps' advance)
+KINDS = {"cpu": (nullcontext, {"optim_params_kernel": 1}, {"optim_params_kernel": 1}),
+         "table": (as_cuda, {"optim_step_kernel": 1, "advance_steps_kernel": 1}, {"optim_step_kernel": 1})}
 
 
 def make_params(dtype):
@@ -79,21 +85,24 @@ CASES = [
 IDS = ["adam", "adam-amsgrad-wd", "adam-beta0", "adamw-amsgrad", "rmsprop", "rmsprop-centered-momentum"]
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dtype,atol", [(torch.float32, 1e-5), (torch.float64, 1e-12)], ids=["f32", "f64"])
 @pytest.mark.parametrize("cls,kwargs", CASES, ids=IDS)
-def test_capturable_steps_match_torch_and_the_host_path(cls, kwargs, dtype, atol):
-    ref, opt, gp, launches = run(cls, kwargs, dtype, capturable=True)
+def test_capturable_steps_match_torch_and_the_host_path(cls, kwargs, dtype, atol, kind):
+    decisions, capturable_launches, host_step_launches = KINDS[kind]
+    with decisions():
+        ref, opt, gp, launches = run(cls, kwargs, dtype, capturable=True)
     for a, b in zip(ref.param_groups[0]["params"], gp):
         torch.testing.assert_close(b.torch().double(), a.detach(), rtol=0, atol=atol)
-    # two launches a step: the update, then the step counts advance
-    assert launches == [{"optim_step_kernel": 1, "advance_steps_kernel": 1}] * STEPS
+    assert launches == [capturable_launches] * STEPS
     for p in gp:
         step = opt.state[p]["step"]
         assert step.dtype is tgrad.float32 and step.device == p.device and step.shape == ()
         assert step.item() == STEPS  # the empty parameter's too, as in PyTorch
     # tgrad's host path (c0/c1 computed in Python, step on the host) gives the same numbers
-    _, host, hp, host_launches = run(cls, kwargs, dtype, capturable=False)
-    assert host_launches == [{"optim_step_kernel": 1}] * STEPS
+    with decisions():
+        _, host, hp, host_launches = run(cls, kwargs, dtype, capturable=False)
+    assert host_launches == [host_step_launches] * STEPS
     for a, b in zip(hp, gp):
         torch.testing.assert_close(b.torch(), a.torch(), rtol=0, atol=atol / 10)
     for a, b in zip(hp, gp):
@@ -103,6 +112,7 @@ def test_capturable_steps_match_torch_and_the_host_path(cls, kwargs, dtype, atol
                                        rtol=0, atol=atol, msg=key)
 
 
+@pytest.mark.usefixtures("table_launches")
 def test_the_table_is_uploaded_once_and_a_repeated_step_runs_no_torch_op():
     """A capturable step's table has no per-step value: it goes to the device on the first step
     and later steps launch from it (in a CUDA graph, a host->device copy would rerun every replay)."""
@@ -136,6 +146,13 @@ def test_the_table_is_uploaded_once_and_a_repeated_step_runs_no_torch_op():
 
 
 @pytest.fixture
+def table_launches():
+    """Launch as compiled (pointer tables, uploaded and cached): the CPU's launch has no table."""
+    with as_cuda():
+        yield
+
+
+@pytest.fixture
 def capturing(monkeypatch):
     """Run what follows as if a graph capture were under way (the name the optimizers call)."""
     monkeypatch.setattr(optimizer_module, "is_capturing", lambda: True)
@@ -166,6 +183,7 @@ def test_a_capture_needs_capturable_groups(cls, monkeypatch):
         mixed.step()
 
 
+@pytest.mark.usefixtures("table_launches")
 def test_capturable_steps_during_a_capture_use_the_warm_up_table(monkeypatch):
     p, opt = _warm(optim.Adam, lr=0.1, capturable=True)
     monkeypatch.setattr(optimizer_module, "is_capturing", lambda: True)
@@ -190,6 +208,7 @@ def test_state_made_on_the_first_step_cannot_be_captured(capturing):
         assert p.tolist() == [1.0, 1.0, 1.0] and len(opt.state[p]) == 0
 
 
+@pytest.mark.usefixtures("table_launches")
 def test_tables_a_capture_uses_are_kept(monkeypatch):
     """Gradients allocated inside a capture (zero_grad(set_to_none=True) before it) are new
     pointers: the capture uploads their table once, and keeps it, as every table it used."""
@@ -302,48 +321,53 @@ def test_a_host_step_moves_to_the_device_when_a_group_becomes_capturable(monkeyp
                                         (optim.RMSprop, dict(lr=0.01, momentum=0.9, centered=True, capturable=True)),
                                         (optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True)),
                                         (optim.Adagrad, dict(lr=0.1))], ids=["adam", "rmsprop", "sgd", "adagrad"])
-def test_a_captured_step_replays_like_eager_steps(cls, kwargs):
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_captured_step_replays_like_eager_steps(cls, kwargs, kind):
     """A real CPU capture (``tgrad.graphs``), PyTorch's recipe: a warm-up step, then
     ``zero_grad(set_to_none=True)`` and a capture in which the gradients are made anew (new
     addresses: a table the capture uploads) from static inputs fed by copying. Replays follow eager
     steps exactly, device step counts included."""
-    tp, _ = make_params(torch.float32)
-    grads = [[uniform64(tuple(p.shape), -1, 1, 100 * s + i).float() for i, p in enumerate(tp)] for s in range(5)]
-    runs = []
-    for _ in range(2):
-        _, params = make_params(torch.float32)
-        static = [tgrad.zeros(*p.shape) for p in params]
-        opt = cls(params, **kwargs)
+    with KINDS[kind][0]():
+        tp, _ = make_params(torch.float32)
+        grads = [[uniform64(tuple(p.shape), -1, 1, 100 * s + i).float() for i, p in enumerate(tp)] for s in range(5)]
+        runs = []
+        for _ in range(2):
+            _, params = make_params(torch.float32)
+            static = [tgrad.zeros(*p.shape) for p in params]
+            opt = cls(params, **kwargs)
 
-        def step(params=params, static=static, opt=opt):
-            for p, s in zip(params, static):
-                p.grad = s * 1.0
-            opt.step()
+            def step(params=params, static=static, opt=opt):
+                for p, s in zip(params, static):
+                    p.grad = s * 1.0
+                opt.step()
 
-        def feed(k, static=static):
-            for s, g in zip(static, grads[k]):
-                s._data.copy_(g)
+            def feed(k, static=static):
+                for s, g in zip(static, grads[k]):
+                    s._data.copy_(g)
 
-        feed(0)
-        step()  # warm-up: the optimizer's state
-        opt.zero_grad(set_to_none=True)
-        runs.append((params, opt, step, feed))
-    (eager, eager_opt, eager_step, eager_feed), (graphed, graphed_opt, graphed_step, graphed_feed) = runs
-    graph = graphs.Graph("cpu")
-    graphed_feed(1)
-    with graphs.graph(graph):
-        graphed_step()  # a CPU capture also runs the step once
-    eager_feed(1)
-    eager_step()
-    for k in range(2, 5):
-        eager_feed(k)
+            feed(0)
+            step()  # warm-up: the optimizer's state
+            opt.zero_grad(set_to_none=True)
+            runs.append((params, opt, step, feed))
+        (eager, eager_opt, eager_step, eager_feed), (graphed, graphed_opt, graphed_step, graphed_feed) = runs
+        graph = graphs.Graph("cpu")
+        graphed_feed(1)
+        with graphs.graph(graph):
+            graphed_step()  # a CPU capture also runs the step once
+        eager_feed(1)
         eager_step()
-        graphed_feed(k)
-        graph.replay()
+        for k in range(2, 5):
+            eager_feed(k)
+            eager_step()
+            graphed_feed(k)
+            graph.replay()
     for a, b in zip(eager, graphed):
         assert a.torch().tolist() == b.torch().tolist()
     capturable = kwargs.get("capturable", False)
-    assert graph.launches["optim_step_kernel"] == 1 and graph.launches["advance_steps_kernel"] == int(capturable)
+    if kind == "cpu":
+        assert graph.launches["optim_params_kernel"] == 1 and "optim_step_kernel" not in graph.launches
+    else:
+        assert graph.launches["optim_step_kernel"] == 1 and graph.launches["advance_steps_kernel"] == int(capturable)
     if capturable:
         assert all(graphed_opt.state[p]["step"].item() == 5 for p in graphed)
 
@@ -354,11 +378,12 @@ def test_capturable_kernels_compile_for_sm90():
     observer = record_launches(launches)
     launch_observers.append(observer)
     try:
-        for dtype in (tgrad.float32, tgrad.float64):
-            for cls, kwargs in [(optim.AdamW, dict(amsgrad=True)), (optim.RMSprop, dict(momentum=0.5, centered=True))]:
-                p = tgrad.ones(5, dtype=dtype, requires_grad=True)
-                p.grad = tgrad.ones(5, dtype=dtype)
-                cls([p], capturable=True, **kwargs).step()
+        with as_cuda():  # CUDA's launches: the pointer table, then the steps' advance
+            for dtype in (tgrad.float32, tgrad.float64):
+                for cls, kwargs in [(optim.AdamW, dict(amsgrad=True)), (optim.RMSprop, dict(momentum=0.5, centered=True))]:
+                    p = tgrad.ones(5, dtype=dtype, requires_grad=True)
+                    p.grad = tgrad.ones(5, dtype=dtype)
+                    cls([p], capturable=True, **kwargs).step()
     finally:
         launch_observers.remove(observer)
     names = sorted(k[0] for k in launches)

@@ -1,11 +1,13 @@
 """tgrad.optim against torch.optim: every optimizer (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta,
 Adamax, NAdam, RAdam, ASGD, Rprop) and variant over 10 steps with copied parameters and identical
 random gradients, in float32 and float64, PyTorch's defaults and non-default options, the state it
-keeps, one fused launch per parameter group, state dicts, float16 parameters, errors and reprs.
+keeps, one fused launch per parameter group (the CPU's tuple launch bit-identical to the compiled
+configuration's pointer table), state dicts, float16 parameters, errors and reprs.
 
 Parameters include odd sizes, a 0-d tensor, a non-contiguous (transposed) leaf and one that gets no
 gradient on some steps (PyTorch skips it: no update, no step count)."""
 import io
+from contextlib import nullcontext
 
 import pytest
 import torch
@@ -21,6 +23,7 @@ from support.optimizers import STEPS, assert_same, make_params, run_both, set_gr
 from support.reference import uniform64
 from support.torch_audit import AtenRecorder
 from tgrad.kernels.runtime.launch import launch_observers
+from tgrad.kernels.runtime.target import as_cuda
 from tgrad.utils.data import DataLoader, TensorDataset
 
 CASES = [
@@ -72,6 +75,28 @@ def test_ten_steps_match_torch(name, kwargs, dtype):
             got = gs["state"][i][k]
             assert got.dtype.torch == v.dtype and tuple(got.shape) == tuple(v.shape), k
             torch.testing.assert_close(got.torch(), v, rtol=1e-10 if dtype is torch.float64 else 1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("name,kwargs", CASES, ids=IDS)
+def test_the_cpu_launch_is_bit_identical_to_the_table_launch(name, kwargs, dtype):
+    """The CPU's launch (the group's tensors as tuple arguments, ``optim_params_kernel``) and the
+    compiled configuration's (a pointer table, ``optim_step_kernel``, interpreted inside
+    ``as_cuda()``) run the same update formulas on the same numbers: equal bits, state included."""
+    results = []
+    for decisions in (as_cuda, nullcontext):
+        _, gp = make_params(dtype)
+        opt = getattr(optim, name)(gp, **kwargs)
+        for step in range(4):
+            set_grads(make_params(dtype)[0], gp, step, dtype)
+            with decisions(), tgrad.kernels.count_launches() as c:
+                opt.step()
+            assert list(c) == ["optim_params_kernel" if decisions is nullcontext else "optim_step_kernel"]
+        state = [v.torch() for p in gp for v in opt.state[p].values() if isinstance(v, tgrad.Tensor)]
+        results.append([p.torch() for p in gp] + state)
+    assert len(results[0]) == len(results[1])
+    for a, b in zip(*results):
+        assert torch.equal(a, b)
 
 
 @pytest.mark.parametrize("name,kwargs,overrides", [
@@ -274,18 +299,19 @@ def test_optimizer_kernels_compile_for_sm90():
     observer = record_launches(launches)
     launch_observers.append(observer)
     try:
-        for name, kwargs in [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
-                             ("AdamW", dict(lr=0.1, amsgrad=True)), ("RMSprop", dict(centered=True, momentum=0.5)),
-                             ("Adagrad", dict(weight_decay=0.1))] + CASES[15::2] + [("RAdam", dict(betas=(0.6, 0.8)))]:
-            _stepped(getattr(optim, name), kwargs, steps=1)
-        p = tgrad.ones(5, requires_grad=True)  # LBFGS's axpy rows
+        with as_cuda():  # CUDA's launch: the pointer table
+            for name, kwargs in [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
+                                 ("AdamW", dict(lr=0.1, amsgrad=True)), ("RMSprop", dict(centered=True, momentum=0.5)),
+                                 ("Adagrad", dict(weight_decay=0.1))] + CASES[15::2] + [("RAdam", dict(betas=(0.6, 0.8)))]:
+                _stepped(getattr(optim, name), kwargs, steps=1)
+            p = tgrad.ones(5, requires_grad=True)  # LBFGS's axpy rows
 
-        def closure():
-            p.grad = None
-            loss = (p * p).sum()
-            loss.backward()
-            return loss
-        optim.LBFGS([p], max_iter=2).step(closure)
+            def closure():
+                p.grad = None
+                loss = (p * p).sum()
+                loss.backward()
+                return loss
+            optim.LBFGS([p], max_iter=2).step(closure)
     finally:
         launch_observers.remove(observer)
     kernels = [v for k, v in launches.items() if k[0] == "optim_step_kernel"]
