@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .runtime.launch import launch
+from .runtime.launch import launch, launch_site
 from .elementwise.elementary import tanh
 from .helpers.dtypes import compute_dtype
 from .helpers.layout import cdiv, next_pow2
@@ -56,6 +56,19 @@ def saved_gates(mode: int) -> int:
 @triton.jit
 def _sig(x):
     return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _tanh(x, COMPUTE: tl.constexpr):
+    """tanh in COMPUTE. fp32: (1 - e) / (1 + e), e = exp(-2|x|), in fp64 and rounded once (13
+    interpreted ops against the expm1 form's 22; where fp64 cancels, |x| < 2^-12, tanh x rounds to x)."""
+    if COMPUTE == tl.float32:
+        a = tl.abs(x)
+        e = tl.exp(-2.0 * a.to(tl.float64))
+        r = ((1.0 - e) / (1.0 + e)).to(tl.float32)
+        return tl.where(a < 0.000244140625, x, tl.where(x < 0, -r, r))
+    else:
+        return tanh(x)
 
 
 @triton.jit
@@ -153,13 +166,13 @@ def rnn_step_fwd_kernel(xg_ptr, hg_ptr, w_ptr, bias_ptr, hp_ptr, cp_ptr, hn_ptr,
                               FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
         gf = _sig(_gate_input(xrow, 1, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
                               FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
-        gg = tanh(_gate_input(xrow, 2, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
-                              FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
+        gg = _tanh(_gate_input(xrow, 2, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
+                               FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K), COMPUTE)
         go = _sig(_gate_input(xrow, 3, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1,
                               FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
         cp = tl.load(cp_ptr + lin, mask=mask, other=0).to(COMPUTE)
         c = gf * cp + gi * gg
-        tc = tanh(c)
+        tc = _tanh(c, COMPUTE)
         h = go * tc
         row = save_ptr + b * (5 * H) + j
         _store_gates(row, H, gi, gf, gg, go, mask)
@@ -171,14 +184,14 @@ def rnn_step_fwd_kernel(xg_ptr, hg_ptr, w_ptr, bias_ptr, hp_ptr, cp_ptr, hn_ptr,
                              FUSE_MM, HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K))
         hgn = _recurrent(hg_ptr, hp_ptr, w_ptr, bias_ptr, 2, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
                          HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K)
-        n = tanh(tl.load(xrow + 2 * H, mask=mask, other=0).to(COMPUTE) + r * hgn)
+        n = _tanh(tl.load(xrow + 2 * H, mask=mask, other=0).to(COMPUTE) + r * hgn, COMPUTE)
         h = (1.0 - z) * n + z * hp
         _store_gates(save_ptr + b * (4 * H) + j, H, r, z, n, hgn, mask)
     else:
         pre = _gate_input(xrow, 0, hg_ptr, hp_ptr, w_ptr, bias_ptr, rb, rh, b, j, mask, B, H, GH, sw0, sw1, FUSE_MM,
                           HAS_BIAS, COMPUTE, BLOCK_B, BLOCK_H, BLOCK_K)
         if MODE == 0:
-            h = tanh(pre)
+            h = _tanh(pre, COMPUTE)
         else:
             h = tl.where(pre > 0, pre, 0.0 * pre)
     out = h
@@ -282,14 +295,21 @@ def step_forward(mode, t, xg_t, hg, h_prev, c_prev, h_next, c_next, out_t, save_
     B, H = h_prev.shape
     if B * H == 0:
         return
-    bb, bh, bk = _tiles(B, H, H, h_prev.device)
     fuse = w_hh is not None
     w = w_hh if fuse else h_prev
-    launch(rnn_step_fwd_kernel, (cdiv(B, bb), cdiv(H, bh)), xg_t, h_prev if hg is None else hg, w,
-           h_prev if b_hh is None else b_hh, h_prev, c_prev, h_next, c_next, out_t, save_t,
-           h_prev if lengths is None else lengths, t, B, H, xg_t.stride(0), out_t.stride(0), w.stride(0), w.stride(1),
-           MODE=mode, HAS_LEN=lengths is not None, FUSE_MM=fuse, HAS_BIAS=b_hh is not None,
-           COMPUTE=_compute(h_prev.dtype), BLOCK_B=bb, BLOCK_H=bh, BLOCK_K=bk)
+    t = t if lengths is not None else 0  # (read only with lengths: other steps are one site)
+    tensors = [xg_t, h_prev if hg is None else hg, w, h_prev if b_hh is None else b_hh, h_prev, c_prev, h_next,
+               c_next, out_t, save_t, h_prev if lengths is None else lengths]
+    site = ("fwd", mode, t, B, H, h_prev.dtype, xg_t.stride(0), out_t.stride(0), w.stride(), fuse, b_hh is not None,
+            lengths is not None)
+
+    def build():
+        bb, bh, bk = _tiles(B, H, H, h_prev.device)
+        return (cdiv(B, bb), cdiv(H, bh)), (*tensors, t, B, H, xg_t.stride(0), out_t.stride(0), w.stride(0),
+                                            w.stride(1)), dict(
+            MODE=mode, HAS_LEN=lengths is not None, FUSE_MM=fuse, HAS_BIAS=b_hh is not None,
+            COMPUTE=_compute(h_prev.dtype), BLOCK_B=bb, BLOCK_H=bh, BLOCK_K=bk)
+    launch_site(rnn_step_fwd_kernel, site, tensors, build)
 
 
 def step_backward(mode, t, gout_t, mm, direct, dc, save_t, h_prev, h_next, c_prev, c_next, dxg_t, dhg_t,
@@ -303,12 +323,19 @@ def step_backward(mode, t, gout_t, mm, direct, dc, save_t, h_prev, h_next, c_pre
         return
     fuse = w_hh is not None
     w = w_hh if fuse else h_prev
-    bb, bh, bk = _tiles(B, H, w.shape[0] if fuse else H, h_prev.device)
-    launch(rnn_step_bwd_kernel, (cdiv(B, bb), cdiv(H, bh)), gout_t, h_prev if mm is None else mm,
-           h_prev if dhg_next is None else dhg_next, w, direct, dc, save_t, h_prev, h_next, c_prev, c_next, dxg_t,
-           dhg_t, h_prev if lengths is None else lengths, t, B, H, gout_t.stride(0), dxg_t.stride(0), w.stride(0),
-           w.stride(1), MODE=mode, HAS_LEN=lengths is not None, FUSE_MM=fuse, COMPUTE=_compute(h_prev.dtype),
-           BLOCK_B=bb, BLOCK_H=bh, BLOCK_K=bk)
+    t = t if lengths is not None else 0  # (read only with lengths: other steps are one site)
+    tensors = [gout_t, h_prev if mm is None else mm, h_prev if dhg_next is None else dhg_next, w, direct, dc, save_t,
+               h_prev, h_next, c_prev, c_next, dxg_t, dhg_t, h_prev if lengths is None else lengths]
+    site = ("bwd", mode, t, B, H, h_prev.dtype, gout_t.stride(0), dxg_t.stride(0), w.shape, w.stride(), fuse,
+            lengths is not None)
+
+    def build():
+        bb, bh, bk = _tiles(B, H, w.shape[0] if fuse else H, h_prev.device)
+        return (cdiv(B, bb), cdiv(H, bh)), (*tensors, t, B, H, gout_t.stride(0), dxg_t.stride(0), w.stride(0),
+                                            w.stride(1)), dict(
+            MODE=mode, HAS_LEN=lengths is not None, FUSE_MM=fuse, COMPUTE=_compute(h_prev.dtype),
+            BLOCK_B=bb, BLOCK_H=bh, BLOCK_K=bk)
+    launch_site(rnn_step_bwd_kernel, site, tensors, build)
 
 
 def add_into(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -206,3 +206,23 @@ def test_errors():
             lib.nn.GRU(3, 4).double()(lib.zeros(2, 5, 3))
     with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
         pack_padded_sequence(tgrad.zeros(3, 2, 1), [1, 3])
+
+
+def test_float32_step_tanh_is_the_float64_tanh_rounded():
+    """The fused fp32 step's tanh (kernels/rnn.py ``_tanh``: fp64 (1 - e) / (1 + e), x itself below
+    2^-12): within one ulp of tanh computed in float64 and rounded, from tiny to saturated, inf and nan."""
+    from tgrad.kernels import rnn as KR
+    vals = torch.cat([torch.logspace(-30, 1.5, 400), torch.tensor([2.0 ** -12, 2.0 ** -12 * 0.999, 0.5493, 9.01,
+                                                                    float("inf"), float("nan"), 0.0])])
+    x = torch.cat([vals, -vals]).reshape(1, -1).to(torch.float32)
+    B, H = x.shape
+    zeros = torch.zeros(B, H)
+    h = torch.empty(B, H)
+    out = torch.empty(B, H)
+    KR.step_forward(KR.MODES["RNN_TANH"], 0, x, None, zeros, zeros, h, h, out, h, None,
+                    w_hh=torch.zeros(H, H), b_hh=None)
+    want = torch.tanh(x.double()).float()
+    assert torch.equal(out.isnan(), want.isnan())
+    ulp = (torch.nextafter(want, torch.full_like(want, float("inf"))) - want).abs()
+    ok = ~want.isnan()
+    assert ((out - want).abs()[ok] <= ulp[ok]).all()
