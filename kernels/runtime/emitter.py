@@ -249,6 +249,10 @@ class Emitter:
                 self.const(f"w{k}", np.dtype(f"uint{16 * dt.itemsize}"))
             line = (f"np.right_shift(np.multiply({ins[0]}.view({u}).astype({w}), {ins[1]}.view({u}).astype({w})), "
                     f"{8 * dt.itemsize}).astype({u}).view({self.const(f'd{k}', dt)})")
+        elif name == "create_splat" and self.lanes is not None and out_node.value.dtype == in_nodes[0].value.dtype \
+                and self.shape(op.args[0].shape) == np.shape(in_nodes[0].value):
+            ready[op.outs[0]] = ins[0]  # a scalar splat over one live lane: the scalar itself
+            return
         elif name == "create_splat":
             line = f"np.full({self.shape(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
         elif name in ("create_int_to_ptr", "create_ptr_to_int"):
@@ -283,6 +287,14 @@ class Emitter:
             if any(used.search(line) for line in lines[first:]):
                 j = next(j for j, line in enumerate(lines) if line.startswith(f"    {name} = "))
                 lines[j] += ".copy()"
+        # a ufunc's value stored at once and read nowhere else is written into the memory by the ufunc
+        for j in range(len(lines) - 1, 0, -1):
+            store, value = _STORE.match(lines[j]), _UFUNC_LINE.match(lines[j - 1])
+            if store is None or value is None or store[2] != value[1] or \
+                    not isinstance(self.ns.get(value[2]), np.ufunc) or \
+                    sum(len(re.findall(rf"\b{value[1]}\b", line)) for line in lines) != 2:
+                continue
+            lines[j - 1:j + 1] = [f"    {value[2]}({value[3]}, out={store[1]})"]
         return lines
 
     def live_addresses(self, op, lines, ready):
@@ -333,6 +345,9 @@ class Emitter:
             slot, start, nbytes, index, live, contiguous = view
             v = _view_expr(slot, start, nbytes, self.const(f'd{k}', dt))
             if contiguous:
+                if live is None and self.lanes is not None:
+                    self.view_loads[f"v{k}"] = len(lines)  # read in place until a store, as a block's lanes
+                    return f"{v}.reshape({shape!r})"
                 if live is None:
                     return f"{v}.reshape({shape!r}).copy()"
                 # the live lanes read the view in order: the masked lanes' values, then the view into them
@@ -538,6 +553,8 @@ def live_lanes(record: LaunchRecord, ops):
 
 
 _ASSIGNMENT = re.compile(r"    [vp]\d+(, [vp]\d+)* = ")
+_STORE = re.compile(r"    (memory_view\([^()]*\))\.__setitem__\(slice\(None\), (v\d+)\)$")
+_UFUNC_LINE = re.compile(r"    (v\d+) = (f\d+(?:_\d+)?)\(([\w, ]*)\)$")
 
 
 def _view_expr(slot, start, nbytes, dtype_name):

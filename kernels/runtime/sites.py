@@ -12,7 +12,7 @@ from operator import itemgetter
 
 from .recorder import builder_instrumented
 from .signature import MAX_ENTRIES
-from .switches import config, local, replay_counts, run_quietly
+from .switches import _ERRORS, _IGNORE_ERRORS, config, local, replay_counts, run_quietly
 from .triton_private import interpreter_builder
 
 __all__ = ["SitePlan", "plan_site"]
@@ -23,14 +23,25 @@ class SitePlan:
     having run nothing (replay off, verify mode, an instrumented builder, other interpreter options,
     a tensor off the CPU, the signature evicted from the cache, a trace with guards)."""
 
-    __slots__ = ("key", "A", "slots", "pick", "options", "entry", "entries", "sites", "site")
+    __slots__ = ("key", "A", "slots", "pick", "A_read", "pick_read", "options", "entry", "entries", "sites", "site")
 
     def __init__(self, key, A, slots, entry, state, site):
         self.key, self.A, self.slots, self.entry = key, list(A), slots, entry
         # the replay inputs in one step: the plan's scalars and the tensors' addresses, picked by slot
         fill = dict(slots)
         picks = [len(self.A) + fill[s] if s in fill else s for s in range(len(self.A))]
-        self.pick = itemgetter(*picks) if len(picks) > 1 else lambda src: (src[picks[0]],)
+        self.pick = _getter(picks)
+        # what the trace reads: the tensors' addresses and the scalars its slots up to the last it reads
+        # hold (``reads``), picked from those scalars and the addresses alone
+        reads = entry.variants[0].reads if entry.variants else None
+        if reads is None:
+            self.A_read, self.pick_read = self.A, self.pick
+        else:
+            n = max(reads) + 1 if reads else 0
+            scalars = [s for s in range(n) if s not in fill and s in reads]
+            self.A_read = [self.A[s] for s in scalars]
+            self.pick_read = _getter([len(scalars) + fill[s] if s in fill else
+                                      scalars.index(s) if s in scalars else 0 for s in range(n)])
         self.options = id(interpreter_builder.options)
         self.entries, self.sites, self.site = state.entries, state.sites, site
 
@@ -56,20 +67,46 @@ class SitePlan:
         """``self`` as a function of CPU tensors for a launching layer whose caller checked their
         devices once (its call signature has them): it replays only while ``observers`` is empty
         and this thread's ``captures`` record nothing, and counts each replay in ``counts[name]``.
-        The same steps as ``__call__`` with what they read bound: it runs on every planned eager op."""
+        The same steps as ``__call__`` and ``_replay``, written out with what they read bound: it
+        runs on every planned eager op, where each call saved is a share of the op's time."""
         options, key, entries, entry, sites, site = self.options, self.key, self.entries, self.entry, self.sites, \
             self.site
-        A0, pick = self.A, self.pick
+        A0, pick, builder = self.A_read, self.pick_read, interpreter_builder
 
         def run(tensors) -> bool:
             if observers or captures.recorders or captures.cuda or not config["enabled"] or config["verify"] or \
-                    local.disabled or options != id(interpreter_builder.options) or builder_instrumented():
+                    local.disabled or options != id(builder.options) or builder_instrumented():
                 return False
-            if not _replay(entry, entries, key, sites, site, pick(A0 + [t.data_ptr() for t in tensors])):
+            variants = entry.variants
+            if not variants or variants[0].guards is not None:
                 return False
+            try:  # as _replay: refreshed as the least recently used, the plan dropped once evicted
+                entries.move_to_end(key)
+            except KeyError:
+                sites.pop(site, None)
+                return False
+            A = pick(A0 + [t.data_ptr() for t in tensors])
+            replay_counts["replayed"] += 1
             counts[name] += 1
+            if _ERRORS is None:
+                run_quietly(variants[0].run, A)
+                return True
+            token = _ERRORS.set(_IGNORE_ERRORS)  # run_quietly's steps
+            try:
+                variants[0].run(A)
+            finally:
+                _ERRORS.reset(token)
             return True
         return run
+
+
+def _getter(picks):
+    """``src -> tuple(src[p] for p in picks)`` in one C call."""
+    if len(picks) > 1:
+        return itemgetter(*picks)
+    if picks:
+        return lambda src: (src[picks[0]],)
+    return lambda src: ()
 
 
 def _replay(entry, entries, key, sites, site, A) -> bool:

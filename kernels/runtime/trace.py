@@ -37,6 +37,8 @@ class CompiledLaunch:
         self.expected = expected
         self.nbytes = nbytes
         self.n_ops = source.count("\n")
+        # the input slots ``run`` reads (None: it reads ``A`` otherwise too): a caller may pass only those
+        self.reads = None if _OTHER_USE.search(source) else sorted({int(s) for s in _SLOT_READ.findall(source)})
 
 
 def _needed(record: LaunchRecord, roots):
@@ -108,6 +110,8 @@ def _compile(record, needed, expected_guards, lanes) -> CompiledLaunch:
 
 
 _NAMES = re.compile(r"\b[vpa]\d+\b")
+_SLOT_READ = re.compile(r"\bA\[(\d+)\]")
+_OTHER_USE = re.compile(r"\bA\b(?!\[\d+\])(?!\):)")  # (``def _run(A):`` is no use)
 
 
 def _live_lines(lines, acting):

@@ -17,10 +17,11 @@ from . import pointwise as P
 from . import elementwise, integer
 from .common import broadcast_shapes, legacy_scalar_first, require_argument
 from .formula import fused
-from .generated import check_cast
+from .generated import check_cast, function_class
 from .indexing import getitem, setitem
 from .inplace import write_inplace
 from .registry import FUNCTIONS, METHODS, op
+from .table import BY_NAME
 from .views import refresh_view
 
 # the one activation PyTorch has as a method but not in torch (x.silu() is F.silu)
@@ -155,11 +156,13 @@ def _numpy_operand(fn):
 
 # arithmetic operators take NumPy operands (comparisons with an array raise TypeError in PyTorch too); they
 # call the methods, which take no out= (the functions' wrapper for it is a layer every operator would pay)
-op("__add__", "__radd__", function=False)(_numpy_operand(lambda a, b: METHODS["add"](a, b)))
+# + * / are add (alpha 1), mul and div (no rounding mode): their rows' Functions at once, the layers
+# between (the method, its argument checks) are a share of a small op's time
+op("__add__", "__radd__", function=False)(_numpy_operand(function_class(BY_NAME["add"]).apply))
 op("__sub__", function=False)(_numpy_operand(lambda a, b: METHODS["sub"](a, b)))
 op("__rsub__", function=False)(_numpy_operand(lambda a, b: FUNCTIONS["rsub"](a, b)))
-op("__mul__", "__rmul__", function=False)(_numpy_operand(lambda a, b: METHODS["mul"](a, b)))
-op("__truediv__", function=False)(_numpy_operand(lambda a, b: METHODS["div"](a, b)))
+op("__mul__", "__rmul__", function=False)(_numpy_operand(function_class(BY_NAME["mul"]).apply))
+op("__truediv__", function=False)(_numpy_operand(function_class(BY_NAME["div"]).apply))
 op("__rtruediv__", function=False)(_numpy_operand(lambda a, b: METHODS["mul"](METHODS["reciprocal"](a), b)))
 op("__floordiv__", function=False)(_numpy_operand(lambda a, b: METHODS["floor_divide"](a, b)))
 op("__rfloordiv__", function=False)(_numpy_operand(lambda a, b: METHODS["floor_divide"](b, a)))
