@@ -143,9 +143,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise RuntimeError(f"number of heads in key/value must divide the number of heads in query "
                                f"({hk} does not divide {hq})")
     nb = math.prod(batch[:-1]) if len(batch) > 1 else 1
-    q = query.reshape(nb, hq, L, E)
-    k = key.reshape(nb, hk, S, E)
-    v = value.reshape(nb, hk, S, EV)
+    # 4-d operands are the kernel's layout already: no view nodes between them and the attention's
+    q = query if query.ndim == 4 else query.reshape(nb, hq, L, E)
+    k = key if key.ndim == 4 else key.reshape(nb, hk, S, E)
+    v = value if value.ndim == 4 else value.reshape(nb, hk, S, EV)
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     kind, mask = KA.MASK_NONE, None
     if attn_mask is not None:
@@ -165,7 +166,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         seed, offset = default_generator._seed, default_generator.take(KD.counters_for(nb * hq * L * S))
         state = default_generator.graph_state
     out = _Attention.apply(q, k, v, mask, kind, bool(is_causal), scale, p, seed, offset, state)
-    return out.reshape(*batch, L, EV)
+    return out if query.ndim == 4 else out.reshape(*batch, L, EV)
 
 
 def _merge_masks(attn_mask, key_padding_mask, N, H, L, S, dtype):

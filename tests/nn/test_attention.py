@@ -99,14 +99,15 @@ def test_sdpa_launches_and_no_weights_matrix(whole, monkeypatch):
     with count_launches() as c:
         out = F.scaled_dot_product_attention(q, k, v)
     assert dict(c) == ({"attn_whole_fwd_kernel": 1} if whole else {"attn_fwd_kernel": 1})
+    node = out.grad_fn  # the attention's own node (4-d operands: no view between, as PyTorch)
+    assert type(node).__name__ == "ScaledDotProductFlashAttentionBackward0"
+    assert all(t is None or t.shape[-1] != 11 or t.shape[-2] != 9 for t in node.saved_tensors)
     with count_launches() as c:
         out.sum().backward()
     if whole:
         assert c["attn_whole_bwd_kernel"] == 1 and "attn_bwd_dq_kernel" not in c
     else:
         assert c["attn_bwd_dq_kernel"] == 1 and c["attn_bwd_dkv_kernel"] == 1
-    node = out.grad_fn
-    assert all(t is None or t.shape[-1] != 11 or t.shape[-2] != 9 for t in node.saved_tensors)
 
 
 def test_sdpa_dropout_regenerates_mask():
