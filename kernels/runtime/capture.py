@@ -97,15 +97,30 @@ class _StorageOps(TorchDispatchMode):
             self.recording.steps.append((func, args, kwargs, None))  # in place (fill_, copy_, out=): rerun
         else:
             # a fresh result (clone, full, _to_copy ...): recompute it and copy it into the captured tensor
-            self.recording.steps.append((func, args, kwargs, _tensors(out)))
+            outputs = _tensors(out)
+            self.recording.steps.append(_refill(name, args, outputs) or (func, args, kwargs, outputs))
         return out
+
+
+# fresh results whose replay can write the captured tensor in place, with the same bits: a fill
+# with the value the capture used, a copy of the source cloned (no allocation and copy each replay)
+_REFILLS = {"full": lambda out, args: (out.fill_, (args[1],)), "ones": lambda out, args: (out.fill_, (1,)),
+            "zeros": lambda out, args: (out.zero_, ()), "clone": lambda out, args: (out.copy_, (args[0],))}
+
+
+def _refill(name, args, outputs):
+    """The ("call", method, args) replay step of a fresh result in ``_REFILLS``, or None."""
+    refill = _REFILLS.get(name)
+    if refill is None or len(outputs) != 1:
+        return None
+    return ("call", *refill(outputs[0], args))
 
 
 class Recording:
     """A CPU graph: the launches and storage ops of one captured block, replayable in order."""
 
     def __init__(self):
-        self.steps: list = []  # ("launch", bound launch, args) or (func, args, kwargs, outputs)
+        self.steps: list = []  # ("launch", bound launch, args), ("call", method, args) or (func, args, kwargs, outputs)
         self.launches: Counter = Counter()  # kernel name -> launches per replay
         self.paused = False  # set while launch() runs: its own torch calls are not the block's work
         self._mode = None
@@ -141,6 +156,9 @@ class Recording:
             for step in self.steps:
                 if step[0] == "launch":
                     graph_step(step[1])
+                    continue
+                if step[0] == "call":
+                    step[1](*step[2])
                     continue
                 func, args, kwargs, outputs = step
                 result = func(*args, **kwargs)

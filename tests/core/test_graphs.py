@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 import torch
 import triton
+from torch.utils._python_dispatch import TorchDispatchMode
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
@@ -163,6 +164,36 @@ def test_storage_ops_between_launches_are_replayed():
         g.replay()
         want = (x.t().reshape(-1) * 2.0).sum(0, keepdim=True) + x.t().reshape(-1)
         torch.testing.assert_close(out.torch().double(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_fresh_factories_and_clones_replay_in_place_with_the_captured_values():
+    """A fresh tensor torch makes inside a capture (full, ones, zeros, a clone) is replayed by
+    writing the captured tensor in place -- filled with the captured value, or copied from the
+    clone's source -- not made again: an in-place change later in the block starts from that value
+    at every replay, and a replay allocates none of them."""
+    a = tgrad.zeros(4)
+    g = tgrad.graphs.Graph("cpu")
+    with tgrad.graphs.graph(g):
+        c, f, z, o = a.clone(), tgrad.full((4,), 2.5), tgrad.zeros(4), tgrad.ones(4)
+        f.add_(a)
+        z.add_(a)
+        o.mul_(a)
+        c.mul_(2.0)
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            ops.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    for seed in range(3):
+        x = uniform64((4,), -1, 1, seed).float()
+        a.copy_(tgrad.from_torch(x))
+        ops = []
+        with Ops():
+            g.replay()
+        assert not {"full", "ones", "zeros", "clone", "empty"} & set(ops), ops
+        assert f.torch().tolist() == (2.5 + x).tolist() and z.torch().tolist() == x.tolist()
+        assert o.torch().tolist() == x.tolist() and c.torch().tolist() == (2 * x).tolist()
 
 
 def test_a_replay_with_out_of_range_targets_gives_nan_not_another_class():
