@@ -23,25 +23,16 @@ class SitePlan:
     having run nothing (replay off, verify mode, an instrumented builder, other interpreter options,
     a tensor off the CPU, the signature evicted from the cache, a trace with guards)."""
 
-    __slots__ = ("key", "A", "slots", "pick", "A_read", "pick_read", "options", "entry", "entries", "sites", "site")
+    __slots__ = ("key", "A", "slots", "pick", "run", "options", "entry", "entries", "sites", "site")
 
     def __init__(self, key, A, slots, entry, state, site):
         self.key, self.A, self.slots, self.entry = key, list(A), slots, entry
         # the replay inputs in one step: the plan's scalars and the tensors' addresses, picked by slot
         fill = dict(slots)
         picks = [len(self.A) + fill[s] if s in fill else s for s in range(len(self.A))]
-        self.pick = _getter(picks)
-        # what the trace reads: the tensors' addresses and the scalars its slots up to the last it reads
-        # hold (``reads``), picked from those scalars and the addresses alone
-        reads = entry.variants[0].reads if entry.variants else None
-        if reads is None:
-            self.A_read, self.pick_read = self.A, self.pick
-        else:
-            n = max(reads) + 1 if reads else 0
-            scalars = [s for s in range(n) if s not in fill and s in reads]
-            self.A_read = [self.A[s] for s in scalars]
-            self.pick_read = _getter([len(scalars) + fill[s] if s in fill else
-                                      scalars.index(s) if s in scalars else 0 for s in range(n)])
+        self.pick = itemgetter(*picks) if len(picks) > 1 else lambda src: (src[picks[0]],)
+        # the trace as a function of the tensors (their addresses read where it reads their slots)
+        self.run = entry.variants[0].on_tensors(fill, self.A) if entry.variants else None
         self.options = id(interpreter_builder.options)
         self.entries, self.sites, self.site = state.entries, state.sites, site
 
@@ -71,7 +62,7 @@ class SitePlan:
         runs on every planned eager op, where each call saved is a share of the op's time."""
         options, key, entries, entry, sites, site = self.options, self.key, self.entries, self.entry, self.sites, \
             self.site
-        A0, pick, builder = self.A_read, self.pick_read, interpreter_builder
+        A0, pick, builder, direct = self.A, self.pick, interpreter_builder, self.run
 
         def run(tensors) -> bool:
             if observers or captures.recorders or captures.cuda or not config["enabled"] or config["verify"] or \
@@ -85,28 +76,20 @@ class SitePlan:
             except KeyError:
                 sites.pop(site, None)
                 return False
-            A = pick(A0 + [t.data_ptr() for t in tensors])
             replay_counts["replayed"] += 1
             counts[name] += 1
-            if _ERRORS is None:
-                run_quietly(variants[0].run, A)
-                return True
-            token = _ERRORS.set(_IGNORE_ERRORS)  # run_quietly's steps
-            try:
-                variants[0].run(A)
-            finally:
-                _ERRORS.reset(token)
+            if direct is None:
+                run_quietly(variants[0].run, pick(A0 + [t.data_ptr() for t in tensors]))
+            elif _ERRORS is None:
+                run_quietly(direct, tensors)
+            else:
+                token = _ERRORS.set(_IGNORE_ERRORS)  # run_quietly's steps
+                try:
+                    direct(tensors)
+                finally:
+                    _ERRORS.reset(token)
             return True
         return run
-
-
-def _getter(picks):
-    """``src -> tuple(src[p] for p in picks)`` in one C call."""
-    if len(picks) > 1:
-        return itemgetter(*picks)
-    if picks:
-        return lambda src: (src[picks[0]],)
-    return lambda src: ()
 
 
 def _replay(entry, entries, key, sites, site, A) -> bool:

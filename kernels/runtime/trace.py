@@ -37,8 +37,27 @@ class CompiledLaunch:
         self.expected = expected
         self.nbytes = nbytes
         self.n_ops = source.count("\n")
-        # the input slots ``run`` reads (None: it reads ``A`` otherwise too): a caller may pass only those
+        # the input slots ``run`` reads (None: it reads ``A`` otherwise too)
         self.reads = None if _OTHER_USE.search(source) else sorted({int(s) for s in _SLOT_READ.findall(source)})
+
+    def on_tensors(self, tensor_of, A):
+        """``run`` as a function of a launch's tensors ``T`` (None when it reads its inputs otherwise than
+        by slot): a slot ``tensor_of`` maps to a tensor reads ``T[tensor_of[slot]].data_ptr()``, any
+        other its value in ``A``. For a caller that replays one launch site with other tensors: no
+        input list is built per launch."""
+        if self.reads is None:
+            return None
+        namespace = dict(self.namespace)
+
+        def read(match):
+            slot = int(match[1])
+            if slot in tensor_of:
+                return f"T[{tensor_of[slot]}].data_ptr()"
+            namespace[f"_A{slot}"] = A[slot]
+            return f"_A{slot}"
+        source = _SLOT_READ.sub(read, self.source).replace("def _run(A):", "def _run(T):", 1)
+        exec(compile(source, "<replay on tensors>", "exec"), namespace)
+        return namespace["_run"]
 
 
 def _needed(record: LaunchRecord, roots):
