@@ -368,10 +368,12 @@ def planned(x, dims, op, *, out_dtype=None):
     if replay is None:
         return None
 
+    device = x.device
+
     def run(x):
-        out = torch.empty(out_shape, dtype=value_dtype, device=x.device)
+        out = torch.empty_like(sample)  # (a fresh tensor's dtype, shape and device: the cheapest allocation)
         # the split decision is asked on each call, as reduce asks it
-        if _splits(op, grid, n_cols, block_c, x.device) != 1 or not replay([x, out, out]):
+        if _splits(op, grid, n_cols, block_c, device) != 1 or not replay([x, out, out]):
             return reduce(x, dims, op, out_dtype=out_dtype)
         return out
     return run

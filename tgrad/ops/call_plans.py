@@ -37,8 +37,15 @@ def call_key(cls, args):
     neither a Tensor nor a Python number that a constant stands for, or inference mode would
     decide whether the call is recorded."""
     enabled = is_grad_enabled()
-    if len(args) == 2:  # the common cases spelled out (the keys the loop below makes): two tensors,
-        a, b = args      # a tensor and a number
+    if len(args) == 1 and isinstance(args[0], Tensor):  # the common cases spelled out (the keys the loop
+        a = args[0]                                      # below makes): one tensor, two, a tensor and a number
+        d = a._data
+        key = cls, d.dtype, d.shape, d.stride(), d.device
+        if enabled and (a._requires_grad or a._base is not None and _view_requires_grad(a)):
+            return None if _inference_mode_enabled() else key + (True,)
+        return key
+    if len(args) == 2:
+        a, b = args
         if isinstance(a, Tensor):
             d = a._data
             if isinstance(b, Tensor):

@@ -246,11 +246,18 @@ def make_function(row):
     integer_copy = row.dtypes == "floor"
     checks_dtype = row.no_ints is not None or row.no_bool is not None
 
+    plain = []  # the row's Function for tensor operands, once made
+
     def op(*args, **kwargs):
         if kwargs or len(args) != n + len(defaults):
             args = _bind(row, args, kwargs) if kwargs or len(args) < n or len(args) > n + len(defaults) else \
                 list(args) + list(defaults[len(args) - n:])
         x = args[0]
+        if n == 1 and isinstance(x, Tensor) and x._data.dtype.is_floating_point:
+            # one float tensor: nothing below refuses or copies it (a small op's time is its layers)
+            if not plain:
+                plain.append(function_class(row))
+            return plain[0].apply(*args)
         cls = _select(row, args[:n])  # PyTorch's TypeError for a refused number comes first
         if checks_dtype:
             _refuse(row, args[:n])
