@@ -46,11 +46,11 @@ import triton
 import triton.language as tl
 
 from tgrad.kernels.helpers.dtypes import compute_dtype
-from tgrad.kernels.runtime.launch import launch
+from tgrad.kernels.runtime.launch import launch, launch_site
 from tgrad.kernels.helpers.layout import next_pow2
 from tgrad.kernels.helpers.scalars import as_f64, f64_bits
 from tgrad.kernels.runtime.target import target
-from .tables import TableCache, chunk_sizes, row_grid, upload
+from .tables import TableCache, chunk_sizes, host_values, row_grid, upload
 from .updates import OPTION_BITS, UPDATES
 
 __all__ = ["fused_step", "ROW"]
@@ -361,17 +361,24 @@ def fused_step(algo: str, params, grads, states, hyper, *, scalars=None, flags=N
 def _launch_params(rows, steps, scalars, flags, hyper, meta):
     """The CPU's launch (``optim_params_kernel``): the tensors as tuples, the group constants and the
     parameters' scalars and flags as one fp64 tensor ``[hyper (8), then per parameter c0, c1, c2,
-    flag]`` (host values, as the table's bits are; a capture keeps the tensor, so they are frozen)."""
+    flag]`` (host values, as the table's bits are; a capture keeps the tensor, so they are frozen).
+    A call site of ``launch_site``: the sizes, dtype and variant decide everything but addresses."""
     consts = list(hyper) + [0.0] * (8 - len(hyper))
     for j in range(len(rows)):
         c = list(scalars[j]) if scalars else []
         consts += c + [0.0] * (3 - len(c)) + [1.0 if flags and flags[j] else 0.0]
-    consts = torch.tensor(consts, dtype=torch.float64)
+    consts = host_values(consts)
     sizes = tuple(row[0].numel() for row in rows)
-    slot = [tuple(row[s] for row in rows) if meta[f"S{s - 2}"] else () for s in (2, 3, 4)]
-    launch(optim_params_kernel, (1,), tuple(row[0] for row in rows), tuple(row[1] for row in rows), *slot,
-           tuple(steps) if steps is not None else (), consts, NS=sizes,
-           BLOCKS=tuple(min(next_pow2(max(n, 1)), 1 << 16) for n in sizes), **meta)
+    groups = [tuple(row[0] for row in rows), tuple(row[1] for row in rows)]
+    groups += [tuple(row[s] for row in rows) if meta[f"S{s - 2}"] else () for s in (2, 3, 4)]
+    groups.append(tuple(steps) if steps is not None else ())
+    site = ("optim", sizes, rows[0][0].dtype, *meta.values())
+    tensors = [t for group in groups for t in group] + [consts]
+
+    def build():
+        blocks = tuple(min(next_pow2(max(n, 1)), 1 << 16) for n in sizes)
+        return (1,), (*groups, consts), {"NS": sizes, "BLOCKS": blocks, **meta}
+    launch_site(optim_params_kernel, site, tensors, build)
 
 
 def _launch_table(rows, idx, device, steps, scalars, flags, h, keep, staging, cache, capturing, meta):

@@ -17,7 +17,7 @@ import torch
 from tgrad.kernels.helpers.layout import next_pow2
 from tgrad.kernels.runtime.target import target
 
-__all__ = ["chunk_sizes", "upload", "row_grid", "TableCache"]
+__all__ = ["chunk_sizes", "upload", "host_values", "row_grid", "TableCache"]
 
 
 def chunk_sizes(device: torch.device, longest: int) -> tuple[int, int]:
@@ -59,6 +59,11 @@ def upload(rows: list, device: torch.device, capturing: bool = False) -> tuple[t
         host = host.pin_memory()
         return host.to(device, non_blocking=True), host
     return host.to(device), host
+
+
+def host_values(values: list) -> torch.Tensor:
+    """A CPU float64 tensor of host values (through NumPy, as ``upload``'s tables)."""
+    return torch.from_numpy(np.array(values, dtype=np.float64))
 
 
 class TableCache:
