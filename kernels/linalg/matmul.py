@@ -26,12 +26,12 @@ import triton.language as tl
 from .. import elementwise
 from ..runtime.capture import is_capturing
 from ..helpers.dtypes import accumulate_dtype, compute_dtype
-from ..runtime.launch import launch, launch_site
+from ..runtime.launch import launch, launch_site, site_replayer
 from ..helpers.layout import cdiv, collapse, next_pow2
 from ..reductions.reduce import reduce
 from ..runtime.target import target
 
-__all__ = ["matmul", "ACTIVATIONS"]
+__all__ = ["matmul", "planned", "ACTIVATIONS"]
 
 # the formulas the pointwise ops use, so fused matches unfused and their *_bwd formulas apply
 ACTIVATIONS = {None: None, "relu": elementwise.relu, "gelu": elementwise.gelu,
@@ -334,9 +334,7 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
                    num_warps=warps, num_stages=stages)
 
     if not cuda:  # one launch, decided by what the site names
-        site = (a.dtype, a.shape, a.stride(), b.shape, b.stride(), out.dtype, out.stride(), preact.stride(),
-                None if bias is None else (bias.dtype, bias.stride()), None if sums is None else sums.stride(), activation,
-                return_preact, rowsum, allow_tf32)
+        site = _site(a, b, out, preact, bias, sums, activation, return_preact, rowsum, allow_tf32)
 
         def arguments():
             got = []
@@ -363,6 +361,38 @@ def matmul(a, b, *, bias=None, activation=None, allow_tf32=False, out_dtype=None
                                is_capturing() or not on_gpu)
     run(config)
     return result
+
+
+def _site(a, b, out, preact, bias, sums, activation, return_preact, rowsum, allow_tf32):
+    """A CPU launch's ``launch_site`` key: what its arguments derive from, but the addresses."""
+    return (a.dtype, a.shape, a.stride(), b.shape, b.stride(), out.dtype, out.stride(), preact.stride(),
+            None if bias is None else (bias.dtype, bias.stride()), None if sums is None else sums.stride(), activation,
+            return_preact, rowsum, allow_tf32)
+
+
+def planned(a, b):
+    """``matmul(a, b)`` as a function of operands with ``a``'s and ``b``'s dtypes, shapes and strides
+    (equal batch shapes, one float dtype, distinct tensors; the caller's call signature):
+    ``run(a, b) -> out``, whose launch replays the site's trace directly (``launch.site_replayer``)
+    and otherwise launches as ``matmul`` does. None while the CPU executor has no plan for the site
+    yet, off the CPU, or when the product is empty."""
+    *batch, M, K = a.shape
+    N = b.shape[-1]
+    shape, dtype, device = tuple(batch) + (M, N), a.dtype, a.device
+    if not a.is_cpu or target(device) != "cpu" or math.prod(shape) == 0 or K == 0:
+        return None
+    out = torch.empty(shape, dtype=dtype, device=device)
+    replay = site_replayer(matmul_kernel, _site(a, b, out, out, None, None, None, False, False, False),
+                           [a, b, out, out, out, out])
+    if replay is None:
+        return None
+
+    def run(a, b):
+        out = torch.empty(shape, dtype=dtype, device=device)
+        if not replay([a, b, out, out, out, out]):
+            matmul(a, b, out=out)
+        return out
+    return run
 
 
 def _k_major(a: torch.Tensor, b: torch.Tensor):
