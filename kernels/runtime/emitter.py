@@ -282,8 +282,17 @@ class Emitter:
         """A live-lane load's value is a view of the memory it read: copied where it is read by or after
         the first line that acts (a store may have written there since)."""
         first = next((j for j, line in enumerate(lines) if not _ASSIGNMENT.match(line)), len(lines))
+        # a value that may be a view of such a load (a broadcast, a bitcast, a builder call) reads it too
+        root = {name: name for name in self.view_loads}
+        for line in lines[:first]:
+            targets, _, value = line.strip().partition(" = ")
+            if _FRESH.match(value) and isinstance(self.ns.get(value.partition("(")[0]), (np.ufunc, type(None))):
+                continue
+            for ref in _NAMES.findall(value):
+                if ref in root:
+                    root.update({target: root[ref] for target in targets.split(", ")})
         for name in self.view_loads:
-            used = re.compile(rf"\b{name}\b")
+            used = re.compile(rf"\b({'|'.join(v for v, r in root.items() if r == name)})\b")
             if any(used.search(line) for line in lines[first:]):
                 j = next(j for j, line in enumerate(lines) if line.startswith(f"    {name} = "))
                 lines[j] += ".copy()"
@@ -553,6 +562,9 @@ def live_lanes(record: LaunchRecord, ops):
 
 
 _ASSIGNMENT = re.compile(r"    [vp]\d+(, [vp]\d+)* = ")
+_NAMES = re.compile(r"\bv\d+\b")
+# values the lines make anew, never a view of an operand: a ufunc's, np.where's, np.full's, an astype's
+_FRESH = re.compile(r"(f\d+(_\d+)?\(|np\.where\(|np\.full\(|v\d+\.astype\(\w+\)$)")
 _STORE = re.compile(r"    (memory_view\([^()]*\))\.__setitem__\(slice\(None\), (v\d+)\)$")
 _UFUNC_LINE = re.compile(r"    (v\d+) = (f\d+(?:_\d+)?)\(([\w, ]*)\)$")
 

@@ -259,3 +259,22 @@ def test_a_strided_tile_is_a_strided_view_not_a_gather():
             assert torch.equal(out[128:].view(8, 16), x)
     assert counts["replayed"] >= 2
     assert all("np.ndarray((16, 8)" in s for s in _sources(_transpose_tile))
+
+
+@triton.jit
+def _bits_then_store(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    bits = x.to(tl.int32, bitcast=True)  # a view of x's lanes, taken before x's memory changes
+    tl.store(x_ptr + offs, tl.where(x > 0, x, 0.0), mask=offs < n)
+    tl.store(y_ptr + offs, bits, mask=offs < n)
+
+
+@pytest.mark.executor_replay
+def test_a_live_lane_loads_bitcast_read_after_a_store_keeps_the_loaded_bits():
+    for _ in range(5):
+        x = torch.randn(21)
+        y = torch.zeros(21, dtype=torch.int32)
+        want_x, want_y = x.clamp(min=0), x.view(torch.int32).clone()
+        launch(_bits_then_store, (1,), x, y, 21, BLOCK=64)
+        assert torch.equal(x, want_x) and torch.equal(y, want_y)

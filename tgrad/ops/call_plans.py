@@ -40,7 +40,7 @@ def call_key(cls, args):
     if len(args) == 1 and isinstance(args[0], Tensor):  # the common cases spelled out (the keys the loop
         a = args[0]                                      # below makes): one tensor, two, a tensor and a number
         d = a._data
-        key = cls, d.dtype, d.shape, d.stride(), d.device
+        key = cls, d.dtype, d.shape, d.stride(), d.is_cpu or d.device
         if enabled and (a._requires_grad or a._base is not None and _view_requires_grad(a)):
             return None if _inference_mode_enabled() else key + (True,)
         return key
@@ -50,7 +50,8 @@ def call_key(cls, args):
             d = a._data
             if isinstance(b, Tensor):
                 e = b._data
-                key = cls, d.dtype, d.shape, d.stride(), d.device, e.dtype, e.shape, e.stride(), e.device, d is e
+                key = cls, d.dtype, d.shape, d.stride(), d.is_cpu or d.device, e.dtype, e.shape, e.stride(), \
+                    e.is_cpu or e.device, d is e
                 if enabled:
                     needs = (a._requires_grad or a._base is not None and _view_requires_grad(a),
                              b._requires_grad or b._base is not None and _view_requires_grad(b))
@@ -58,7 +59,7 @@ def call_key(cls, args):
                         return None if _inference_mode_enabled() else key + needs
                 return key
             if type(b) in _NUMBERS and b == b and (b or type(b) is not float):
-                key = cls, d.dtype, d.shape, d.stride(), d.device, type(b), b
+                key = cls, d.dtype, d.shape, d.stride(), d.is_cpu or d.device, type(b), b
                 if enabled and (a._requires_grad or a._base is not None and _view_requires_grad(a)):
                     return None if _inference_mode_enabled() else key + (True, False)
                 return key
@@ -67,7 +68,7 @@ def call_key(cls, args):
     for a in args:
         if isinstance(a, Tensor):
             d = a._data
-            key += (d.dtype, d.shape, d.stride(), d.device)
+            key += (d.dtype, d.shape, d.stride(), d.is_cpu or d.device)
             ids.append(id(d))
             needs.append(enabled and (a._requires_grad or a._base is not None and _view_requires_grad(a)))
         # no NaN (never an equal key) and no float zero (0.0 and -0.0 are equal keys, not equal values)
