@@ -11,6 +11,7 @@ import triton.language as tl
 import tgrad
 import tgrad.kernels as K
 from tgrad.kernels.elementwise.pointwise import pointwise_kernel
+from tgrad.kernels.runtime import memory
 from tgrad.kernels.runtime.launch import launch
 
 
@@ -89,10 +90,13 @@ def _gather_scatter_rows(idx_ptr, w_ptr, out_ptr, dw_ptr, g_ptr, n, D, BLOCK_R: 
 
 
 @pytest.mark.executor_replay
+@pytest.mark.parametrize("window_lanes", [1, 1 << 20])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
-def test_loads_and_atomic_adds_at_addresses_from_data_replay_as_the_interpreter(dtype):
+def test_loads_and_atomic_adds_at_addresses_from_data_replay_as_the_interpreter(dtype, window_lanes, monkeypatch):
     # a gather and a scatter-add whose addresses come from loaded data replay as numpy on a window
-    # of the memory those addresses reach, with the interpreter's bits (the adds' order included)
+    # of the memory those addresses reach (blocks of window_lanes lanes or more), with the
+    # interpreter's bits (the adds' order included); smaller blocks through the interpreter's access
+    monkeypatch.setattr(memory, "WINDOW_LANES", window_lanes)
     g = torch.Generator().manual_seed(0)
     with K.count_replays() as counts:
         for n in (9, 12, 12, 5, 16, 16):
