@@ -15,7 +15,7 @@ import numpy as np
 import triton.language as tl
 
 from .memory import (address_range, atomic_add_addresses, fill_live, gather, load_addresses, memory_view, overlaps,
-                     prefix_load, prefix_store, run_load, run_range, run_store)
+                     prefix_load, prefix_store, run_load, run_range, run_store, store_addresses)
 from .recorder import ATOMICS, PID, SIDE_EFFECTS, LaunchRecord, Refused, _Arg
 from .triton_private import TensorHandle, get_np_dtype, native
 
@@ -85,7 +85,8 @@ def single_output(fn):
 BASE_NAMESPACE = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": fill_live,
                   "_run_load": run_load, "_run_store": run_store, "_run_range": run_range, "_gather": gather,
                   "_prefix_load": prefix_load, "_prefix_store": prefix_store, "address_range": address_range,
-                  "_load_addresses": load_addresses, "_atomic_add": atomic_add_addresses}
+                  "_load_addresses": load_addresses, "_store_addresses": store_addresses,
+                  "_atomic_add": atomic_add_addresses}
 _ADDABLE = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64)}
 
 
@@ -467,6 +468,8 @@ class Emitter:
         run = self.dynamic_run(ptr, dt, lines, ready) if value.value.dtype == dt else None
         if run is not None:
             return f"_run_store({run[0]}, {run[1]}, {mask}, {ins[1]}, {ptr.value.shape!r}, {self.const(f'd{k}', dt)})"
+        if value.value.dtype == dt:
+            return f"_store_addresses({ins[0]}, {ins[1]}, {mask})"
         return f"native.store({ins[0]}, {ins[1]}, {mask})"
 
     def prefix_mask(self, mask_node, index, lines, ready):

@@ -18,7 +18,7 @@ import numpy as np
 
 from .triton_private import native
 
-__all__ = ["memory_view", "live_prefix", "load_addresses", "atomic_add_addresses", "run_pointers", "run_load",
+__all__ = ["memory_view", "live_prefix", "load_addresses", "store_addresses", "atomic_add_addresses", "run_pointers", "run_load",
            "run_store", "gather", "prefix_load", "prefix_store", "fill_live", "address_range", "run_range", "overlaps"]
 
 
@@ -81,6 +81,23 @@ def load_addresses(ptr, mask, other, dt):
     if live is not None:
         values = np.where(live, values, other)
     return np.ascontiguousarray(values, dtype=dt)
+
+
+def store_addresses(ptr, value, mask):
+    """The interpreter's ``native.store`` of ``value`` at the addresses ``ptr`` (computed at replay)
+    under ``mask``: one numpy assignment through a window over the live lanes' addresses. The lanes
+    go in C order through a 1-d index, which numpy assigns one by one in order, as the interpreter's
+    loop does: a repeated address keeps the last live lane's value (a block whose padding lanes
+    alias the next row's addresses)."""
+    live = np.broadcast_to(mask, ptr.shape)
+    p = ptr[live] if ptr.dtype == np.uint64 and ptr.size >= WINDOW_LANES else None
+    value = np.asarray(value)
+    window = _window(p, value.dtype) if p is not None and p.size else None
+    if window is None:
+        if p is None or p.size:
+            native.store(ptr, value, mask)
+    else:
+        window[0][window[1]] = np.broadcast_to(value, ptr.shape)[live]
 
 
 def atomic_add_addresses(ptr, value, mask, dt, interpreted):

@@ -76,9 +76,11 @@ def test_an_atomic_whose_result_is_unused_still_runs_in_the_trace():
 
 
 @triton.jit
-def _gather_scatter_rows(idx_ptr, w_ptr, out_ptr, dw_ptr, g_ptr, n, D, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    # out[r] = w[idx[r]] and dw[idx[r]] += g[r]: addresses computed from loaded indices (an embedding's
-    # gather and its backward's scatter-add); repeated indices add in lane order
+def _gather_scatter_rows(idx_ptr, w_ptr, out_ptr, dw_ptr, g_ptr, put_ptr, n, D, BLOCK_R: tl.constexpr,
+                         BLOCK_C: tl.constexpr):
+    # out[r] = w[idx[r]], dw[idx[r]] += g[r] and put[idx[r]] = g[r]: addresses computed from loaded
+    # indices (an embedding's gather and its backward's scatter-add); repeated indices add in lane
+    # order, and the last of them stores
     rows = tl.arange(0, BLOCK_R)
     cols = tl.arange(0, BLOCK_C)
     live = (rows < n)[:, None] & (cols < D)[None, :]
@@ -87,6 +89,7 @@ def _gather_scatter_rows(idx_ptr, w_ptr, out_ptr, dw_ptr, g_ptr, n, D, BLOCK_R: 
     tl.store(out_ptr + rows[:, None] * BLOCK_C + cols[None, :], v)
     g = tl.load(g_ptr + rows[:, None] * D + cols[None, :], mask=live, other=0.0)
     tl.atomic_add(dw_ptr + i[:, None] * D + cols[None, :], g, mask=live)
+    tl.store(put_ptr + i[:, None] * D + cols[None, :], g, mask=live)
 
 
 @pytest.mark.executor_replay
@@ -105,16 +108,20 @@ def test_loads_and_atomic_adds_at_addresses_from_data_replay_as_the_interpreter(
             grads = (torch.randn(16, 7, generator=g) * 10.0 ** torch.randint(-4, 4, (16, 7), generator=g)).to(dtype)
             dw = torch.zeros(4, 7, dtype=dtype)
             out = torch.zeros(16, 8, dtype=dtype)
-            launch(_gather_scatter_rows, (1,), idx, w, out, dw, grads, n, 7, BLOCK_R=16, BLOCK_C=8)
+            put = torch.zeros(4, 7, dtype=dtype)
+            launch(_gather_scatter_rows, (1,), idx, w, out, dw, grads, put, n, 7, BLOCK_R=16, BLOCK_C=8)
             want = torch.full((16, 8), -2.0, dtype=dtype)
             want[:n, :7] = w[idx[:n]]
             assert torch.equal(out, want)
-            want_dw = torch.zeros(4, 7, dtype=dtype)
-            for r in range(n):  # in lane order, as the interpreter adds
+            want_dw, want_put = torch.zeros(4, 7, dtype=dtype), torch.zeros(4, 7, dtype=dtype)
+            for r in range(n):  # in lane order, as the interpreter adds and stores
                 want_dw[idx[r]] += grads[r]
+                want_put[idx[r]] = grads[r]
             assert torch.equal(dw, want_dw)
+            assert torch.equal(put, want_put)
     assert counts["replayed"] >= 2
-    assert all("_load_addresses" in s and "_atomic_add" in s for s in _sources(_gather_scatter_rows))
+    assert all("_load_addresses" in s and "_atomic_add" in s and "_store_addresses" in s
+               for s in _sources(_gather_scatter_rows))
 
 
 @triton.jit
