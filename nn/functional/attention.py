@@ -222,6 +222,9 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
+    causal = is_causal and key_padding_mask is None and not need_weights
+    if causal:  # as PyTorch: the hint stands for the mask, and the attention runs causal without reading it
+        attn_mask = None
     L, N, E = query.shape
     if E % num_heads:
         raise AssertionError(f"embed_dim {E} not divisible by num_heads {num_heads}")
@@ -265,7 +268,7 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
         if not batched:
             weights = weights.squeeze(0)
     else:
-        out = scaled_dot_product_attention(q, k, v, mask, p)
+        out = scaled_dot_product_attention(q, k, v, mask, p, causal)
     out = out.permute(2, 0, 1, 3).reshape(L * N, E)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
     if not batched:

@@ -11,7 +11,7 @@ from support.modules import assert_param_grads, backward_both, copy_module, modu
 from support.reference import assert_close, make_pair, raises, uniform64
 from support.torch_audit import AtenRecorder
 from tgrad.kernels import attention as KA
-from tgrad.kernels.runtime.launch import count_launches
+from tgrad.kernels.runtime.launch import count_launches, launch_observers
 from tgrad.nn.functional.attention import _sdpa_composed
 from tgrad.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -203,6 +203,25 @@ def test_self_attention_bool_causal_mask():
     outr, _ = ref(xr, xr, xr, attn_mask=causal, need_weights=False, is_causal=True)
     backward_both([out], [outr])
     assert_close(x.grad, xr.grad)
+
+
+def test_self_attention_causal_hint_stands_for_the_mask():
+    """As PyTorch: with is_causal, no key padding mask and no weights asked for, the attention runs
+    causal and never reads attn_mask (here one that is not causal at all: the result is still causal)."""
+    ref, mod = module_pair("MultiheadAttention", 6, 2, batch_first=True)
+    x, xr = make_pair((2, 5, 6), tgrad.float64, seed=7)
+    am, amr = make_pair((5, 5), tgrad.float64, requires_grad=False, seed=8)
+    seen = []
+    launch_observers.append(lambda kernel, grid, args, meta: seen.append(meta) if "attn" in kernel.__name__ else None)
+    try:
+        out, _ = mod(x, x, x, attn_mask=am, need_weights=False, is_causal=True)
+    finally:
+        launch_observers.pop()
+    outr, _ = ref(xr, xr, xr, attn_mask=amr, need_weights=False, is_causal=True)
+    backward_both([out], [outr])
+    assert_close(x.grad, xr.grad)
+    assert_param_grads(ref, mod)
+    assert [(m["MASK_KIND"], m["CAUSAL"]) for m in seen] == [(KA.MASK_NONE, True)]
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(norm_first=True, activation="gelu", batch_first=True)])
