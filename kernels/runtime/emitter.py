@@ -452,9 +452,19 @@ class Emitter:
                     return f"{v}.__setitem__({self.const(f'i{k}', index)}, {ins[1]})"
                 sel = self.const(f"i{k}", index[live])
                 return f"{v}.__setitem__({sel}, np.broadcast_to({ins[1]}, {live.shape!r})[{self.const(f'm{k}', live)}])"
-            whole = self.view_access(ptr, None, dt, "store", unique=True) if mask_node is not None and \
-                mask_node.tag > PID and mask_node.value.shape == ptr.value.shape and \
-                mask_node.value.dtype == np.bool_ else None
+            data_mask = mask_node is not None and mask_node.tag > PID and \
+                mask_node.value.shape == ptr.value.shape and mask_node.value.dtype == np.bool_
+            whole = self.view_access(ptr, None, dt, "store", unique=True) if data_mask else None
+            if whole is None and data_mask:
+                # offsets that repeat (a 2-d block's padding lanes alias the next row): the live lanes
+                # in C order through a 1-d index, which numpy assigns one by one as the interpreter's
+                # loop stores (the last of a repeated address wins)
+                whole = self.view_access(ptr, None, dt, "store")
+                if whole is not None:
+                    v = _view_expr(whole[0], whole[1], whole[2], self.const(f'd{op_key}', dt))
+                    full = ins[1] if value.value.shape == ptr.value.shape else \
+                        f"np.broadcast_to({ins[1]}, {ptr.value.shape!r})"
+                    return f"{v}.__setitem__({self.const(f'i{k}', whole[3])}[{ins[2]}], {full}[{ins[2]}])"
             if whole is not None:  # a mask computed at replay over fixed offsets: the live lanes, into a view
                 slot, start, nbytes, index, _, _ = whole
                 v = _view_expr(slot, start, nbytes, self.const(f'd{op_key}', dt))
