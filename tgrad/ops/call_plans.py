@@ -151,6 +151,8 @@ def _recorded(cls, run, needs, numbers, dtype):
     saves and the graph's links, as ``Function.apply`` and ``RowFunction.forward`` make them."""
     node, constants, same = cls._backward_cls, cls.constants, cls.row.same_operand is not None
     ref = next(i for i in range(len(needs)) if i not in numbers)
+    saves = cls.row.derivative is not None  # (else ``_save`` keeps nothing: a linear row's gradients)
+    two = len(needs) == 2 and not numbers
 
     def plan(args):
         ctx = node()
@@ -159,8 +161,9 @@ def _recorded(cls, run, needs, numbers, dtype):
         if numbers:  # a number a recorded call saves is a tensor of its own (common.as_operand)
             operands = [as_operand(a, args[ref], dtype) for a in args]
         ctx.params = constants
-        y = Tensor._wrap(run([o._data for o in operands])[0])
+        y = Tensor._wrap(run([args[0]._data, args[1]._data] if two else [o._data for o in operands])[0])
         ctx.same = same and args[0] is args[1]
-        cls._save(ctx, operands, y)
+        if saves:
+            cls._save(ctx, operands, y)
         return record(cls, ctx, args, needs, y)
     return plan
