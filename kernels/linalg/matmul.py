@@ -370,27 +370,27 @@ def _site(a, b, out, preact, bias, sums, activation, return_preact, rowsum, allo
             return_preact, rowsum, allow_tf32)
 
 
-def planned(a, b):
-    """``matmul(a, b)`` as a function of operands with ``a``'s and ``b``'s dtypes, shapes and strides
-    (equal batch shapes, one float dtype, distinct tensors; the caller's call signature):
-    ``run(a, b) -> out``, whose launch replays the site's trace directly (``launch.site_replayer``)
-    and otherwise launches as ``matmul`` does. None while the CPU executor has no plan for the site
-    yet, off the CPU, or when the product is empty."""
+def planned(a, b, bias=None, activation=None):
+    """``matmul(a, b, bias=bias, activation=activation)`` as a function of operands with these
+    dtypes, shapes and strides (equal batch shapes, one float dtype, distinct tensors; the caller's
+    call signature): ``run(a, b, bias) -> out``, whose launch replays the site's trace directly
+    (``launch.site_replayer``) and otherwise launches as ``matmul`` does. None while the CPU
+    executor has no plan for the site yet, off the CPU, or when the product is empty."""
     *batch, M, K = a.shape
     N = b.shape[-1]
     shape, dtype, device = tuple(batch) + (M, N), a.dtype, a.device
     if not a.is_cpu or target(device) != "cpu" or math.prod(shape) == 0 or K == 0:
         return None
     out = torch.empty(shape, dtype=dtype, device=device)
-    replay = site_replayer(matmul_kernel, _site(a, b, out, out, None, None, None, False, False, False),
-                           [a, b, out, out, out, out])
+    replay = site_replayer(matmul_kernel, _site(a, b, out, out, bias, None, activation, False, False, False),
+                           [a, b, out, out, out if bias is None else bias, out])
     if replay is None:
         return None
 
-    def run(a, b):
+    def run(a, b, bias=None):
         out = torch.empty(shape, dtype=dtype, device=device)
-        if not replay([a, b, out, out, out, out]):
-            matmul(a, b, out=out)
+        if not replay([a, b, out, out, out if bias is None else bias, out]):
+            matmul(a, b, bias=bias, activation=activation, out=out)
         return out
     return run
 

@@ -18,7 +18,10 @@ from tgrad.autograd.fused_backward import fused_backward
 from tgrad.kernels.linalg import matmul as KM
 from tgrad.kernels.elementwise.pointwise import pointwise
 from tgrad.kernels.reductions.reduce import reduce as _reduce
+from tgrad.ops.call_plans import PLANS, call_key
 from tgrad.ops.common import check_runnable, wrap
+from tgrad.ops.matmul_plans import plan_launch
+from tgrad.tensor import Tensor
 from tgrad.ops.formula import traced_backward
 from tgrad.ops.table import BY_NAME as OP_ROWS
 
@@ -49,9 +52,15 @@ class _Linear(BuiltinFunction):
                         activation=cls.act, allow_tf32=_allow_tf32(x), return_preact=kind == "z")
         y, z = out if kind == "z" else (out, None)
         y = wrap(y.view(tuple(x.shape[:-1]) + (N,)))
-        saved = y if kind == "y" else wrap(z) if kind == "z" else None
-        ctx.save_for_backward(x, weight, bias, saved)
+        ctx.save_for_backward(*cls._saved((x, weight, bias), y, None if z is None else wrap(z)))
         return y
+
+    @classmethod
+    def _saved(cls, args, y, z=None):
+        """What backward reads of a call on ``args`` (forward's, a planned call's): the operands and,
+        with an activation, its output y or its input z."""
+        kind = _ACTS[cls.act][1] if cls.act else None
+        return (*args, y if kind == "y" else z if kind == "z" else None)
 
     @classmethod
     def backward(cls, ctx, g):
@@ -102,8 +111,12 @@ class _PlainLinear(_Linear):
     @classmethod
     def forward(cls, ctx, bias, x, weight_t):
         y = super().forward.__func__(cls, ctx, x, weight_t.t(), bias)
-        ctx.save_for_backward(x, weight_t)
+        ctx.save_for_backward(*cls._saved((bias, x, weight_t), y))
         return y
+
+    @classmethod
+    def _saved(cls, args, y, z=None):
+        return args[1:]  # x and W^T
 
     @staticmethod
     def backward(ctx, g):
@@ -161,6 +174,51 @@ _LINEAR_CLASSES: dict = {}
 def linear_act(input, weight, bias=None, activation=None):
     """``act(input @ weight.T + bias)`` in one matmul launch; ``activation`` is None, 'relu',
     'gelu', 'gelu_tanh', 'tanh', 'sigmoid' or 'silu'."""
+    # a call of tensors replays what its signature decided (tgrad/ops/matmul_plans.py)
+    key = call_key(("linear", activation), (input, weight) if bias is None else (input, weight, bias)) \
+        if type(input) is Tensor and type(weight) is Tensor and (bias is None or type(bias) is Tensor) and \
+        (activation is None or activation in _ACTS) else None
+    if key is None:
+        return _linear_act(input, weight, bias, activation)
+    plan = PLANS.get(key)
+    if plan is not None:
+        return plan((input, weight, bias))
+    y = _linear_act(input, weight, bias, activation)
+    _plan_linear(key, input, weight, bias, activation)
+    return y
+
+
+def _plan_linear(key, x, weight, bias, activation):
+    """Keep the plan of a linear call ``key`` (its general path ran): a float call on a contiguous
+    input whose activation saves nothing but its output."""
+    if not x.dtype.is_floating_point or x.dtype is not weight.dtype or not x._data.is_contiguous() or \
+            (activation is not None and _ACTS[activation][1] != "y"):
+        return
+    N, K = weight.shape
+    rows = math.prod(x.shape[:-1])
+    shape = tuple(x.shape[:-1]) + (N,)
+    run = KM.planned(x._data.view(rows, K), weight._data.t(), None if bias is None else bias._data, activation)
+    if activation is None and x.ndim == 2:  # (bias, x, W^T), as _PlainLinear / _PlainMm record it
+        cls = _PlainLinear if bias is not None else _PlainMm
+        plan_launch(cls, key, (x, weight, bias), run, _operands, lambda out, args: wrap(out),
+                    lambda ctx, nodes, y: ctx.save_for_backward(*cls._saved(nodes, y)), _plain_args)
+        return
+    cls = _linear_class(activation, bias is not None)
+    plan_launch(cls, key, (x, weight, bias), run, _operands, lambda out, args: wrap(out.view(shape)),
+                lambda ctx, nodes, y: ctx.save_for_backward(*cls._saved(nodes, y)), lambda args: args)
+
+
+def _plain_args(args):
+    x, weight, bias = args
+    return bias, x, weight.t()
+
+
+def _operands(args):
+    x, weight, bias = args
+    return x._data.view(-1, weight.shape[1]), weight._data.t(), None if bias is None else bias._data
+
+
+def _linear_act(input, weight, bias, activation):
     if activation is not None and activation not in _ACTS:
         raise ValueError(f"unknown activation {activation!r}; expected None or one of {list(_ACTS)}")
     check_runnable(input, weight, bias)

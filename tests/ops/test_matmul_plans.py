@@ -218,3 +218,53 @@ def test_a_plan_runs_from_other_threads():
     assert len(got) == 3 and all(torch.equal(_np(o), _np(want)) for o in got)
     assert all(o.grad_fn.name() == "MmBackward0" for o in got)
     assert torch.allclose(_np(b.grad), 3 * _np(a).sum(0)[:, None].expand(4, 5), rtol=1e-12)
+
+
+# (input shape, bias, activation, PyTorch's form)
+_LINEARS = [((5, 3), True, None, lambda x, w, b: torch.nn.functional.linear(x, w, b)),
+            ((5, 3), False, None, lambda x, w, b: torch.nn.functional.linear(x, w)),
+            ((2, 4, 3), True, None, lambda x, w, b: torch.nn.functional.linear(x, w, b)),
+            ((3,), True, None, lambda x, w, b: torch.nn.functional.linear(x, w, b)),
+            ((2, 4, 3), True, "relu", lambda x, w, b: torch.nn.functional.linear(x, w, b).relu())]
+
+
+@pytest.mark.executor_replay  # (plans are made once launches replay)
+@pytest.mark.parametrize("shape,has_bias,act,ref", _LINEARS, ids=[f"{s}-{b}-{a}" for s, b, a, _ in _LINEARS])
+def test_planned_linear_calls_give_the_general_paths_bytes_nodes_and_gradients(shape, has_bias, act, ref):
+    from tgrad.nn.functional import dense
+    gen = torch.Generator().manual_seed(len(shape))
+    w, b = torch.randn(4, 3, dtype=torch.float64, generator=gen), torch.randn(4, dtype=torch.float64, generator=gen)
+    results = []
+    for k in range(WARM + 1):
+        x = torch.randn(*shape, dtype=torch.float64, generator=gen) if k < WARM else results[0][0]
+        g = torch.randn(*shape[:-1], 4, dtype=torch.float64, generator=gen) if k < WARM else results[0][1]
+        tx, tw, tb = _t(x, True), _t(w, True), _t(b, True) if has_bias else None
+        got = dense.linear_act(tx, tw, tb, act)
+        got.backward(_t(g))
+        px, pw, pb = x.clone().requires_grad_(), w.clone().requires_grad_(), b.clone().requires_grad_()
+        want = ref(px, pw, pb if has_bias else None)
+        want.backward(g)
+        assert torch.allclose(_np(got), want.detach(), rtol=1e-12, atol=1e-12)
+        for t, p in ((tx, px), (tw, pw)) + (((tb, pb),) if has_bias else ()):
+            assert torch.allclose(_np(t.grad), p.grad, rtol=1e-12, atol=1e-12)
+        names = [got.grad_fn.name()] + [f.name() for f, _ in got.grad_fn.next_functions if f is not None]
+        results.append((x, g, _np(got), _np(tx.grad), _np(tw.grad), names))
+    assert any(key[0] == ("linear", act) for key in PLANS)
+    first, last = results[0], results[-1]  # the general path's call and a planned call on the same numbers
+    assert all(torch.equal(u, v) for u, v in zip(first[2:5], last[2:5])) and first[5] == last[5]
+    with tgrad.no_grad():
+        quiet = [dense.linear_act(_t(first[0]), _t(w), _t(b) if has_bias else None, act) for _ in range(WARM)]
+    assert all(q.grad_fn is None and torch.equal(_np(q), first[2]) for q in quiet)
+
+
+def test_linear_calls_a_plan_does_not_cover_take_the_general_path():
+    from tgrad.nn.functional import dense
+    x = _t(torch.randn(6, 4))
+    w, b = _t(torch.randn(3, 4)), _t(torch.randn(3))
+    for _ in range(WARM):
+        dense.linear_act(x.t().t()[:, :4], w, b)
+        dense.linear_act(x[::2], w, b)  # not contiguous: its own reshape decides
+        dense.linear_act(x, w, b, "gelu")  # saves its input: not planned
+        dense.linear_act(tgrad.ones(2, 4, dtype=tgrad.int64), tgrad.ones(3, 4, dtype=tgrad.int64))
+    assert not [key for key in PLANS if key[0] in (("linear", "gelu"),)]
+    assert len([key for key in PLANS if key[0] == ("linear", None)]) == 1  # the contiguous call only

@@ -50,7 +50,7 @@ class Matmul(BuiltinFunction):
             return super().apply(a, b)
         plan = PLANS.get(key)
         if plan is not None:
-            return plan(a, b)
+            return plan((a, b))
         y = super().apply(a, b)
         plan_product(cls, key, a, b, _save_crosswise)
         return y
