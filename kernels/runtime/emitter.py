@@ -9,17 +9,16 @@ numpy view of that tensor's memory, or through a run of memory found at replay
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import triton.language as tl
 
 from .memory import (address_range, atomic_add_addresses, fill_live, gather, load_addresses, memory_view, overlaps,
                      prefix_load, prefix_store, run_load, run_range, run_store, store_addresses)
+from .lanes import NotLaneWise
 from .recorder import ATOMICS, PID, SIDE_EFFECTS, LaunchRecord, Refused, _Arg
 from .triton_private import TensorHandle, get_np_dtype, native
 
-__all__ = ["Emitter", "access", "BASE_NAMESPACE", "builder_call", "single_output", "live_lanes", "NotLaneWise"]
+__all__ = ["Emitter", "access", "BASE_NAMESPACE", "builder_call", "single_output"]
 
 _BINARY = {
     "create_fadd": np.add, "create_fmul": np.multiply, "create_fdiv": np.divide, "create_frem": np.fmod,
@@ -113,33 +112,12 @@ class Emitter:
         self.slot_of = record.slot_of  # node id -> input slot (arguments that are replay inputs)
         self.arrays_used: set = set()
         self.acting: set = set()  # indices of the lines of ops with effects (kept whatever they compute)
-        # (B, n) when the trace computes on the live lanes only (``live_lanes``): every access reads or
-        # writes the first n lanes of a 1-d block of B and every op on the block is lane-wise
-        self.lanes = None
-        self.view_loads: dict = {}  # a live-lane load's value -> its line (a view of memory until a store)
+        self.lanes = None  # a LiveLanes when the trace computes on a block's live lanes alone (runtime/lanes.py)
         self._read = None  # node ids some op or guard reads (``read``)
 
-    def live(self, value):
-        """``value`` as a live-lane trace holds it: a block-shaped array's first n lanes."""
-        if self.lanes is not None and np.shape(value) == (self.lanes[0],):
-            return np.ascontiguousarray(value[:self.lanes[1]])
-        return value
-
-    def shape(self, shape):
-        """A block shape as a live-lane trace computes it."""
-        shape = tuple(shape)
-        return (self.lanes[1],) if self.lanes is not None and shape == (self.lanes[0],) else shape
-
-    def check_lanes(self, op, in_nodes):
-        """In a live-lane trace: refuse (``NotLaneWise``) an op on the block that is not lane-wise, or
-        values of another shape than the block's or a scalar's."""
-        block = (self.lanes[0],)
-        shapes = {np.shape(n.value) for n in in_nodes} | {np.shape(self.record.nodes[o].value) for o in op.outs}
-        if not shapes <= {block, (1,), ()}:
-            raise NotLaneWise(f"{op.name} on shapes {sorted(shapes)}")
-        if block in shapes and op.name not in _LANE_WISE and op.name not in ("create_masked_load", "create_load",
-                                                                               "create_masked_store", "create_store"):
-            raise NotLaneWise(op.name)
+    def block_shape(self, shape):
+        """A value's shape as the trace computes it (a live-lane trace's block: its live lanes)."""
+        return self.lanes.shape(shape) if self.lanes is not None else tuple(shape)
 
     def read(self, node_id) -> bool:
         """Whether an op or a guard of the launch reads node ``node_id``."""
@@ -181,7 +159,7 @@ class Emitter:
             name = f"p{i}"
             lines.append(f"    {name} = {self.const(f'o{i}', offsets)} + {self.slot_array(node.base)}")
         elif node.tag <= PID:
-            name = self.const(f"c{i}", self.live(node.value))
+            name = self.const(f"c{i}", self.lanes.live(node.value) if self.lanes is not None else node.value)
         else:
             raise Refused("a value of unknown origin")
         ready[i] = name
@@ -200,7 +178,7 @@ class Emitter:
         out_node = nodes[op.outs[0]] if op.outs else None
         k = op_index
         if self.lanes is not None:
-            self.check_lanes(op, in_nodes)
+            self.lanes.check(op, in_nodes, [nodes[o] for o in op.outs], _LANE_WISE)
         bools = all(n.value.dtype == np.bool_ for n in in_nodes)
         if name in _LOGICAL and len(ins) == 2 and bools:
             # masks combined: on bools the interpreter's int8 round trip (its 1-bit wrap-around for
@@ -224,7 +202,7 @@ class Emitter:
             fix = "" if raw == out_node.value.dtype else f".astype({self.const(f'd{k}', out_node.value.dtype)})"
             line = f"np.where({ins[0]}, {ins[1]}, {ins[2]}){fix}"
         elif name == "create_broadcast":
-            line = f"np.broadcast_to({ins[0]}, {self.shape(op.args[1])!r})"
+            line = f"np.broadcast_to({ins[0]}, {self.block_shape(op.args[1])!r})"
         elif name == "create_expand_dims":
             line = f"np.expand_dims({ins[0]}, {op.args[1]!r})"
         elif name == "create_reshape":
@@ -251,11 +229,11 @@ class Emitter:
             line = (f"np.right_shift(np.multiply({ins[0]}.view({u}).astype({w}), {ins[1]}.view({u}).astype({w})), "
                     f"{8 * dt.itemsize}).astype({u}).view({self.const(f'd{k}', dt)})")
         elif name == "create_splat" and self.lanes is not None and out_node.value.dtype == in_nodes[0].value.dtype \
-                and self.shape(op.args[0].shape) == np.shape(in_nodes[0].value):
+                and self.block_shape(op.args[0].shape) == np.shape(in_nodes[0].value):
             ready[op.outs[0]] = ins[0]  # a scalar splat over one live lane: the scalar itself
             return
         elif name == "create_splat":
-            line = f"np.full({self.shape(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
+            line = f"np.full({self.block_shape(op.args[0].shape)!r}, {ins[0]}, dtype={self.const(f'd{k}', out_node.value.dtype)})"
         elif name in ("create_int_to_ptr", "create_ptr_to_int"):
             line = f"{ins[0]}.view({self.const(f'd{k}', out_node.value.dtype)})"
         elif name == "create_atomic_rmw" and getattr(op.args[0], "name", None) in ("ADD", "FADD") and \
@@ -278,34 +256,6 @@ class Emitter:
         if name in SIDE_EFFECTS or name in ATOMICS or not outs:
             self.acting.add(len(lines))
         lines.append(f"    {target}{line}")
-
-    def finish_lanes(self, lines):
-        """A live-lane load's value is a view of the memory it read: copied where it is read by or after
-        the first line that acts (a store may have written there since)."""
-        first = next((j for j, line in enumerate(lines) if not _ASSIGNMENT.match(line)), len(lines))
-        # a value that may be a view of such a load (a broadcast, a bitcast, a builder call) reads it too
-        root = {name: name for name in self.view_loads}
-        for line in lines[:first]:
-            targets, _, value = line.strip().partition(" = ")
-            if _FRESH.match(value) and isinstance(self.ns.get(value.partition("(")[0]), (np.ufunc, type(None))):
-                continue
-            for ref in _NAMES.findall(value):
-                if ref in root:
-                    root.update({target: root[ref] for target in targets.split(", ")})
-        for name in self.view_loads:
-            used = re.compile(rf"\b({'|'.join(v for v, r in root.items() if r == name)})\b")
-            if any(used.search(line) for line in lines[first:]):
-                j = next(j for j, line in enumerate(lines) if line.startswith(f"    {name} = "))
-                lines[j] += ".copy()"
-        # a ufunc's value stored at once and read nowhere else is written into the memory by the ufunc
-        for j in range(len(lines) - 1, 0, -1):
-            store, value = _STORE.match(lines[j]), _UFUNC_LINE.match(lines[j - 1])
-            if store is None or value is None or store[2] != value[1] or \
-                    not isinstance(self.ns.get(value[2]), np.ufunc) or \
-                    sum(len(re.findall(rf"\b{value[1]}\b", line)) for line in lines) != 2:
-                continue
-            lines[j - 1:j + 1] = [f"    {value[2]}({value[3]}, out={store[1]})"]
-        return lines
 
     def live_addresses(self, op, lines, ready):
         """An expression: the addresses (uint64, flat) the access's live lanes touch."""
@@ -345,18 +295,18 @@ class Emitter:
         if view is not None and other_node is not None and (other_node.value.dtype != dt or other_node.tag > PID):
             view = None if view[4] is not None else view  # np.where would promote; the interpreter casts
         other = ins[2] if other_node is not None else self.const(f"z{k}", np.zeros(shape, dt))
-        if self.lanes is not None and shape == (self.lanes[0],):
-            if view is None or view[5] != slice(0, self.lanes[1]):
+        if self.lanes is not None and shape == self.lanes.block:
+            if view is None or view[5] != self.lanes.slice:
                 raise NotLaneWise("a load of other lanes")
-            # the live lanes are the view: read in place until a store (``finish_lanes`` copies it then)
-            self.view_loads[f"v{k}"] = len(lines)
+            # the live lanes are the view: read in place until a store (``LiveLanes.finish`` copies it then)
+            self.lanes.view_loads.add(f"v{k}")
             return _view_expr(view[0], view[1], view[2], self.const(f'd{k}', dt))
         if view is not None:
             slot, start, nbytes, index, live, contiguous = view
             v = _view_expr(slot, start, nbytes, self.const(f'd{k}', dt))
             if contiguous:
                 if live is None and self.lanes is not None:
-                    self.view_loads[f"v{k}"] = len(lines)  # read in place until a store, as a block's lanes
+                    self.lanes.view_loads.add(f"v{k}")  # read in place until a store, as a block's lanes
                     return f"{v}.reshape({shape!r})"
                 if live is None:
                     return f"{v}.reshape({shape!r}).copy()"
@@ -424,12 +374,12 @@ class Emitter:
         ptr, value = in_nodes[0], in_nodes[1]
         mask_node = in_nodes[2] if op.name == "create_masked_store" else None
         dt = get_np_dtype(ptr.dtype.element_ty)  # the interpreter stores the value's bytes: views need equal dtypes
-        if self.lanes is not None and ptr.value.shape == (self.lanes[0],):
+        if self.lanes is not None and ptr.value.shape == self.lanes.block:
             view = self.view_access(ptr, mask_node, dt, "store", unique=True) if value.value.dtype == dt else None
-            if view is None or view[5] != slice(0, self.lanes[1]):
+            if view is None or view[5] != self.lanes.slice:
                 raise NotLaneWise("a store to other lanes")
             full = ins[1] if value.value.shape == ptr.value.shape else \
-                f"np.broadcast_to({ins[1]}, {self.shape(ptr.value.shape)!r})"
+                f"np.broadcast_to({ins[1]}, {self.block_shape(ptr.value.shape)!r})"
             return f"{_view_expr(view[0], view[1], view[2], self.const(f'd{op_key}', dt))}.__setitem__(" \
                    f"slice(None), {full})"
         if value.value.dtype == dt:
@@ -539,10 +489,6 @@ class Emitter:
         return ptr.base, lo, hi - lo + size, index, live, contiguous
 
 
-class NotLaneWise(Exception):
-    """A live-lane trace cannot express this launch: it is emitted over whole blocks instead."""
-
-
 # the ops a live-lane trace computes on the live lanes alone: each output lane is a function of the
 # same lane of the inputs (the interpreter's numpy formulas on the handles' arrays)
 _LANE_WISE = (set(_BINARY) | set(_UNARY) | _CASTS | {
@@ -550,36 +496,6 @@ _LANE_WISE = (set(_BINARY) | set(_UNARY) | _CASTS | {
     "create_erf", "create_fma", "create_fabs", "create_rsqrt", "create_clampf", "create_ashr", "create_idiv",
     "create_sdiv", "create_udiv", "create_sqrt", "create_precise_sqrt", "binary_op", "unary_op", "ternary_op",
     "cast_impl"})
-
-
-def live_lanes(record: LaunchRecord, ops):
-    """(B, n) when the first masked access among ``ops`` (op indices) has a constant mask over a 1-d
-    block of B lanes whose live lanes are its first n (0 < n < B), else None: the lanes a live-lane
-    trace would compute (``Emitter.lanes``; the emission refuses what does not fit them)."""
-    nodes = record.nodes
-    for k in ops:
-        op = record.ops[k]
-        if op.name not in ("create_masked_load", "create_masked_store"):
-            continue
-        _, mask = access(op)
-        if mask is None:
-            continue
-        node = nodes[mask]
-        if node.op is not None or node.tag > PID or node.value.ndim != 1 or node.value.dtype != np.bool_:
-            return None
-        live = int(np.count_nonzero(node.value))
-        if 0 < live < node.value.size and node.value[:live].all():
-            return node.value.size, live
-        return None
-    return None
-
-
-_ASSIGNMENT = re.compile(r"    [vp]\d+(, [vp]\d+)* = ")
-_NAMES = re.compile(r"\bv\d+\b")
-# values the lines make anew, never a view of an operand: a ufunc's, np.where's, np.full's, an astype's
-_FRESH = re.compile(r"(f\d+(_\d+)?\(|np\.where\(|np\.full\(|v\d+\.astype\(\w+\)$)")
-_STORE = re.compile(r"    (memory_view\([^()]*\))\.__setitem__\(slice\(None\), (v\d+)\)$")
-_UFUNC_LINE = re.compile(r"    (v\d+) = (f\d+(?:_\d+)?)\(([\w, ]*)\)$")
 
 
 def _view_expr(slot, start, nbytes, dtype_name):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .emitter import Emitter, NotLaneWise, access, live_lanes
+from .emitter import Emitter, access
+from .lanes import NotLaneWise, live_lanes
 from .recorder import ATOMICS, SIDE_EFFECTS, STORES, LaunchRecord, Refused
 
 __all__ = ["CompiledLaunch", "compile_launch"]
@@ -97,7 +98,7 @@ def _compile(record, needed, expected_guards, lanes) -> CompiledLaunch:
         em.emit(k, lines, ready)
     lines = _live_lines(lines, em.acting)
     if lanes is not None:
-        lines = em.finish_lanes(lines)
+        lines = lanes.finish(lines, em.ns)
     source = "def _run(A):\n" + em.header() + "\n".join(lines) + ("\n" if lines else "") + "    return None\n"
     guard_source = ""
     if record.guards:
