@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import triton.language as tl
 
-from .memory import (address_range, atomic_add_addresses, fill_live, gather, load_addresses, memory_view, overlaps,
+from .memory import (address_range, atomic_add_addresses, fill_live, gather, load_addresses, load_rows, memory_view, overlaps,
                      prefix_load, prefix_store, run_load, run_range, run_store, store_addresses)
 from .lanes import NotLaneWise
 from .recorder import ATOMICS, PID, SIDE_EFFECTS, LaunchRecord, Refused, _Arg
@@ -84,7 +84,7 @@ def single_output(fn):
 BASE_NAMESPACE = {"np": np, "native": native, "memory_view": memory_view, "overlaps": overlaps, "_fill": fill_live,
                   "_run_load": run_load, "_run_store": run_store, "_run_range": run_range, "_gather": gather,
                   "_prefix_load": prefix_load, "_prefix_store": prefix_store, "address_range": address_range,
-                  "_load_addresses": load_addresses, "_store_addresses": store_addresses,
+                  "_load_addresses": load_addresses, "_load_rows": load_rows, "_store_addresses": store_addresses,
                   "_atomic_add": atomic_add_addresses}
 _ADDABLE = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64)}
 
@@ -339,7 +339,31 @@ class Emitter:
             base, start = run
             filled = self.masked_fill(k, other_node, other, shape, dt)
             return f"_run_load({base}, {start}, {mask}, {filled}, {other}, {self.const(f'd{k}', dt)})"
+        rows = self.row_gather(ptr, lines, ready) if out_node.value.flags.c_contiguous else None
+        if rows is not None:
+            return f"_load_rows({rows[0]}, {rows[1]}, {mask}, {other}, {self.const(f'd{k}', dt)})"
         return f"_load_addresses({ins[0]}, {mask}, {other}, {self.const(f'd{k}', dt)})"
+
+    def row_gather(self, ptr, lines, ready):
+        """(expression of a (R, 1) column of addresses, name of constant (1, C) byte offsets) when
+        ``ptr`` is that column broadcast to (R, C) plus offsets equal in every row (a row gather:
+        ``w + i[:, None] * stride + cols[None, :]``), else None."""
+        nodes, ops = self.record.nodes, self.record.ops
+        if ptr.op is None or ops[ptr.op].name != "create_addptr" or ptr.value.ndim != 2:
+            return None
+        base, off = (nodes[i] for i in ops[ptr.op].ins)
+        if base.op is None or ops[base.op].name != "create_broadcast" or off.op is not None or off.tag > PID:
+            return None
+        column_id = ops[base.op].ins[0]
+        column = nodes[column_id]
+        offsets = np.broadcast_to(off.value, ptr.value.shape)
+        if column.value.shape != (ptr.value.shape[0], 1) or offsets.dtype.kind not in "iu" or \
+                not (offsets == offsets[:1]).all():
+            return None
+        width = max(1, base.dtype.element_ty.primitive_bitwidth // 8)
+        expr = self.expr(column_id, lines, ready) if column.op is None else ready[column_id]
+        cols = self.const(f"r{ptr.op}", np.ascontiguousarray(offsets[:1].astype(np.int64) * width).astype(np.uint64))
+        return expr, cols
 
     def masked_fill(self, k, other_node, other, shape, dt):
         """The values of a load's masked lanes: its ``other`` broadcast to the load's shape, a constant

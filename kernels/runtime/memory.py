@@ -18,7 +18,7 @@ import numpy as np
 
 from .triton_private import native
 
-__all__ = ["memory_view", "live_prefix", "load_addresses", "store_addresses", "atomic_add_addresses", "run_pointers", "run_load",
+__all__ = ["memory_view", "live_prefix", "load_addresses", "load_rows", "store_addresses", "atomic_add_addresses", "run_pointers", "run_load",
            "run_store", "gather", "prefix_load", "prefix_store", "fill_live", "address_range", "run_range", "overlaps"]
 
 
@@ -81,6 +81,37 @@ def load_addresses(ptr, mask, other, dt):
     if live is not None:
         values = np.where(live, values, other)
     return np.ascontiguousarray(values, dtype=dt)
+
+
+def load_rows(rows, cols, mask, other, dt):
+    """``load_addresses`` of the pointers ``rows + cols``: a (R, 1) column of addresses computed at
+    replay (rows picked by loaded indices) plus constant (1, C) byte offsets, as a 2-d row gather
+    reads. The window and its checks come from the R + C values, not the R x C lanes, and the
+    lanes are indexed as row index plus column index."""
+    shape = (rows.shape[0], cols.shape[1])
+    live = np.broadcast_to(mask, shape)
+    if live.size < WINDOW_LANES or rows.dtype != np.uint64:
+        return native.load(rows + cols, np.ascontiguousarray(live),
+                           np.ascontiguousarray(np.broadcast_to(other, shape), dtype=dt), dt)
+    live_rows, live_cols = live.any(axis=1), live.any(axis=0)
+    if not live_rows.any():
+        return np.array(np.broadcast_to(other, shape), dtype=dt)
+    r = rows.reshape(-1)
+    r = np.where(live_rows, r, r[int(live_rows.argmax())])
+    c = cols.reshape(-1)[live_cols].astype(np.int64)
+    size = dt.itemsize
+    r_lo, c_lo = int(r.min()), int(c.min())
+    if size & (size - 1) or (r_lo + c_lo) % size or int(np.bitwise_or.reduce(r - np.uint64(r_lo))) % size or \
+            int(np.bitwise_or.reduce(c - c_lo)) % size:
+        return native.load(rows + cols, np.ascontiguousarray(live),
+                           np.ascontiguousarray(np.broadcast_to(other, shape), dtype=dt), dt)
+    shift = size.bit_length() - 1
+    nbytes = int(r.max()) - r_lo + int(c.max()) - c_lo + size
+    window = np.frombuffer((ctypes.c_char * nbytes).from_address(r_lo + c_lo), dtype=dt)
+    index = ((r - np.uint64(r_lo)).view(np.int64) >> shift)[:, None] + \
+        ((cols.reshape(1, -1).astype(np.int64) - c_lo) >> shift)
+    values = window[np.where(live, index, 0)]  # a masked lane reads the window's first element, never outside
+    return np.ascontiguousarray(np.where(live, values, other), dtype=dt)
 
 
 def store_addresses(ptr, value, mask):

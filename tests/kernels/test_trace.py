@@ -76,7 +76,7 @@ def test_an_atomic_whose_result_is_unused_still_runs_in_the_trace():
 
 
 @triton.jit
-def _gather_scatter_rows(idx_ptr, w_ptr, out_ptr, dw_ptr, g_ptr, put_ptr, n, D, BLOCK_R: tl.constexpr,
+def _gather_scatter_rows(idx_ptr, w_ptr, out_ptr, dw_ptr, g_ptr, put_ptr, pick_ptr, n, D, BLOCK_R: tl.constexpr,
                          BLOCK_C: tl.constexpr):
     # out[r] = w[idx[r]], dw[idx[r]] += g[r] and put[idx[r]] = g[r]: addresses computed from loaded
     # indices (an embedding's gather and its backward's scatter-add); repeated indices add in lane
@@ -87,6 +87,7 @@ def _gather_scatter_rows(idx_ptr, w_ptr, out_ptr, dw_ptr, g_ptr, put_ptr, n, D, 
     i = tl.load(idx_ptr + rows, mask=rows < n, other=0)
     v = tl.load(w_ptr + i[:, None] * D + cols[None, :], mask=live, other=-2.0)
     tl.store(out_ptr + rows[:, None] * BLOCK_C + cols[None, :], v)
+    tl.store(pick_ptr + rows, tl.load(w_ptr + i * D + rows % D, mask=rows < n, other=-3.0))  # not a row gather
     g = tl.load(g_ptr + rows[:, None] * D + cols[None, :], mask=live, other=0.0)
     tl.atomic_add(dw_ptr + i[:, None] * D + cols[None, :], g, mask=live)
     tl.store(put_ptr + i[:, None] * D + cols[None, :], g, mask=live)
@@ -96,9 +97,10 @@ def _gather_scatter_rows(idx_ptr, w_ptr, out_ptr, dw_ptr, g_ptr, put_ptr, n, D, 
 @pytest.mark.parametrize("window_lanes", [1, 1 << 20])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
 def test_loads_and_atomic_adds_at_addresses_from_data_replay_as_the_interpreter(dtype, window_lanes, monkeypatch):
-    # a gather and a scatter-add whose addresses come from loaded data replay as numpy on a window
-    # of the memory those addresses reach (blocks of window_lanes lanes or more), with the
-    # interpreter's bits (the adds' order included); smaller blocks through the interpreter's access
+    # a gather (of rows, and of single elements) and a scatter-add whose addresses come from loaded
+    # data replay as numpy on a window of the memory those addresses reach (blocks of window_lanes
+    # lanes or more), with the interpreter's bits (the adds' order included); smaller blocks through
+    # the interpreter's access
     monkeypatch.setattr(memory, "WINDOW_LANES", window_lanes)
     g = torch.Generator().manual_seed(0)
     with K.count_replays() as counts:
@@ -108,11 +110,14 @@ def test_loads_and_atomic_adds_at_addresses_from_data_replay_as_the_interpreter(
             grads = (torch.randn(16, 7, generator=g) * 10.0 ** torch.randint(-4, 4, (16, 7), generator=g)).to(dtype)
             dw = torch.zeros(4, 7, dtype=dtype)
             out = torch.zeros(16, 8, dtype=dtype)
-            put = torch.zeros(4, 7, dtype=dtype)
-            launch(_gather_scatter_rows, (1,), idx, w, out, dw, grads, put, n, 7, BLOCK_R=16, BLOCK_C=8)
+            put, pick = torch.zeros(4, 7, dtype=dtype), torch.zeros(16, dtype=dtype)
+            launch(_gather_scatter_rows, (1,), idx, w, out, dw, grads, put, pick, n, 7, BLOCK_R=16, BLOCK_C=8)
             want = torch.full((16, 8), -2.0, dtype=dtype)
             want[:n, :7] = w[idx[:n]]
             assert torch.equal(out, want)
+            want_pick = torch.full((16,), -3.0, dtype=dtype)
+            want_pick[:n] = w[idx[:n], torch.arange(n) % 7]
+            assert torch.equal(pick, want_pick)
             want_dw, want_put = torch.zeros(4, 7, dtype=dtype), torch.zeros(4, 7, dtype=dtype)
             for r in range(n):  # in lane order, as the interpreter adds and stores
                 want_dw[idx[r]] += grads[r]
@@ -120,7 +125,7 @@ def test_loads_and_atomic_adds_at_addresses_from_data_replay_as_the_interpreter(
             assert torch.equal(dw, want_dw)
             assert torch.equal(put, want_put)
     assert counts["replayed"] >= 2
-    assert all("_load_addresses" in s and "_atomic_add" in s and "_store_addresses" in s
+    assert all("_load_rows" in s and "_load_addresses" in s and "_atomic_add" in s and "_store_addresses" in s
                for s in _sources(_gather_scatter_rows))
 
 
