@@ -125,6 +125,7 @@ class Recording:
         self.paused = False  # set while launch() runs: its own torch calls are not the block's work
         self._mode = None
         self._thread = None  # the thread capturing
+        self._plan = None  # the fast replay's (calls, traces), made on the first replay (``_calls``)
 
     def begin(self):
         if self._mode is not None:
@@ -151,18 +152,47 @@ class Recording:
     def replay(self):
         if self._mode is not None:
             raise RuntimeError("a graph cannot be replayed while it is being captured")
-        graph_step = _launch._executor().graph_stepper()
+        executor = _launch._executor()
+        graph_step = executor.graph_stepper()
         with np.errstate(all="ignore"):  # numpy warns on inf/nan arithmetic; the results are torch's
-            for step in self.steps:
-                if step[0] == "launch":
-                    graph_step(step[1])
-                    continue
-                if step[0] == "call":
-                    step[1](*step[2])
-                    continue
-                func, args, kwargs, outputs = step
-                result = func(*args, **kwargs)
-                if outputs:
-                    for captured, fresh in zip(outputs, _tensors(result)):
-                        captured.copy_(fresh)
+            if graph_step is executor.graph_step:  # replay off, verify mode, an instrument: launch by launch
+                for step in self.steps:
+                    self._call(graph_step, step)
+            else:
+                calls, traces = self._calls(graph_step)
+                for call, args in calls:
+                    call(*args)
+                executor.replay_counts["replayed"] += traces
         _launch.launch_counts.update(self.launches)
+
+    def _calls(self, graph_step):
+        """The replay as (callable, arguments) pairs, made on the first replay with the executor's
+        switches on: a launch whose captured trace has no guards calls the trace itself (the graph
+        keeps it, and its replay inputs never change), so a replay pays no per-launch dispatch; and
+        how many such traces one replay runs."""
+        if self._plan is None:
+            calls, traces = [], 0
+            for step in self.steps:
+                variant = step[1].variant if step[0] == "launch" else None
+                if variant is not None and variant.guards is None and step[1].key is not None:
+                    calls.append((variant.run, (step[1].A,)))
+                    traces += 1
+                elif step[0] == "call":
+                    calls.append((step[1], step[2]))
+                else:
+                    calls.append((self._call, (graph_step, step)))
+            self._plan = (calls, traces)
+        return self._plan
+
+    @staticmethod
+    def _call(graph_step, step):
+        if step[0] == "launch":
+            return graph_step(step[1])
+        if step[0] == "call":
+            return step[1](*step[2])
+        func, args, kwargs, outputs = step
+        result = func(*args, **kwargs)
+        if outputs:
+            for captured, fresh in zip(outputs, _tensors(result)):
+                captured.copy_(fresh)
+        return None

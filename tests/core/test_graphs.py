@@ -150,6 +150,17 @@ def test_replay_makes_the_captured_launches_and_counts_them():
     after.subtract(before)
     assert +after == g.launches
     assert "Graph(device=cpu" in repr(g)
+    # each launch replays its captured trace (none interprets or records), counted as replayed,
+    # whether the replay calls the traces directly (the executor's switches on) or launch by launch
+    was = tgrad.kernels.replay_verify()
+    try:
+        for verify in (False, True):
+            tgrad.kernels.set_replay(verify=verify)
+            with tgrad.kernels.count_replays() as counts:
+                g.replay()
+            assert dict(counts) == {"replayed": sum(g.launches.values())}
+    finally:
+        tgrad.kernels.set_replay(verify=was)
 
 
 def test_storage_ops_between_launches_are_replayed():
