@@ -229,14 +229,14 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
     if E % num_heads:
         raise AssertionError(f"embed_dim {E} not divisible by num_heads {num_heads}")
     hd = E // num_heads
-    if not use_separate_proj_weight:
-        wq, wk, wv = in_proj_weight.chunk(3, 0)
-    else:
-        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
-    bq, bk, bv = in_proj_bias.chunk(3, 0) if in_proj_bias is not None else (None, None, None)
     if not use_separate_proj_weight and query is key and key is value:
         q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
-    else:
+    else:  # (the packed weight's pieces only here: views of a parameter are recorded nodes)
+        if not use_separate_proj_weight:
+            wq, wk, wv = in_proj_weight.chunk(3, 0)
+        else:
+            wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+        bq, bk, bv = in_proj_bias.chunk(3, 0) if in_proj_bias is not None else (None, None, None)
         q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
     if bias_k is not None:
         k = tgrad.cat([k, bias_k.expand(1, N, E)], 0)

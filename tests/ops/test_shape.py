@@ -152,6 +152,36 @@ def test_reshape_views_when_it_can_and_copies_when_it_must():
     assert copied.tolist() == x.torch().t().reshape(-1).tolist()
 
 
+
+def test_reshape_views_exactly_where_torch_can_view():
+    """reshape decides view-or-copy without asking torch's view to fail (shape.py ``_viewable``):
+    over strided, sliced, permuted and size-1 layouts it views exactly where torch's view works."""
+    import math
+    import random
+    rng = random.Random(0)
+    for _ in range(400):
+        shape = [rng.choice([1, 2, 3, 4]) for _ in range(rng.randint(1, 4))]
+        base = torch.arange(float(math.prod(2 * s for s in shape))).reshape([2 * s for s in shape])
+        t = base[tuple(slice(0, 2 * s, rng.choice([1, 2])) for s in shape)][tuple(slice(0, s) for s in shape)]
+        t = t.permute(rng.sample(range(len(shape)), len(shape)))
+        new, rem = [], t.numel()
+        while rem > 1 and len(new) < 4:
+            d = rng.choice([d for d in range(1, rem + 1) if rem % d == 0])
+            new.append(d)
+            rem //= d
+        new += [rem] if rem > 1 else []
+        new.insert(rng.randint(0, len(new)), 1)
+        x = tgrad.from_torch(base).as_strided(t.shape, t.stride(), t.storage_offset())  # the same view, in tgrad
+        try:
+            t.view(new)
+            views = True
+        except RuntimeError:
+            views = False
+        out = x.reshape(new)
+        assert shares_storage(out, x) == views
+        assert out.grad_fn is None and out.tolist() == t.reshape(new).tolist()
+
+
 # ------------------------------------------------------------------------------------------
 # joins and splits
 
