@@ -342,6 +342,7 @@ def _reduce_replay(kind, fast):
 
 # (np.add.reduce is what np.sum runs for an ndarray, without its Python-level dispatch)
 _DIRECT = {"_sum_combine": np.add.reduce, "_elementwise_max": np.nanmax, "_elementwise_min": np.nanmin}
+_DIRECT_SCAN = {"_sum_combine": np.cumsum, "_prod_combine": np.cumprod}
 
 
 def numpy_step(spec):
@@ -360,6 +361,16 @@ def numpy_step(spec):
             def step(data):
                 r = fn(data, axis=axis, keepdims=option)
                 return r.astype(np_dtype) if r.shape else np.array([r]).astype(np_dtype)
+        elif kind == "scan" and not tupled:
+            # the interpreter's ScanOps.cumsum / cumprod (flipped for reverse) and to_tensor, without building tensors
+            fn, np_dtype = _DIRECT_SCAN[name], get_np_dtype(types[0].scalar)
+
+            def step(data):
+                if option:
+                    data = np.ascontiguousarray(np.flip(data, axis=axis))
+                r = fn(data, axis=axis)
+                r = r.astype(np_dtype) if r.shape else np.array([r]).astype(np_dtype)
+                return np.ascontiguousarray(np.flip(r, axis=axis)) if option else r
         else:
             cls = _interp_module.ReduceOps if kind == "reduce" else _interp_module.ScanOps
             combine_fn = getattr(tl.standard, name)

@@ -294,3 +294,36 @@ def test_a_live_lane_loads_bitcast_read_after_a_store_keeps_the_loaded_bits():
         want_x, want_y = x.clamp(min=0), x.view(torch.int32).clone()
         launch(_bits_then_store, (1,), x, y, 21, BLOCK=64)
         assert torch.equal(x, want_x) and torch.equal(y, want_y)
+
+
+@triton.jit
+def _scans(x_ptr, out_ptr, n, REVERSE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.store(out_ptr + offs, tl.cumsum(x, 0, reverse=REVERSE), mask=offs < n)
+    tl.store(out_ptr + BLOCK + offs, tl.cumprod(tl.where(offs < n, x, 1), 0, reverse=REVERSE), mask=offs < n)
+
+
+@pytest.mark.executor_replay
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+def test_cumulative_sums_and_products_replay_as_the_interpreter(dtype, reverse):
+    # tl.cumsum / tl.cumprod replay as numpy's cumsum / cumprod (flipped for reverse), the bits and
+    # dtype the interpreter's scan gives (verify mode compares every replay with it)
+    g = torch.Generator().manual_seed(0)
+    with K.count_replays() as counts:
+        for n in (5, 7, 7, 3, 8, 8):
+            x = (torch.rand(8, generator=g) * 2 + 0.5).to(dtype) if dtype.is_floating_point else \
+                torch.randint(-3, 4, (8,), generator=g, dtype=dtype)
+            out = torch.zeros(16, dtype=dtype)
+            launch(_scans, (1,), x, out, n, REVERSE=reverse, BLOCK=8)
+            live = x[:n].flip(0) if reverse else x[:n]
+            sums, prods = live.cumsum(0), live.cumprod(0)
+            if reverse:
+                sums, prods = sums.flip(0), prods.flip(0)
+            if dtype.is_floating_point:
+                torch.testing.assert_close(out[:n], sums.to(dtype))
+                torch.testing.assert_close(out[8:8 + n], prods.to(dtype))
+            else:
+                assert torch.equal(out[:n], sums.to(dtype)) and torch.equal(out[8:8 + n], prods.to(dtype))
+    assert counts["replayed"] >= 2
