@@ -226,14 +226,14 @@ def _allocate(inputs, shape, out_dtypes, strides, like):
     return [torch.empty_strided(shape, strides, dtype=dt, device=device) for dt in out_dtypes]
 
 
-def planned(op, inputs, shape, out_dtypes, params=(), compute=None):
-    """``pointwise(op, inputs, shape, out_dtypes, params, compute=compute)`` as a function of the
+def planned(op, inputs, shape, out_dtype, params=(), compute=None):
+    """``pointwise(op, inputs, shape, [out_dtype], params, compute=compute)[0]`` as a function of the
     inputs alone, for a caller that sees the same call again (the same op, parameters, dtypes,
-    shapes, strides, devices and aliasing among ``inputs``: the caller's key): ``run(inputs) ->
-    outs``, whose launch replays the site's trace directly (``launch.site_replayer``). None while
+    shapes, strides, devices and aliasing among ``inputs``: the caller's key): ``run(*inputs) ->
+    out``, whose launch replays the site's trace directly (``launch.site_replayer``). None while
     the CPU executor has no plan for the site yet (its first launches interpret and record) or when
     there is nothing to launch."""
-    shape = tuple(shape)
+    shape, out_dtypes = tuple(shape), [out_dtype]
     bits = tuple([f64_bits(p) for p in params]) if params else ()
     site_id, strides, like = _site_plan(op, inputs, shape, out_dtypes, bits, None, compute)
     if math.prod(shape) == 0 or not inputs[0].is_cpu:
@@ -242,18 +242,15 @@ def planned(op, inputs, shape, out_dtypes, params=(), compute=None):
     replay = site_replayer(pointwise_kernel, site_id, [*sample, *inputs])
     if replay is None:
         return None
-    n_out = len(out_dtypes)
 
-    def run(inputs):
-        if like is not None:
-            outs = [torch.empty_like(inputs[like])] if n_out == 1 else _allocate(inputs, shape, out_dtypes, None, like)
-        else:
-            outs = _allocate(inputs, shape, out_dtypes, strides, like)
-        tensors = [*outs, *inputs]
-        if not replay(tensors):
-            launch_site(pointwise_kernel, site_id, tensors,
-                        lambda: _arguments(op, inputs, shape, out_dtypes, bits, outs, compute))
-        return outs
+    def run(*inputs):
+        # (an input's dtype, shape and layout: empty_like, the cheapest allocation torch has)
+        out = torch.empty_like(inputs[like]) if like is not None else \
+            _allocate(inputs, shape, out_dtypes, strides, like)[0]
+        if not replay([out, *inputs]):
+            launch_site(pointwise_kernel, site_id, [out, *inputs],
+                        lambda: _arguments(op, inputs, shape, out_dtypes, bits, [out], compute))
+        return out
     return run
 
 

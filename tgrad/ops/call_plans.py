@@ -101,7 +101,7 @@ def plan_call(cls, key, args):
     if _dtype.category(out_dtype) > max(_dtype.category(t.dtype) for t in tensors):
         return  # the default dtype decided the result (an int tensor and a float, a float-only row)
     data = [o._data for o in operands]
-    run = planned(formula, data, broadcast_shape(data), [out_dtype.torch], params)
+    run = planned(formula, data, broadcast_shape(data), out_dtype.torch, params)
     if run is None:
         return
     if len(PLANS) > 4096:
@@ -121,7 +121,7 @@ def plan_compare(key, formula, args, operands, compute):
     if _dtype.category(compute) > max(_dtype.category(t.dtype) for t in tensors):
         return
     data = [o._data for o in operands]
-    run = planned(formula, data, broadcast_shape(data), [torch.bool], (), compute=compute_dtype(compute.torch))
+    run = planned(formula, data, broadcast_shape(data), torch.bool, (), compute=compute_dtype(compute.torch))
     if run is None:
         return
     if len(PLANS) > 4096:
@@ -135,15 +135,15 @@ def _unrecorded(run, args, operands):
     numbers = [i for i, a in enumerate(args) if not isinstance(a, Tensor)]
     if not numbers:
         if len(args) == 1:
-            return lambda args: Tensor._wrap(run([args[0]._data])[0])
+            return lambda args: Tensor._wrap(run(args[0]._data))
         if len(args) == 2:
-            return lambda args: Tensor._wrap(run([args[0]._data, args[1]._data])[0])
-        return lambda args: Tensor._wrap(run([a._data for a in args])[0])
+            return lambda args: Tensor._wrap(run(args[0]._data, args[1]._data))
+        return lambda args: Tensor._wrap(run(*[a._data for a in args]))
     fixed = [None if isinstance(a, Tensor) else o._data for a, o in zip(args, operands)]
     if numbers == [1] and len(args) == 2:
         number = fixed[1]
-        return lambda args: Tensor._wrap(run([args[0]._data, number])[0])
-    return lambda args: Tensor._wrap(run([a._data if f is None else f for a, f in zip(args, fixed)])[0])
+        return lambda args: Tensor._wrap(run(args[0]._data, number))
+    return lambda args: Tensor._wrap(run(*[a._data if f is None else f for a, f in zip(args, fixed)]))
 
 
 def _recorded(cls, run, needs, numbers, dtype):
@@ -161,7 +161,7 @@ def _recorded(cls, run, needs, numbers, dtype):
         if numbers:  # a number a recorded call saves is a tensor of its own (common.as_operand)
             operands = [as_operand(a, args[ref], dtype) for a in args]
         ctx.params = constants
-        y = Tensor._wrap(run([args[0]._data, args[1]._data] if two else [o._data for o in operands])[0])
+        y = Tensor._wrap(run(args[0]._data, args[1]._data) if two else run(*[o._data for o in operands]))
         ctx.same = same and args[0] is args[1]
         if saves:
             cls._save(ctx, operands, y)
