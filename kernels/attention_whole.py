@@ -19,7 +19,7 @@ from .factories import as_i64
 from .helpers.layout import next_pow2
 from .helpers.scalars import as_f64
 from .random.philox import philox_key_and_base
-from .runtime.launch import launch
+from .runtime.launch import launch, launch_site
 
 __all__ = ["fits", "masked", "dense_like", "whole_forward", "whole_backward"]
 
@@ -181,9 +181,23 @@ def whole_forward(q, k, v, m, ms, o, lse, dropout, scale_bits, mask_kind, causal
     S, EV = k.shape[2], v.shape[3]
     bh, bl, bs, be, bev = _blocks(B * HQ, L, S, E, EV)
     seed, offset, state, threshold, keep, drop, from_state = dropout
-    launch(attn_whole_fwd_kernel, (1,), q, k, v, m, o, lse, seed, offset, state, threshold, scale_bits, keep,
-           B * HQ, L, S, E, EV, HQ, *q.stride(), *k.stride(), *v.stride(), *ms, MASK_KIND=mask_kind, CAUSAL=causal,
-           DROPOUT=drop, FROM_STATE=from_state, ACC=acc, BH=bh, BL=bl, BS=bs, BE=be, BEV=bev)
+    _launch(attn_whole_fwd_kernel, drop, (q, k, v, m, o, lse, seed, offset, state, threshold, scale_bits, keep,
+                                          B * HQ, L, S, E, EV, HQ, *q.stride(), *k.stride(), *v.stride(), *ms),
+            dict(MASK_KIND=mask_kind, CAUSAL=causal, DROPOUT=drop, FROM_STATE=from_state, ACC=acc, BH=bh, BL=bl, BS=bs,
+                 BE=be, BEV=bev))
+
+
+def _launch(kernel, drop, args, meta):
+    """The one-program launch. Without dropout (whose seed and offset change every call) through
+    ``launch_site``: its site is every argument but the tensors' addresses, so a call seen before
+    replays without binding arguments."""
+    if drop:
+        launch(kernel, (1,), *args, **meta)
+        return
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    site = tuple([(a.dtype, a.shape, a.stride()) if isinstance(a, torch.Tensor) else a for a in args]) + \
+        tuple(meta.values())
+    launch_site(kernel, site, tensors, lambda: ((1,), args, meta))
 
 
 def whole_backward(q, k, v, m, ms, o, lse, do, dq, dk, dv, dropout, scale_bits, mask_kind, causal, acc):
@@ -192,9 +206,10 @@ def whole_backward(q, k, v, m, ms, o, lse, do, dq, dk, dv, dropout, scale_bits, 
     S, EV = k.shape[2], v.shape[3]
     bh, bl, bs, be, bev = _blocks(B * HQ, L, S, E, EV)
     seed, offset, state, threshold, keep, drop, from_state = dropout
-    launch(attn_whole_bwd_kernel, (1,), q, k, v, m, o, lse, do, q if dq is None else dq, q if dk is None else dk,
-           q if dv is None else dv, seed, offset, state, threshold, scale_bits, keep, B * HQ, L, S, E, EV, HQ,
-           *q.stride(), *k.stride(), *v.stride(), *ms, *do.stride(), *(q if dq is None else dq).stride(),
-           *(k if dk is None else dk).stride(), *(v if dv is None else dv).stride(), MASK_KIND=mask_kind, CAUSAL=causal,
-           DROPOUT=drop, FROM_STATE=from_state, NEED_DQ=dq is not None, NEED_DKV=dk is not None, ACC=acc, BH=bh,
-           BL=bl, BS=bs, BE=be, BEV=bev)
+    _launch(attn_whole_bwd_kernel, drop, (
+        q, k, v, m, o, lse, do, q if dq is None else dq, q if dk is None else dk, q if dv is None else dv, seed, offset,
+        state, threshold, scale_bits, keep, B * HQ, L, S, E, EV, HQ, *q.stride(), *k.stride(), *v.stride(), *ms,
+        *do.stride(), *(q if dq is None else dq).stride(), *(k if dk is None else dk).stride(),
+        *(v if dv is None else dv).stride()), dict(
+        MASK_KIND=mask_kind, CAUSAL=causal, DROPOUT=drop, FROM_STATE=from_state, NEED_DQ=dq is not None,
+        NEED_DKV=dk is not None, ACC=acc, BH=bh, BL=bl, BS=bs, BE=be, BEV=bev))
