@@ -23,6 +23,11 @@ __all__ = ["memory_view", "live_prefix", "load_addresses", "load_rows", "store_a
 
 
 _views: dict = {}  # (address, bytes, dtype) -> its array: a view only reads or writes what lies there now
+# (region, dtype) -> an array over the aligned 1 MiB region of memory there: a fresh tensor's address is
+# a new key of _views half the time (torch's allocator cycles through addresses), and a slice of its
+# region's array costs half of a new ctypes buffer. Making an array over memory reads none of it.
+_regions: dict = {}
+_REGION = 1 << 20
 
 
 def memory_view(address: int, nbytes: int, dtype) -> np.ndarray:
@@ -33,7 +38,18 @@ def memory_view(address: int, nbytes: int, dtype) -> np.ndarray:
     if view is None:
         if len(_views) > 8192:
             _views.clear()
-        view = _views[key] = np.frombuffer((ctypes.c_char * nbytes).from_address(address), dtype=dtype)
+        offset, dt = address & (_REGION - 1), np.dtype(dtype)
+        if offset + nbytes <= _REGION and offset % dt.itemsize == 0 and nbytes % dt.itemsize == 0:
+            region = _regions.get((address - offset, dt))
+            if region is None:
+                if len(_regions) > 4096:
+                    _regions.clear()
+                region = _regions[(address - offset, dt)] = np.frombuffer(
+                    (ctypes.c_char * _REGION).from_address(address - offset), dtype=dt)
+            view = region[offset // dt.itemsize:(offset + nbytes) // dt.itemsize]
+        else:
+            view = np.frombuffer((ctypes.c_char * nbytes).from_address(address), dtype=dtype)
+        _views[key] = view
     return view
 
 
