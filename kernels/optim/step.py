@@ -53,7 +53,7 @@ from tgrad.kernels.runtime.target import target
 from .tables import TableCache, chunk_sizes, host_values, row_grid, upload
 from .updates import OPTION_BITS, UPDATES
 
-__all__ = ["fused_step", "ROW"]
+__all__ = ["fused_step", "launch_params", "ROW"]
 
 ROW = tl.constexpr(10)  # int64 entries per table row (layout in the module docstring)
 # Adadelta ... Rprop have been checked in fp16/fp32/fp64 only: bfloat16 parameters are refused
@@ -202,14 +202,15 @@ def _constant_at(consts, I: tl.constexpr, N: tl.constexpr, COMPUTE: tl.constexpr
 
 
 @triton.jit
-def optim_params_kernel(params, grads, s0s, s1s, s2s, steps, consts, NS: tl.constexpr, BLOCKS: tl.constexpr,
+def optim_params_kernel(p_ptrs, g_ptrs, s0s, s1s, s2s, steps, consts, NS: tl.constexpr, BLOCKS: tl.constexpr,
                         UPDATE: tl.constexpr, OPTIONS: tl.constexpr, N_HYPER: tl.constexpr,
                         N_SCALARS: tl.constexpr, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr,
                         FLAG: tl.constexpr, MAXIMIZE: tl.constexpr, CAPTURABLE: tl.constexpr,
                         COMPUTE: tl.constexpr):
     # The CPU's form of optim_step_kernel (module docstring): the tensors are tuple arguments and
     # each parameter's length and block are constexprs, so the recorded trace reads no pointer or
-    # length from memory (no guards) and spends no lane past a small parameter's end.
+    # length from memory (no guards) and spends no lane past a small parameter's end. (No argument
+    # is named `params`: the binder Triton generates for a GPU launch names its own dict so.)
     k = (_constant_at(consts, 0, N_HYPER, COMPUTE), _constant_at(consts, 1, N_HYPER, COMPUTE),
          _constant_at(consts, 2, N_HYPER, COMPUTE), _constant_at(consts, 3, N_HYPER, COMPUTE),
          _constant_at(consts, 4, N_HYPER, COMPUTE), _constant_at(consts, 5, N_HYPER, COMPUTE),
@@ -221,7 +222,7 @@ def optim_params_kernel(params, grads, s0s, s1s, s2s, steps, consts, NS: tl.cons
         log_beta1 = tl.log(tl.where(beta1 > 0.0, beta1, 1.0))
         log_beta2 = tl.log(tl.where(beta2 > 0.0, beta2, 1.0))
     for i in tl.static_range(len(NS)):
-        p_ptr = params[i]
+        p_ptr = p_ptrs[i]
         if S0:
             s0_ptr = s0s[i]
         else:
@@ -251,7 +252,7 @@ def optim_params_kernel(params, grads, s0s, s1s, s2s, steps, consts, NS: tl.cons
                 flag = tl.load(consts + 11 + 4 * i) != 0.0
             else:
                 flag = False
-        _update_blocks(p_ptr, grads[i], s0_ptr, s1_ptr, s2_ptr, NS[i], k, c, flag, UPDATE, OPTIONS, S0, S1, S2,
+        _update_blocks(p_ptr, g_ptrs[i], s0_ptr, s1_ptr, s2_ptr, NS[i], k, c, flag, UPDATE, OPTIONS, S0, S1, S2,
                        MAXIMIZE, COMPUTE, BLOCKS[i])
         if CAPTURABLE:  # one program: no other reads this step count after now
             tl.store(steps[i], step + 1.0)
@@ -349,7 +350,7 @@ def fused_step(algo: str, params, grads, states, hyper, *, scalars=None, flags=N
                 "S1": used[1], "S2": used[2], "FLAG": flags is not None and not capturable,
                 "MAXIMIZE": bool(maximize), "CAPTURABLE": capturable, "COMPUTE": compute_dtype(dtype)}
         if target(device) == "cpu":
-            _launch_params(rows, [steps[i] for i in idx] if capturable else None,
+            launch_params(rows, [steps[i] for i in idx] if capturable else None,
                            [scalars[i] for i in idx] if scalars else None, [flags[i] for i in idx] if flags else None,
                            hyper, meta)
         else:
@@ -358,7 +359,7 @@ def fused_step(algo: str, params, grads, states, hyper, *, scalars=None, flags=N
             dst.copy_(src)
 
 
-def _launch_params(rows, steps, scalars, flags, hyper, meta):
+def launch_params(rows, steps, scalars, flags, hyper, meta):
     """The CPU's launch (``optim_params_kernel``): the tensors as tuples, the group constants and the
     parameters' scalars and flags as one fp64 tensor ``[hyper (8), then per parameter c0, c1, c2,
     flag]`` (host values, as the table's bits are; a capture keeps the tensor, so they are frozen).

@@ -24,6 +24,8 @@ from support.launches import arg_type
 from support.workloads import core_workload, resample_workload, sequence_workload
 from tgrad.kernels import attention as KA
 from tgrad.kernels import attention_whole as KW
+from tgrad.kernels.optim import step as KO
+from tgrad.kernels.optim.updates import UPDATES
 from tgrad.kernels.runtime import cuda_compile
 from tgrad.kernels.runtime.launch import launch, launch_observers
 from tgrad.kernels.runtime.target import as_cuda, target
@@ -93,6 +95,15 @@ def _training_workload():
     with tgrad.graphs.graph(graph):
         step()
     graph.replay()
+    # the CPU's optimizer launch (the group's tensors as tuple arguments), launched directly:
+    # configured as a GPU, a step takes the pointer table; plain and capturable
+    p, g, m, v = (torch.rand(5) for _ in range(4))
+    for capturable in (False, True):
+        meta = {"UPDATE": UPDATES["adam"], "OPTIONS": 0, "N_HYPER": 8 if capturable else 6, "N_SCALARS": 2,
+                "S0": True, "S1": True, "S2": False, "FLAG": False, "MAXIMIZE": False, "CAPTURABLE": capturable,
+                "COMPUTE": triton.language.float32}
+        KO.launch_params([[p, g, m, v, None]], [torch.zeros(())] if capturable else None,
+                         None if capturable else [(0.1, 1.0)], None, (0.1, 0.999, 0.001, 1e-8, 0.0, 1.0, 0.01, 0.9), meta)
     # the interpreter's whole-problem attention, launched directly: configured as a GPU, SDPA takes the blocks
     q, k, v, do = (torch.randn(2, 2, 5, 4) for _ in range(4))
     o, lse, dq, dk, dv = torch.empty(2, 2, 5, 4), torch.empty(2, 2, 5), *(torch.empty(2, 2, 5, 4) for _ in range(3))
