@@ -14,19 +14,9 @@ from tgrad.kernels.runtime.launch import launch_observers
 from tgrad.ops.call_plans import PLANS, call_key
 from tgrad.ops.matmul import Bmm, Matmul, Mm
 
+from test_call_plans import WARM, fresh_cache  # noqa: F401  (the same table, emptied around each test)
+
 pytestmark = pytest.mark.launch_plans
-
-WARM = 5  # interpreted, recorded, replayed (the executor plans the site), planned, planned
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(empty_trace_cache):
-    enabled, verify = K.replay_enabled(), K.replay_verify()
-    K.set_replay(True, verify=False)
-    K.clear_replay_cache()
-    PLANS.clear()
-    yield
-    K.set_replay(enabled, verify=verify)
 
 
 def _t(x, grad=False):
