@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 from ..helpers.dtypes import compute_dtype
-from ..runtime.launch import launch
+from ..runtime.launch import launch_site
 from ..helpers.layout import block_shape_2d, cdiv, collapse, element_offset
 from .logsumexp import online_logsumexp
 
@@ -159,6 +159,12 @@ def _blocks(n_rows, n_cols, device):
     return block_r, block_c, warps, n_cols <= block_c
 
 
+def _site_strides(t: torch.Tensor, dim: int):
+    """``t``'s strides as far as a launch reads them: a size-1 dim's is dropped (``collapse``), but
+    ``dim``'s is passed as it is. A slice ``logits[:, -1, :]`` keeps one site for every length."""
+    return tuple(st if n != 1 or d == dim else 0 for d, (n, st) in enumerate(zip(t.shape, t.stride())))
+
+
 def softmax(x: torch.Tensor, dim: int, log: bool = False, out_dtype=None) -> torch.Tensor:
     """softmax (or log_softmax when ``log``) of ``x`` along ``dim`` (negative allowed).
     Returns a new contiguous tensor of x's shape and ``out_dtype`` or ``x.dtype``."""
@@ -166,13 +172,17 @@ def softmax(x: torch.Tensor, dim: int, log: bool = False, out_dtype=None) -> tor
     out = torch.empty(x.shape, dtype=out_dtype or x.dtype, device=x.device)
     if x.numel() == 0:
         return out
-    n_rows, n_cols, row_shape, (x_rs, out_rs), (x_cs, out_cs) = _rows_along(x.shape, dim, [x, out])
-    block_r, block_c, warps, one_chunk = _blocks(n_rows, n_cols, x.device)
-    acc = torch.float64 if torch.float64 in (x.dtype, out.dtype) else torch.float32
-    launch(softmax_kernel, (cdiv(n_rows, block_r),), x, out, n_rows, n_cols, row_shape,
-           x_rs, out_rs, x_cs, out_cs, LOG=bool(log), NK=len(row_shape),
-           COMPUTE=compute_dtype(acc), ONE_CHUNK=one_chunk, BLOCK_R=block_r, BLOCK_C=block_c,
-           num_warps=warps)
+
+    def arguments():
+        n_rows, n_cols, row_shape, (x_rs, out_rs), (x_cs, out_cs) = _rows_along(x.shape, dim, [x, out])
+        block_r, block_c, warps, one_chunk = _blocks(n_rows, n_cols, x.device)
+        acc = torch.float64 if torch.float64 in (x.dtype, out.dtype) else torch.float32
+        return ((cdiv(n_rows, block_r),), (x, out, n_rows, n_cols, row_shape, x_rs, out_rs, x_cs, out_cs),
+                dict(LOG=bool(log), NK=len(row_shape), COMPUTE=compute_dtype(acc), ONE_CHUNK=one_chunk,
+                     BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps))
+    # the site: what the arguments derive from (out is contiguous, of x's shape)
+    site = ("softmax", x.shape, _site_strides(x, dim), x.dtype, out.dtype, dim, bool(log))
+    launch_site(softmax_kernel, site, (x, out), arguments)
     return out
 
 
@@ -185,12 +195,17 @@ def softmax_backward(y: torch.Tensor, g: torch.Tensor, dim: int, log: bool = Fal
     out = torch.empty(g.shape, dtype=g.dtype, device=g.device)
     if g.numel() == 0:
         return out
-    n_rows, n_cols, row_shape, (y_rs, g_rs, out_rs), (y_cs, g_cs, out_cs) = _rows_along(
-        g.shape, dim, [y, g, out])
-    block_r, block_c, warps, one_chunk = _blocks(n_rows, n_cols, g.device)
-    acc = torch.float64 if torch.float64 in (y.dtype, g.dtype) else torch.float32
-    launch(softmax_backward_kernel, (cdiv(n_rows, block_r),), y, g, out, n_rows, n_cols,
-           row_shape, y_rs, g_rs, out_rs, y_cs, g_cs, out_cs, LOG=bool(log), NK=len(row_shape),
-           COMPUTE=compute_dtype(acc), ONE_CHUNK=one_chunk, BLOCK_R=block_r, BLOCK_C=block_c,
-           num_warps=warps)
+
+    def arguments():
+        n_rows, n_cols, row_shape, (y_rs, g_rs, out_rs), (y_cs, g_cs, out_cs) = _rows_along(
+            g.shape, dim, [y, g, out])
+        block_r, block_c, warps, one_chunk = _blocks(n_rows, n_cols, g.device)
+        acc = torch.float64 if torch.float64 in (y.dtype, g.dtype) else torch.float32
+        return ((cdiv(n_rows, block_r),), (y, g, out, n_rows, n_cols, row_shape, y_rs, g_rs, out_rs, y_cs, g_cs,
+                                           out_cs),
+                dict(LOG=bool(log), NK=len(row_shape), COMPUTE=compute_dtype(acc), ONE_CHUNK=one_chunk,
+                     BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps))
+    site = ("softmax_backward", g.shape, _site_strides(y, dim), _site_strides(g, dim), y.dtype, g.dtype, dim,
+            bool(log))
+    launch_site(softmax_backward_kernel, site, (y, g, out), arguments)
     return out

@@ -255,6 +255,25 @@ def test_softmax_and_backward_match_torch(dtype, log, blocks):
             raise AssertionError(f"case {name}: {e}") from e
 
 
+@pytest.mark.usefixtures("replay_verify_mode")
+def test_softmax_of_the_last_position_keeps_one_site_at_every_length():
+    # logits[:, -1, :] of a growing context (the bigram sampler): the row stride of its size-1 dim
+    # changes with the length but no argument reads it, so every length launches from one site;
+    # verify mode checks each call's plan against binding its arguments
+    for T in range(1, 7):
+        logits = _base((1, T, 11), 30 + T).float()
+        for log in (False, True):
+            x64 = logits[:, -1, :].double().requires_grad_()
+            ref = (torch.log_softmax if log else torch.softmax)(x64, -1)
+            y = softmax(logits[:, -1, :], -1, log=log)
+            _check(y, ref.detach(), torch.float32)
+            g = _base((1, 11), 50 + T).float()
+            ref.backward(g.double())
+            _check(softmax_backward(ref.detach().float(), g, -1, log=log), x64.grad, torch.float32)
+    sites = softmax_mod.softmax_kernel.__dict__["_tgrad_replay"].sites
+    assert sorted(key[-1] for key in sites) == [False, True]  # one site per log flag, whatever T
+
+
 def test_softmax_long_rows():
     x = _base((2, 100000), 20).float()
     x64 = x.double().requires_grad_()
