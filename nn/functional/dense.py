@@ -189,15 +189,15 @@ def linear_act(input, weight, bias=None, activation=None):
 
 
 def _plan_linear(key, x, weight, bias, activation):
-    """Keep the plan of a linear call ``key`` (its general path ran): a float call on a contiguous
-    input whose activation saves nothing but its output."""
-    if not x.dtype.is_floating_point or x.dtype is not weight.dtype or not x._data.is_contiguous() or \
+    """Keep the plan of a linear call ``key`` (its general path ran): a float call whose activation
+    saves nothing but its output. (The input's rows are ``reshape``'s, as forward's: a view or a
+    contiguous copy, decided by the shape and strides the key holds.)"""
+    if not x.dtype.is_floating_point or x.dtype is not weight.dtype or \
             (activation is not None and _ACTS[activation][1] != "y"):
         return
     N, K = weight.shape
-    rows = math.prod(x.shape[:-1])
     shape = tuple(x.shape[:-1]) + (N,)
-    run = KM.planned(x._data.view(rows, K), weight._data.t(), None if bias is None else bias._data, activation)
+    run = KM.planned(*_operands((x, weight, bias)), activation)
     if activation is None and x.ndim == 2:  # (bias, x, W^T), as _PlainLinear / _PlainMm record it
         cls = _PlainLinear if bias is not None else _PlainMm
         plan_launch(cls, key, (x, weight, bias), run, _operands, lambda out, args: wrap(out),
@@ -215,7 +215,8 @@ def _plain_args(args):
 
 def _operands(args):
     x, weight, bias = args
-    return x._data.view(-1, weight.shape[1]), weight._data.t(), None if bias is None else bias._data
+    rows = math.prod(x.shape[:-1])  # (not -1: ambiguous when K is 0)
+    return x._data.reshape(rows, weight.shape[1]), weight._data.t(), None if bias is None else bias._data
 
 
 def _linear_act(input, weight, bias, activation):
