@@ -204,7 +204,11 @@ class Emitter:
         elif name == "create_broadcast":
             line = f"np.broadcast_to({ins[0]}, {self.block_shape(op.args[1])!r})"
         elif name == "create_expand_dims":
-            line = f"np.expand_dims({ins[0]}, {op.args[1]!r})"
+            axis = op.args[1]
+            if type(axis) is int and 0 <= axis <= np.ndim(in_nodes[0].value):  # the same view, without
+                line = f"{ins[0]}[{', '.join([':'] * axis + ['None'])}]"    # expand_dims' ~3 us of Python
+            else:
+                line = f"np.expand_dims({ins[0]}, {axis!r})"
         elif name == "create_reshape":
             line = f"{ins[0]}.reshape({tuple(op.args[1])!r})"
         elif name == "create_trans":
