@@ -28,7 +28,7 @@ import triton.language as tl
 from ..helpers.layout import block_for, cdiv, next_pow2
 from ..optim.tables import upload
 from ..runtime.capture import is_capturing
-from ..runtime.launch import launch_site
+from ..runtime.launch import launch, launch_site
 
 __all__ = ["MAX_KINDS", "cat_into"]
 
@@ -124,8 +124,9 @@ def cat_into(out: torch.Tensor, inputs: list, dim: int, stacked: bool = False) -
     if plan is None:
         if len(_plans) > 1024:
             _plans.clear()
-        plan = _plans[key] = _plan(out, inputs, dim, stacked)
-    site, template, ptr_at, like_at, grid, scalars, meta = plan
+        plan = _plans[key] = [*_plan(out, inputs, dim, stacked), 0]
+    plan[-1] += 1
+    site, template, ptr_at, like_at, grid, scalars, meta, uses = plan
     host = template.copy()
     host[ptr_at] = [t.data_ptr() for t in inputs]
     capturing = out.is_cuda and is_capturing()
@@ -133,11 +134,15 @@ def cat_into(out: torch.Tensor, inputs: list, dim: int, stacked: bool = False) -
     if capturing:  # the graph's copy node re-reads the host table at every replay: keep both for good
         _CAPTURED_TABLES.append((table, host))
     tensors = [_storage(out), table, *[_storage(inputs[k]) for k in like_at]]
+    if uses <= 2:  # a signature seen once or twice (a sequence growing by a token) would plan a site it never
+        # replays, which costs more than the launch: launched as launch does, planned from its third call
+        launch(cat_kernel, grid, *tensors, *scalars, keep_alive=tuple(inputs), **meta)
+        return
     # the site (the plan) decides every argument but the addresses, the table's included
     launch_site(cat_kernel, site, tensors, lambda: (grid, (*tensors, *scalars), meta), keep_alive=tuple(inputs))
 
 
-_plans: dict = {}  # the inputs' signature -> what _plan decided
+_plans: dict = {}  # the inputs' signature -> [what _plan decided..., calls so far]
 _site_ids = itertools.count()  # a plan's launch site (never reused: the executor keeps plans by site)
 
 

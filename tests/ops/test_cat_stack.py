@@ -175,3 +175,23 @@ def test_a_captured_cat_replays_on_new_values():
         b.copy_(tgrad.from_torch(_values((2, 3), torch.float64, seed + 10)))
         g.replay()
         _same(out, torch.cat([a.torch(), b.torch(), a.torch()[:, [2, 1, 0]]]))
+
+
+@pytest.mark.usefixtures("replay_verify_mode")
+def test_a_sequence_growing_by_one_plans_no_launch_site_and_a_repeated_cat_plans_one():
+    # generate's idx = cat((idx, next)): a shape seen once launches as a plain launch (a site planned
+    # for it would never replay); a cat of shapes repeated (get_batch's stacks) replays its site
+    from tgrad.kernels.indexing.concat import cat_kernel
+    g = torch.Generator().manual_seed(0)
+    ref = torch.zeros(1, 1, dtype=torch.long)
+    idx = tgrad.zeros((1, 1), dtype=tgrad.long)
+    for _ in range(12):
+        nxt = torch.randint(0, 9, (1, 1), generator=g)
+        ref, idx = torch.cat((ref, nxt), 1), tgrad.cat((idx, tgrad.from_torch(nxt)), 1)
+        assert torch.equal(idx.torch(), ref)
+    sites = cat_kernel.__dict__["_tgrad_replay"].sites
+    assert not sites
+    rows = [torch.randn(8, generator=g) for _ in range(5)]
+    for _ in range(5):
+        assert torch.equal(tgrad.stack([tgrad.from_torch(r) for r in rows]).torch(), torch.stack(rows))
+    assert len(sites) == 1
