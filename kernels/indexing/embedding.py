@@ -22,6 +22,7 @@ from .. import elementwise
 from ..reductions import segment
 from ..runtime.capture import is_capturing
 from ..runtime.launch import launch
+from ..runtime.target import target
 from ..helpers.layout import block_for, block_shape_2d, cdiv, collapse, element_offset
 from ..elementwise.pointwise import pointwise
 
@@ -109,7 +110,10 @@ def embedding_forward(idx: torch.Tensor, weight: torch.Tensor):
         return out, None
     shape, strides = _index_geometry(idx)
     bad = torch.full((1,), K, dtype=torch.int64, device=idx.device)
-    block_r, block_c, warps = block_shape_2d(K, max(D, 1), weight.device)
+    # interpreted, at least 64 rows a block (as 1-d walks take 64 lanes): a context growing by a token
+    # shares one signature up to 64, instead of recording again at 2, 4, 8, 16 and 32
+    rows = max(K, 64) if target(weight.device) == "cpu" else K
+    block_r, block_c, warps = block_shape_2d(rows, max(D, 1), weight.device)
     launch(embedding_fwd_kernel, (cdiv(K, block_r),), idx, weight, out, bad, K, V, D, shape,
            strides, weight.stride(0), weight.stride(1), NDIM=len(shape), FLOAT=weight.dtype.is_floating_point,
            BLOCK_R=block_r,

@@ -94,3 +94,19 @@ def test_embedding_bag_of_only_padding_stays_in_the_graph(mode):
     got.sum().backward()
     want.sum().backward()
     assert wg.grad is not None and wg.grad.tolist() == wt.grad.tolist()
+
+
+@pytest.mark.executor_replay
+@pytest.mark.usefixtures("replay_verify_mode")
+def test_an_embedding_of_a_context_growing_by_a_token_records_once_up_to_64_rows():
+    # a sampler's context of 1, 2, ..., 40 tokens: interpreted, the rows walk in blocks of at least
+    # 64, so every length shares one signature (its length a replay input) instead of recording
+    # again at each power of two
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(11, 5, generator=g, dtype=torch.float64)
+    weight = tgrad.from_torch(w)
+    with tgrad.kernels.count_replays() as counts:
+        for T in range(1, 41):
+            idx = torch.randint(0, 11, (1, T), generator=g)
+            assert torch.equal(F.embedding(tgrad.from_torch(idx), weight).torch(), TF.embedding(idx, w))
+    assert counts["interpreted"] == 1 and counts["recorded"] <= 2 and counts["replayed"] >= 38
