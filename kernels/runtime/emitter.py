@@ -320,8 +320,10 @@ class Emitter:
                 where = contiguous if contiguous is not True else live
                 return f"_fill({self.const(f'z{k}', filled)}, {self.const(f'm{k}', where)}, {v})"
             strided = _strided(index, dt.itemsize) if live is None else None
-            if strided is not None:  # a transposed or strided tile: a copy of a strided view, not a gather
-                return f"np.ndarray({shape!r}, {self.const(f'd{k}s', dt)}, {v}, *{self.const(f's{k}', strided)}).copy()"
+            if strided is not None:  # a strided tile: a copy of a strided view, not a gather
+                first, grid, steps = strided
+                view = f"np.ndarray({grid!r}, {self.const(f'd{k}s', dt)}, {v}, *{self.const(f's{k}', (first, steps))})"
+                return f"{view}.copy()" if grid == shape else f"{view}.copy().reshape({shape!r})"
             idx = self.const(f"i{k}", index)
             if live is None:
                 return f"{v}[{idx}]"
@@ -424,8 +426,10 @@ class Emitter:
                     return f"{v}.__setitem__(slice(None), {full}[{where}])"
                 strided = _strided(index, dt.itemsize) if live is None else None
                 if strided is not None:
-                    return f"np.ndarray({ptr.value.shape!r}, {self.const(f'd{op_key}s', dt)}, {v}, " \
-                        f"*{self.const(f's{k}', strided)}).__setitem__(Ellipsis, {ins[1]})"
+                    first, grid, steps = strided
+                    value = ins[1] if grid == ptr.value.shape else f"{full}.reshape({grid!r})"
+                    return f"np.ndarray({grid!r}, {self.const(f'd{op_key}s', dt)}, {v}, " \
+                        f"*{self.const(f's{k}', (first, steps))}).__setitem__(Ellipsis, {value})"
                 if live is None:
                     return f"{v}.__setitem__({self.const(f'i{k}', index)}, {ins[1]})"
                 sel = self.const(f"i{k}", index[live])
@@ -532,20 +536,41 @@ def _view_expr(slot, start, nbytes, dtype_name):
 
 
 def _strided(index, size):
-    """(first byte, byte strides) when the element ``index`` array of an access is an affine grid
-    (a transposed or strided tile) with strides >= 0: the access is then a strided view."""
+    """(first byte, grid shape, byte strides) when the element ``index`` array of an access, read
+    in C order, is an affine grid with strides >= 0: a tile's own dims (a transposed or strided
+    tile), or dims split where the offsets jump (batch norm's (C, N*H*W) tile of an NCHW tensor,
+    a pool's taps over a flat block of outputs). The access is then a strided view of that shape,
+    reshaped to the block's."""
     if index.ndim == 0 or index.size < 2:
         return None
-    first = int(index.flat[0])
-    steps = [int(index[(0,) * d + (1,) + (0,) * (index.ndim - d - 1)]) - first if n > 1 else 0
-             for d, n in enumerate(index.shape)]
-    if min(steps) < 0:
+    flat = index.reshape(-1).astype(np.int64)
+    first, total = int(flat[0]), flat.size
+    sizes, steps, block = [], [], 1
+    while block < total and len(sizes) < 8:
+        step = int(flat[block]) - first
+        if step < 0:
+            return None
+        # the longest run of this step over multiples of ``block``, cut to a size dividing what is left
+        run = flat[:total:block] - first
+        ok = run == step * np.arange(run.size, dtype=np.int64)
+        n = int(ok.argmin()) if not ok.all() else run.size
+        rest = total // block
+        while n > 1 and rest % n:
+            n -= 1
+        if n < 2:
+            return None
+        sizes.append(n)
+        steps.append(step)
+        block *= n
+    if block != total:
         return None
-    grid = first + sum(np.arange(n, dtype=np.intp).reshape((1,) * d + (n,) + (1,) * (index.ndim - d - 1)) * st
-                       for d, (n, st) in enumerate(zip(index.shape, steps)))
-    if not np.array_equal(grid, index):
+    shape, strides = tuple(reversed(sizes)), tuple(reversed(steps))
+    grid = np.full(shape, first, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(shape, strides)):
+        grid += np.arange(n, dtype=np.int64).reshape((1,) * d + (n,) + (1,) * (len(shape) - d - 1)) * st
+    if not np.array_equal(grid.reshape(-1), flat):
         return None
-    return first * size, tuple(st * size for st in steps)
+    return first * size, shape, tuple(st * size for st in strides)
 
 
 def _bf16(src_dtype, dst_type):

@@ -278,6 +278,32 @@ def test_a_strided_tile_is_a_strided_view_not_a_gather():
 
 
 @triton.jit
+def _channel_tile(x_ptr, out_ptr, C: tl.constexpr, NB: tl.constexpr, HW: tl.constexpr):
+    # a (C, N*HW) tile of an NCHW tensor, as batch norm reads it: its offsets jump where n changes,
+    # an affine grid once that dim is split into (N, HW); the store writes it back the same way
+    c = tl.arange(0, C)[:, None]
+    r = tl.arange(0, NB * HW)[None, :]
+    off = c * HW + (r // HW) * (C * HW) + r % HW
+    tile = tl.load(x_ptr + off)
+    tl.store(out_ptr + off, tile * 3.0 - tl.sum(tile, 1)[:, None])
+
+
+@pytest.mark.executor_replay
+def test_a_tile_affine_once_its_dims_are_split_is_a_strided_view_not_a_gather():
+    with K.count_replays() as counts:
+        for _ in range(4):
+            x = torch.randn(4, 8, 16)
+            out = torch.empty_like(x)
+            launch(_channel_tile, (1,), x, out, C=8, NB=4, HW=16)
+            tile = x.transpose(0, 1).reshape(8, 64)
+            want = (tile * 3.0 - tile.sum(1, keepdim=True)).reshape(8, 4, 16).transpose(0, 1)
+            assert torch.allclose(out, want, rtol=1e-6, atol=1e-5)
+    assert counts["replayed"] >= 2
+    (source,) = _sources(_channel_tile)
+    assert "np.ndarray((8, 4, 16)" in source and "[i" not in source and "__setitem__(i" not in source
+
+
+@triton.jit
 def _bits_then_store(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n)
