@@ -391,17 +391,36 @@ _BASE_ATTRS = frozenset(InterpreterBuilder().__dict__) | {"grid_idx", "grid_dim"
 
 
 _MEMORY_NAMES = tuple(sorted(LOADS | STORES | ATOMICS))
-_MEMORY_METHODS = tuple(InterpreterBuilder.__dict__[name] for name in _MEMORY_NAMES)
-_memory_methods = operator.attrgetter(*_MEMORY_NAMES)  # one C call: asked before every replay
+# builder methods that call no other memory method (``create_load`` calls ``create_masked_load``)
+_LEAF_MEMORY = frozenset({"create_masked_load", "create_masked_store"})
 
 
-def builder_instrumented() -> bool:
-    """True when something else (a memory checker, a profiler) has patched the builder's methods,
-    on the builder or its class: replay would bypass it, so launches interpret while it is active."""
-    keys = interpreter_builder.__dict__.keys()
-    if not keys <= _BASE_ATTRS and any(k not in _BASE_ATTRS and k != "create_dot" for k in keys):
+def memory_check(names=_MEMORY_NAMES) -> tuple:
+    """``(getter, methods)``: ``getter(InterpreterBuilder) != methods`` when one of the builder's
+    memory methods ``names`` calls (``names`` and what they call) is patched on its class."""
+    names = tuple(sorted(names)) if names and _LEAF_MEMORY.issuperset(names) else _MEMORY_NAMES
+    return operator.attrgetter(*names), operator.attrgetter(*names)(InterpreterBuilder)
+
+
+def trace_memory_check(record) -> tuple:
+    """``memory_check`` for the memory methods a recorded launch (``record``, None: unknown) calls:
+    only those can be bypassed by its replay."""
+    return _ALL_MEMORY if record is None else memory_check({op.name for op in record.ops} & MEMORY)
+
+
+MEMORY = LOADS | STORES | ATOMICS
+_ALL_MEMORY = memory_check()  # one C call and a tuple comparison: asked before every replay
+
+
+def builder_instrumented(memory=_ALL_MEMORY) -> bool:
+    """True when something else (a memory checker, a profiler) has patched the builder's methods:
+    any method on the builder, or one of the ``memory`` methods (``memory_check``) on its class.
+    Replay would bypass it, so launches interpret while it is active."""
+    keys = interpreter_builder.__dict__
+    if not _BASE_ATTRS.issuperset(keys) and any(k not in _BASE_ATTRS and k != "create_dot" for k in keys):
         return True
-    return _memory_methods(InterpreterBuilder) != _MEMORY_METHODS  # functions: by identity
+    getter, methods = memory
+    return getter(InterpreterBuilder) != methods  # functions: by identity
 
 
 class recording:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from operator import itemgetter
 
-from .recorder import builder_instrumented
+from .recorder import _BASE_ATTRS, builder_instrumented
 from .signature import MAX_ENTRIES
 from .switches import _ERRORS, _IGNORE_ERRORS, config, local, replay_counts, run_quietly
-from .triton_private import interpreter_builder
+from .triton_private import InterpreterBuilder, interpreter_builder
 
 __all__ = ["SitePlan", "plan_site"]
 
@@ -63,13 +63,19 @@ class SitePlan:
         options, key, entries, entry, sites, site = self.options, self.key, self.entries, self.entry, self.sites, \
             self.site
         A0, pick, builder, direct = self.A, self.pick, interpreter_builder, self.run
+        base, cls = _BASE_ATTRS.issuperset, InterpreterBuilder
 
         def run(tensors) -> bool:
+            # (builder_instrumented, asking only for the memory methods the trace's launch calls)
             if observers or captures.recorders or captures.cuda or not config["enabled"] or config["verify"] or \
-                    local.disabled or options != id(builder.options) or builder_instrumented():
+                    local.disabled or options != id(builder.options) or \
+                    not base(builder.__dict__) and builder_instrumented():
                 return False
             variants = entry.variants
             if not variants or variants[0].guards is not None:
+                return False
+            getter, methods = variants[0].memory
+            if getter(cls) != methods:
                 return False
             try:  # as _replay: refreshed as the least recently used, the plan dropped once evicted
                 entries.move_to_end(key)

@@ -16,7 +16,8 @@ import re
 
 from .emitter import Emitter, access
 from .lanes import NotLaneWise, live_lanes
-from .recorder import ATOMICS, SIDE_EFFECTS, STORES, LaunchRecord, Refused
+from .recorder import (ATOMICS, SIDE_EFFECTS, STORES, LaunchRecord, Refused,
+                       trace_memory_check)
 
 __all__ = ["CompiledLaunch", "compile_launch"]
 
@@ -38,6 +39,7 @@ class CompiledLaunch:
         self.expected = expected
         self.nbytes = nbytes
         self.n_ops = source.count("\n")
+        self.memory = trace_memory_check(record)  # the builder methods whose patching makes it interpret
         # the input slots ``run`` reads (None: it reads ``A`` otherwise too)
         self.reads = None if _OTHER_USE.search(source) else sorted({int(s) for s in _SLOT_READ.findall(source)})
 

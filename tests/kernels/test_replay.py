@@ -350,6 +350,63 @@ def test_a_patched_builder_class_also_disables_replay(monkeypatch):
     assert torch.equal(y._data, x._data * 3)
 
 
+@pytest.mark.parametrize("where", ["instance", "class"])
+def test_a_patched_masked_load_makes_a_planned_add_interpret(where):
+    # the call plans' replay (SitePlan.bound, which verify mode leaves) asks the builder as every
+    # other replay does
+    K.set_replay(verify=False)  # (the fixture restores it)
+    a, b = tgrad.randn(32), tgrad.randn(32)
+    for _ in range(4):
+        a + b
+    seen = []
+    original = InterpreterBuilder.create_masked_load
+
+    def counting_load(*args):
+        seen.append(1)
+        return original(*args) if where == "class" else original(triton_private.interpreter_builder, *args)
+    target = InterpreterBuilder if where == "class" else triton_private.interpreter_builder
+    target.create_masked_load = counting_load
+    try:
+        with K.count_replays() as counts:
+            y = a + b
+    finally:  # (not monkeypatch: its undo leaves a bound method on the instance)
+        if where == "class":
+            target.create_masked_load = original
+        else:
+            delattr(target, "create_masked_load")
+    assert counts == {"interpreted": 1} and len(seen) == 2
+    assert torch.equal(y._data, a._data + b._data)
+    with K.count_replays() as counts:
+        a + b
+    assert counts == {"replayed": 1}
+
+
+@triton.jit
+def _unmasked_twice(out_ptr, x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+@pytest.mark.parametrize("name", ["create_masked_load", "create_masked_store"])
+def test_a_patched_method_an_unmasked_load_calls_makes_it_interpret(name, monkeypatch):
+    # tl.load without a mask is the builder's create_load, which calls create_masked_load (and a
+    # store create_masked_store): patching either must reach the launch
+    x, out = torch.randn(8), torch.empty(8)
+    for _ in range(3):
+        launch(_unmasked_twice, (1,), out, x, BLOCK=8)
+    seen = []
+    original = getattr(InterpreterBuilder, name)
+
+    def counting(*args):
+        seen.append(1)
+        return original(*args)
+    monkeypatch.setattr(InterpreterBuilder, name, counting)
+    x.copy_(torch.randn(8))
+    with K.count_replays() as counts:
+        launch(_unmasked_twice, (1,), out, x, BLOCK=8)
+    assert torch.equal(out, 2 * x) and counts == {"interpreted": 1} and seen
+
+
 
 def test_the_lean_broadcast_gives_tritons_operands_and_is_undone_after_the_launch():
     # kernels/interpreter.py shortcuts the semantic's broadcast_impl_value for same-shape blocks
