@@ -59,6 +59,14 @@ STATE = {"set_grid_idx", "set_grid_dim", "get_cache_policy"}  # builder bookkeep
 # ops that move an argument's address without arithmetic on it: (argument, offsets) stays so
 AFFINE = {"create_addptr", "create_broadcast", "create_expand_dims", "create_reshape", "create_splat",
           "create_trans"}
+
+
+def _pointer_cast(name, dtype) -> bool:
+    """A bitcast to a pointer type: the same addresses (Triton's load and store of a bool pointer go
+    through an int8 pointer), so an argument's address plus constant offsets stays one."""
+    return name == "create_bitcast" and isinstance(dtype, tl.pointer_type)
+
+
 _FAST_REDUCE = {"_sum_combine", "_elementwise_max", "_elementwise_min", "_argmin_combine_tie_break_left",
                 "_argmin_combine_tie_break_fast", "_argmax_combine_tie_break_left", "_argmax_combine_tie_break_fast"}
 _FAST_SCAN = {"_sum_combine", "_prod_combine"}
@@ -133,8 +141,8 @@ def fold_probes(record: LaunchRecord) -> LaunchRecord:
         if tag <= PID:
             for o in op.outs:
                 nodes[o].op, nodes[o].tag, nodes[o].base, nodes[o].prov = None, tag, None, None
-        elif op.name in AFFINE and len(op.outs) == 1 and ins[0].base is not None and \
-                all(n.tag <= PID for n in ins[1:]):
+        elif (op.name in AFFINE or _pointer_cast(op.name, nodes[op.outs[0]].dtype)) and len(op.outs) == 1 and \
+                ins[0].base is not None and all(n.tag <= PID for n in ins[1:]):
             out = nodes[op.outs[0]]
             out.op, out.tag, out.base, out.prov = None, ARG, ins[0].base, ins[0].prov
         else:
@@ -235,7 +243,7 @@ class Recorder:
             for o in outs:
                 self.node(o, Node(tag, o.data, o.dtype))
             return
-        if name in AFFINE and len(outs) == 1:
+        if (name in AFFINE or _pointer_cast(name, outs[0].dtype if outs else None)) and len(outs) == 1:
             first = nodes[ins[0]]
             rest_const = all(nodes[i].tag <= PID for i in ins[1:])
             if first.base is not None and rest_const:

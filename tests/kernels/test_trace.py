@@ -353,3 +353,25 @@ def test_cumulative_sums_and_products_replay_as_the_interpreter(dtype, reverse):
             else:
                 assert torch.equal(out[:n], sums.to(dtype)) and torch.equal(out[8:8 + n], prods.to(dtype))
     assert counts["replayed"] >= 2
+
+
+@triton.jit
+def _bool_xor(out_ptr, a_ptr, b_ptr, n, BLOCK: tl.constexpr):
+    # Triton loads and stores a bool pointer through an int8 pointer (a pointer bitcast)
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=offs < n) != tl.load(b_ptr + offs, mask=offs < n),
+             mask=offs < n)
+
+
+@pytest.mark.executor_replay
+@pytest.mark.parametrize("n", [16, 13])
+def test_bool_loads_and_stores_are_views_of_the_tensors_not_computed_addresses(n):
+    with K.count_replays() as counts:
+        for _ in range(4):
+            a, b = torch.rand(n) > 0.5, torch.rand(n) > 0.5
+            out = torch.ones(16, dtype=torch.bool)
+            launch(_bool_xor, (1,), out, a, b, n, BLOCK=16)
+            assert torch.equal(out[:n], a != b) and out[n:].all()
+    assert counts["replayed"] >= 2
+    sources = _sources(_bool_xor)
+    assert sources and all("memory_view(A[0]" in s and "_addresses" not in s and "native." not in s for s in sources)
