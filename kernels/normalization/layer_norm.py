@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 
 from ..helpers.dtypes import accumulate_dtype, compute_dtype
-from ..runtime.launch import launch
+from ..runtime.launch import launch_site
 from ..helpers.layout import block_shape_2d, cdiv
 from ..reductions.reduce import reduce
 from ..helpers.scalars import as_f64, f64_bits
@@ -196,14 +196,25 @@ def layer_norm_forward(x: torch.Tensor, weight, bias, eps: float):
     rstd = torch.empty((M,), dtype=acc, device=x.device)
     if M == 0 or D == 0:
         return y, mean.fill_(float("nan")), rstd.fill_(float("nan"))
-    block_r, block_c, warps = _row_blocks(M, D, x.device)
-    launch(layer_norm_fwd_kernel, (cdiv(M, block_r),), x, x if weight is None else weight,
-           x if bias is None else bias, y, mean, rstd, M, D, x.stride(0), x.stride(1),
-           0 if weight is None else weight.stride(0), 0 if bias is None else bias.stride(0),
-           f64_bits(eps), HAS_W=weight is not None, HAS_B=bias is not None,
-           COMPUTE=compute_dtype(acc), ONE_CHUNK=D <= block_c, BLOCK_R=block_r, BLOCK_C=block_c,
-           num_warps=warps)
+    w, b = x if weight is None else weight, x if bias is None else bias
+
+    def arguments():
+        block_r, block_c, warps = _row_blocks(M, D, x.device)
+        return ((cdiv(M, block_r),), (x, w, b, y, mean, rstd, M, D, x.stride(0), x.stride(1),
+                                      0 if weight is None else weight.stride(0), 0 if bias is None else bias.stride(0),
+                                      f64_bits(eps)),
+                dict(HAS_W=weight is not None, HAS_B=bias is not None, COMPUTE=compute_dtype(acc),
+                     ONE_CHUNK=D <= block_c, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps))
+    # the site: what the arguments derive from (y, mean and rstd are contiguous, of x's dtype and acc);
+    # eps by its bits, so -0.0 and 0.0 are two sites
+    site = ("layer_norm_fwd", M, D, x.stride(), x.dtype, _vector_key(weight), _vector_key(bias), f64_bits(eps))
+    launch_site(layer_norm_fwd_kernel, site, (x, w, b, y, mean, rstd), arguments)
     return y, mean, rstd
+
+
+def _vector_key(v):
+    """What a launch reads of a weight or bias vector besides its address: None when absent."""
+    return None if v is None else (v.dtype, v.stride(0))
 
 
 def _row_blocks(M: int, D: int, device: torch.device):
@@ -234,17 +245,22 @@ def layer_norm_backward(x, g, weight, mean, rstd, need_dx=True, need_wb=True, wb
         zero = torch.zeros((D,), dtype=wb_dtype, device=g.device)
         return dx, (zero if need_wb else None), (zero.clone() if need_wb else None)
     block_r, block_c, warps = _row_blocks(M, D, x.device)
-    one_chunk = D <= block_c
     programs = _programs(M, block_r, x.device)
     rows_per_prog = cdiv(cdiv(M, block_r), programs) * block_r
     programs = cdiv(M, rows_per_prog)
     # zeros: the chunked path adds into its partial rows
     part = torch.zeros((programs, 2, D) if need_wb else (1,), dtype=acc, device=g.device)
-    launch(layer_norm_bwd_kernel, (programs,), x, g, x if weight is None else weight, mean, rstd,
-           g if dx is None else dx, part, M, D, x.stride(0), x.stride(1), g.stride(0), g.stride(1),
-           0 if weight is None else weight.stride(0), rows_per_prog, HAS_W=weight is not None,
-           NEED_DX=need_dx, NEED_WB=need_wb, COMPUTE=compute_dtype(acc), ONE_CHUNK=one_chunk,
-           BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
+    w, out = x if weight is None else weight, g if dx is None else dx
+
+    def arguments():
+        return ((programs,), (x, g, w, mean, rstd, out, part, M, D, x.stride(0), x.stride(1), g.stride(0),
+                              g.stride(1), 0 if weight is None else weight.stride(0), rows_per_prog),
+                dict(HAS_W=weight is not None, NEED_DX=need_dx, NEED_WB=need_wb, COMPUTE=compute_dtype(acc),
+                     ONE_CHUNK=D <= block_c, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps))
+    # the site: what the arguments derive from (dx and part are contiguous, of g's dtype and acc)
+    site = ("layer_norm_bwd", M, D, x.stride(), g.stride(), x.dtype, g.dtype, mean.dtype, _vector_key(weight),
+            need_dx, need_wb)
+    launch_site(layer_norm_bwd_kernel, site, (x, g, w, mean, rstd, out, part), arguments)
     if not need_wb:
         return dx, None, None
     if programs == 1 and wb_dtype == acc:

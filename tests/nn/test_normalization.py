@@ -9,6 +9,7 @@ import tgrad
 import tgrad.nn.functional as F
 from support.modules import backward_both, copy_module, module_pair
 from support.reference import assert_close, compare_second_order, make_pair, raises, run, uniform64
+from tgrad.kernels.normalization import layer_norm as KLN
 from tgrad.kernels.runtime.launch import count_launches
 
 
@@ -124,3 +125,28 @@ def test_local_response_norm_second_derivatives_and_errors():
         F.local_response_norm(tgrad.ones(2, 3), 2)
     empty = tgrad.ones(0, 3, 2)
     assert F.local_response_norm(empty, 2) is empty
+
+
+@pytest.mark.usefixtures("replay_verify_mode")
+@pytest.mark.parametrize("affine_kind", ["both", "weight", "none"])
+def test_layer_norm_repeated_calls_replay_from_their_own_tensors(affine_kind):
+    # forward and backward launch through launch_site: repeated calls (new tensors at new addresses,
+    # a transposed input among them) replay a planned site; verify mode checks each against binding
+    # its arguments, the float64 reference checks the values
+    for seed, transposed in [(20 + i, False) for i in range(3)] + [(30 + i, True) for i in range(3)]:
+        shape = (5, 6) if transposed else (6, 5)
+        x, xr = make_pair(shape, tgrad.float32, seed=seed)
+        if transposed:
+            x, xr = x.detach().t().requires_grad_(), xr.detach().t().requires_grad_()
+        w, wr, b, br = affine((5,), seed)
+        w, b = (t.to(tgrad.float32).detach().requires_grad_() for t in (w, b))
+        w, wr = (w, wr) if affine_kind != "none" else (None, None)
+        b, br = (b, br) if affine_kind == "both" else (None, None)
+        backward_both([F.layer_norm(x, (5,), w, b, 1e-5)], [torch.nn.functional.layer_norm(xr, (5,), wr, br, 1e-5)],
+                      seed=seed)
+        for a, r in ((x, xr), (w, wr), (b, br)):
+            if a is not None:
+                assert_close(a.grad, r.grad, rtol=1e-4)
+    for kernel in (KLN.layer_norm_fwd_kernel, KLN.layer_norm_bwd_kernel):
+        sites = kernel.__dict__["_tgrad_replay"].sites
+        assert len(sites) == 2  # a contiguous and a transposed x, not a site per call
